@@ -1,0 +1,166 @@
+// The only reader of process.env. Every variable is parsed and checked here, once, at start;
+// a bad value throws ConfigError naming the variable, and the entrypoint turns that into one
+// line on stderr and exit code 1.
+import { Duration } from 'luxon';
+
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    message: string,
+  ) {
+    super(`invalid configuration: ${variable} ${message}`);
+  }
+}
+
+export interface Config {
+  databaseUrl: string;
+  redisUrl: string;
+  /** Prefix of every BullMQ key in Redis; tests give each run its own. */
+  redisPrefix: string;
+  port: number;
+  host: string;
+  /** When null, emails are written as .eml files into outboxDir instead of sent. */
+  smtpUrl: string | null;
+  smtpPoolSize: number;
+  outboxDir: string;
+  mailFrom: string;
+  paymentPageBase: string;
+  logLevel: string;
+  workerConcurrency: number;
+  workerPort: number;
+  platformFeeBps: number;
+  bodyLimitBytes: number;
+  rateLimitMax: number;
+  rateLimitWindowMs: number;
+  adminUser: string | null;
+  adminPassword: string | null;
+  outboxRelayIntervalMs: number;
+  shutdownTimeoutMs: number;
+  reminders: {
+    beforeStart: Duration;
+    beforeEvery: Duration;
+    afterStart: Duration;
+    afterEvery: Duration;
+    afterMax: number;
+    localHour: number;
+    defaultTimeZone: string;
+  };
+  reconcileEvery: Duration;
+}
+
+type Env = Record<string, string | undefined>;
+
+function str(env: Env, name: string, fallback: string): string {
+  const v = env[name];
+  if (v === undefined || v === '') return fallback;
+  return v;
+}
+
+function optional(env: Env, name: string): string | null {
+  const v = env[name];
+  return v === undefined || v === '' ? null : v;
+}
+
+function int(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^-?\d+$/.test(raw.trim())) throw new ConfigError(name, `must be an integer, got "${raw}"`);
+  const n = Number(raw.trim());
+  if (n < min || n > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${n}`);
+  return n;
+}
+
+function url(env: Env, name: string, fallback: string | null, protocols: string[]): string | null {
+  const raw = optional(env, name) ?? fallback;
+  if (raw === null) return null;
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new ConfigError(name, 'must be a URL');
+  }
+  if (!protocols.includes(parsed.protocol)) {
+    throw new ConfigError(name, `must use one of ${protocols.join(', ')} (got ${parsed.protocol})`);
+  }
+  return raw;
+}
+
+function duration(env: Env, name: string, fallback: string): Duration {
+  const raw = str(env, name, fallback);
+  const d = Duration.fromISO(raw);
+  if (!d.isValid || d.toMillis() <= 0) {
+    throw new ConfigError(name, `must be a positive ISO-8601 duration such as P1D or PT2S, got "${raw}"`);
+  }
+  return d;
+}
+
+function timeZone(env: Env, name: string, fallback: string): string {
+  const raw = str(env, name, fallback);
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: raw });
+  } catch {
+    throw new ConfigError(name, `must be an IANA time zone such as Europe/Paris, got "${raw}"`);
+  }
+  return raw;
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+export function loadConfig(env: Env = process.env): Config {
+  const logLevel = str(env, 'LOG_LEVEL', 'info');
+  if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}`);
+  const adminUser = optional(env, 'ADMIN_USER');
+  const adminPassword = optional(env, 'ADMIN_PASSWORD');
+  if ((adminUser === null) !== (adminPassword === null)) {
+    throw new ConfigError(adminUser === null ? 'ADMIN_USER' : 'ADMIN_PASSWORD', 'must be set together with its pair');
+  }
+  const prefix = str(env, 'REDIS_PREFIX', 'bull');
+  if (prefix.includes(' ')) throw new ConfigError('REDIS_PREFIX', 'must not contain spaces');
+  const config: Config = {
+    databaseUrl: url(env, 'DATABASE_URL', 'postgres://postgres@127.0.0.1:5432/invoices', ['postgres:', 'postgresql:'])!,
+    redisUrl: url(env, 'REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:'])!,
+    redisPrefix: prefix,
+    port: int(env, 'PORT', 3000, 0, 65535),
+    host: str(env, 'HOST', '0.0.0.0'),
+    smtpUrl: url(env, 'SMTP_URL', null, ['smtp:', 'smtps:']),
+    smtpPoolSize: int(env, 'SMTP_POOL_SIZE', 5, 1, 100),
+    outboxDir: str(env, 'MAIL_OUTBOX_DIR', 'var/outbox'),
+    mailFrom: str(env, 'MAIL_FROM', 'Invoices <invoices@example.com>'),
+    paymentPageBase: url(env, 'PAYMENT_PAGE_BASE', 'http://localhost:3000/pay', ['http:', 'https:'])!.replace(/\/+$/, ''),
+    logLevel,
+    workerConcurrency: int(env, 'WORKER_CONCURRENCY', 8, 1, 1000),
+    workerPort: int(env, 'WORKER_PORT', 3001, 0, 65535),
+    platformFeeBps: int(env, 'PLATFORM_FEE_BPS', 50, 0, 10000),
+    bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1_048_576, 1024, 104_857_600),
+    rateLimitMax: int(env, 'RATE_LIMIT_MAX', 1000, 0, 1_000_000_000),
+    rateLimitWindowMs: int(env, 'RATE_LIMIT_WINDOW_MS', 60_000, 1, 86_400_000),
+    adminUser,
+    adminPassword,
+    outboxRelayIntervalMs: int(env, 'OUTBOX_RELAY_INTERVAL_MS', 1000, 50, 3_600_000),
+    shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
+    reminders: {
+      beforeStart: duration(env, 'REMINDERS_BEFORE_START', 'P3D'),
+      beforeEvery: duration(env, 'REMINDERS_BEFORE_EVERY', 'P1D'),
+      afterStart: duration(env, 'REMINDERS_AFTER_START', 'P1D'),
+      afterEvery: duration(env, 'REMINDERS_AFTER_EVERY', 'P7D'),
+      afterMax: int(env, 'REMINDERS_AFTER_MAX', 4, 0, 1000),
+      localHour: int(env, 'REMINDERS_LOCAL_HOUR', 9, 0, 23),
+      defaultTimeZone: timeZone(env, 'REMINDERS_DEFAULT_TIME_ZONE', 'UTC'),
+    },
+    reconcileEvery: duration(env, 'RECONCILE_EVERY', 'PT1M'),
+  };
+  return Object.freeze(config);
+}
+
+/** Entrypoints call this: a bad value prints one line naming the variable and exits 1. */
+export function loadConfigOrExit(env: Env = process.env): Config {
+  try {
+    return loadConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(1);
+    }
+    throw err;
+  }
+}

@@ -1,0 +1,37 @@
+// The view of one invoice that the PDF and the emails are rendered from. Built by the worker from
+// one database read; plain data, so the renderers are pure functions of it.
+
+export interface InvoiceDocumentLine {
+  description: string;
+  quantity: number;
+  /** Decimal string in token units, e.g. "12.5". */
+  unitAmount: string;
+  /** Decimal string: quantity x unitAmount, computed with decimal.js. */
+  lineTotal: string;
+}
+
+export interface InvoiceDocument {
+  invoiceId: string;
+  /** Human readable number printed on the document, e.g. "INV-000042". */
+  code: string;
+  reference: string;
+  merchant: { name: string; email: string | null };
+  customer: { name: string | null; email: string };
+  /** ISO 8601 instants. */
+  issuedAt: string;
+  dueAt: string | null;
+  /** IANA zone the dates are printed in (customer's, else account's). */
+  timeZone: string;
+  /** Total, decimal string in token units. */
+  amount: string;
+  currency: string;
+  /** Network name as in the API, e.g. "base-sepolia". */
+  network: string;
+  chainId: number;
+  lines: InvoiceDocumentLine[];
+  memo: string | null;
+  footer: string | null;
+  taxId: string | null;
+  /** `{payment_page_base}/<reference>` */
+  payUrl: string;
+}
