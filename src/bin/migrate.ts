@@ -1,0 +1,14 @@
+// `npm run migrate`: creates the database if needed and applies pending migrations.
+import { loadConfigOrExit } from '../config.js';
+import { migrate } from '../db/migrate.js';
+import { createLogger, redactUrl } from '../log.js';
+
+const config = loadConfigOrExit();
+const log = createLogger(config.logLevel);
+try {
+  await migrate(config.databaseUrl, (msg) => log.debug(msg));
+  log.info({ database: redactUrl(config.databaseUrl) }, 'migrations applied');
+} catch (err) {
+  log.error({ err }, 'migration failed');
+  process.exit(1);
+}

@@ -1,0 +1,59 @@
+import { generateApiKey, hashApiKey } from '../domain/api-keys.js';
+import { newId } from '../domain/ids.js';
+import type { Environment, Permission } from '../domain/environment.js';
+import type { Scope } from './invoices.js';
+import type { Queryable } from './pool.js';
+
+export interface CredentialRow {
+  id: string;
+  account_id: string;
+  environment: Environment;
+  name: string;
+  permission: Permission;
+  secret_hash: Buffer;
+  secret_last4: string;
+  revoked_at: Date | null;
+  created_at: Date;
+}
+
+const COLUMNS = 'id, account_id, environment, name, permission, secret_hash, secret_last4, revoked_at, created_at';
+
+/** Looked up on every request, never cached: a revocation is seen by every process at once. */
+export async function findCredentialByHash(db: Queryable, hash: Buffer): Promise<CredentialRow | null> {
+  const { rows } = await db.query<CredentialRow>(`select ${COLUMNS} from credentials where secret_hash = $1`, [hash]);
+  return rows[0] ?? null;
+}
+
+export async function insertCredential(
+  db: Queryable,
+  c: { id: string; scope: Scope; name: string; permission: Permission; hash: Buffer; last4: string },
+): Promise<CredentialRow> {
+  const { rows } = await db.query<CredentialRow>(
+    `insert into credentials (id, account_id, environment, name, permission, secret_hash, secret_last4)
+     values ($1, $2, $3, $4, $5, $6, $7) returning ${COLUMNS}`,
+    [c.id, c.scope.accountId, c.scope.environment, c.name, c.permission, c.hash, c.last4],
+  );
+  return rows[0];
+}
+
+/** Revokes once; revoking again keeps the first instant. */
+export async function revokeCredential(db: Queryable, scope: Scope, id: string): Promise<CredentialRow | null> {
+  const { rows } = await db.query<CredentialRow>(
+    `update credentials set revoked_at = coalesce(revoked_at, now()), updated_at = now()
+     where id = $1 and account_id = $2 and environment = $3 returning ${COLUMNS}`,
+    [id, scope.accountId, scope.environment],
+  );
+  return rows[0] ?? null;
+}
+
+/** Creates a key and returns its secret, the only time the secret exists outside the caller. */
+export async function issueApiKey(
+  db: Queryable,
+  scope: Scope,
+  name: string,
+  permission: Permission,
+): Promise<{ row: CredentialRow; secret: string }> {
+  const secret = generateApiKey(scope.environment);
+  const row = await insertCredential(db, { id: newId('cred'), scope, name, permission, hash: hashApiKey(secret), last4: secret.slice(-4) });
+  return { row, secret };
+}

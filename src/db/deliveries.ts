@@ -1,0 +1,67 @@
+// SQL of the deliveries table: one row per email the service means to send.
+import type { Queryable } from './pool.js';
+
+export type DeliveryKind = 'invoice' | 'reminder_before' | 'reminder_after';
+export type DeliveryStatus = 'pending' | 'retrying' | 'sent' | 'failed';
+
+export interface DeliveryRow {
+  id: string;
+  invoice_id: string;
+  kind: DeliveryKind;
+  slot_at: Date;
+  status: DeliveryStatus;
+  attempt: number;
+  message_id: string;
+  error: string | null;
+  created_at: Date;
+  sent_at: Date | null;
+}
+
+const COLUMNS = 'id, invoice_id, kind, slot_at, status, attempt, message_id, error, created_at, sent_at';
+
+/** The delivery of (invoice, kind, slot), created on first call: a slot fired twice is one row. */
+export async function upsertDelivery(
+  db: Queryable,
+  d: { id: string; invoiceId: string; kind: DeliveryKind; slotAt: Date; messageId: string },
+): Promise<DeliveryRow> {
+  const { rows } = await db.query<DeliveryRow>(
+    `with ins as (
+       insert into deliveries (id, invoice_id, kind, slot_at, message_id) values ($1, $2, $3, $4, $5)
+       on conflict (invoice_id, kind, slot_at) do nothing returning ${COLUMNS}
+     )
+     select * from ins
+     union all
+     select ${COLUMNS} from deliveries where invoice_id = $2 and kind = $3 and slot_at = $4
+     limit 1`,
+    [d.id, d.invoiceId, d.kind, d.slotAt, d.messageId],
+  );
+  return rows[0];
+}
+
+/**
+ * Locks a delivery for sending. SKIP LOCKED: if another worker holds it, that worker is sending
+ * right now and this call returns null; if that worker dies, its connection closes, the lock
+ * goes, and its stalled job is retried.
+ */
+export async function lockDelivery(db: Queryable, id: string): Promise<DeliveryRow | null> {
+  const { rows } = await db.query<DeliveryRow>(`select ${COLUMNS} from deliveries where id = $1 for update skip locked`, [id]);
+  return rows[0] ?? null;
+}
+
+export async function markDeliverySent(db: Queryable, id: string): Promise<void> {
+  await db.query(
+    `update deliveries set status = 'sent', attempt = attempt + 1, error = null, sent_at = now(), updated_at = now() where id = $1`,
+    [id],
+  );
+}
+
+export async function markDeliveryFailed(db: Queryable, id: string, status: 'retrying' | 'failed', error: string): Promise<void> {
+  await db.query('update deliveries set status = $2, attempt = attempt + 1, error = $3, updated_at = now() where id = $1', [
+    id, status, error.slice(0, 1000),
+  ]);
+}
+
+export async function listDeliveries(db: Queryable, invoiceId: string): Promise<DeliveryRow[]> {
+  const { rows } = await db.query<DeliveryRow>(`select ${COLUMNS} from deliveries where invoice_id = $1 order by slot_at, kind`, [invoiceId]);
+  return rows;
+}

@@ -1,0 +1,198 @@
+// SQL of the invoices family: invoices, their line items and the per-account number counters.
+import type { Environment } from '../domain/environment.js';
+import type { InvoiceStatus } from '../domain/invoice-rules.js';
+import type { Queryable } from './pool.js';
+
+export interface Scope {
+  accountId: string;
+  environment: Environment;
+}
+
+export interface InvoiceRow {
+  id: string;
+  account_id: string;
+  environment: Environment;
+  customer_id: string;
+  code: string | null;
+  reference: string;
+  status: InvoiceStatus;
+  amount: string | null;
+  amount_atomic: string | null;
+  fee_atomic: string | null;
+  currency: string;
+  network: string;
+  chain_id: number;
+  token_address: string;
+  token_decimals: number;
+  period_start: Date | null;
+  period_end: Date | null;
+  attempt_count: number;
+  next_attempt_at: Date | null;
+  paid_at: Date | null;
+  sent_at: Date | null;
+  reminders_enabled: boolean;
+  last_reminder_at: Date | null;
+  failure_code: string | null;
+  failure_message: string | null;
+  metadata: Record<string, string>;
+  due_at: Date | null;
+  memo: string | null;
+  footer: string | null;
+  tax_id: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface LineRow {
+  position: number;
+  description: string;
+  quantity: number;
+  unit_amount: string;
+}
+
+// amount columns are unconstrained numeric; ::text keeps their exact digits.
+const COLUMNS = `id, account_id, environment, customer_id, code, reference, status,
+  amount::text as amount, amount_atomic::text as amount_atomic, fee_atomic::text as fee_atomic,
+  currency, network, chain_id, token_address, token_decimals, period_start, period_end,
+  attempt_count, next_attempt_at, paid_at, sent_at, reminders_enabled, last_reminder_at,
+  failure_code, failure_message, metadata, due_at, memo, footer, tax_id, created_at, updated_at`;
+
+export async function findInvoice(db: Queryable, scope: Scope, id: string, forUpdate = false): Promise<InvoiceRow | null> {
+  const { rows } = await db.query<InvoiceRow>(
+    `select ${COLUMNS} from invoices where id = $1 and account_id = $2 and environment = $3 ${forUpdate ? 'for update' : ''}`,
+    [id, scope.accountId, scope.environment],
+  );
+  return rows[0] ?? null;
+}
+
+export async function findLines(db: Queryable, invoiceId: string): Promise<LineRow[]> {
+  const { rows } = await db.query<LineRow>(
+    'select position, description, quantity, unit_amount::text as unit_amount from invoice_line_items where invoice_id = $1 order by position',
+    [invoiceId],
+  );
+  return rows;
+}
+
+export interface NewInvoice {
+  id: string;
+  scope: Scope;
+  customerId: string;
+  reference: string;
+  amount: string | null;
+  amountAtomic: string | null;
+  feeAtomic: string | null;
+  currency: string;
+  network: string;
+  chainId: number;
+  tokenAddress: string;
+  tokenDecimals: number;
+  remindersEnabled: boolean;
+  metadata: Record<string, string>;
+  dueAt: string | null;
+  memo: string | null;
+  footer: string | null;
+  taxId: string | null;
+}
+
+export async function insertInvoice(db: Queryable, inv: NewInvoice): Promise<InvoiceRow> {
+  const { rows } = await db.query<InvoiceRow>(
+    `insert into invoices (id, account_id, environment, customer_id, reference, amount, amount_atomic, fee_atomic,
+       currency, network, chain_id, token_address, token_decimals, reminders_enabled, metadata, due_at, memo, footer, tax_id)
+     values ($1, $2, $3, $4, $5, $6::numeric, $7::numeric, $8::numeric, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
+     returning ${COLUMNS}`,
+    [
+      inv.id, inv.scope.accountId, inv.scope.environment, inv.customerId, inv.reference, inv.amount, inv.amountAtomic,
+      inv.feeAtomic, inv.currency, inv.network, inv.chainId, inv.tokenAddress, inv.tokenDecimals, inv.remindersEnabled,
+      JSON.stringify(inv.metadata), inv.dueAt, inv.memo, inv.footer, inv.taxId,
+    ],
+  );
+  return rows[0];
+}
+
+/** Replaces every line of an invoice with the given ones, in order. */
+export async function replaceLines(
+  db: Queryable,
+  invoiceId: string,
+  lines: { description: string; quantity: number; unitAmount: string }[],
+): Promise<void> {
+  await db.query('delete from invoice_line_items where invoice_id = $1', [invoiceId]);
+  if (lines.length === 0) return;
+  await db.query(
+    `insert into invoice_line_items (invoice_id, position, description, quantity, unit_amount)
+     select $1, p, d, q, u::numeric
+     from unnest($2::int[], $3::text[], $4::int[], $5::text[]) as t(p, d, q, u)`,
+    [invoiceId, lines.map((_, i) => i + 1), lines.map((l) => l.description), lines.map((l) => l.quantity), lines.map((l) => l.unitAmount)],
+  );
+}
+
+export interface DraftEdit {
+  amount?: { amount: string | null; amountAtomic: string | null; feeAtomic: string | null };
+  dueAt?: string;
+  memo?: string;
+  footer?: string;
+  taxId?: string;
+}
+
+/** Applies an edit to a draft. The caller holds the row lock and has checked the status. */
+export async function updateDraft(db: Queryable, id: string, edit: DraftEdit): Promise<InvoiceRow> {
+  const { rows } = await db.query<InvoiceRow>(
+    `update invoices set
+       amount = case when $2 then $3::numeric else amount end,
+       amount_atomic = case when $2 then $4::numeric else amount_atomic end,
+       fee_atomic = case when $2 then $5::numeric else fee_atomic end,
+       due_at = coalesce($6::timestamptz, due_at),
+       memo = coalesce($7, memo),
+       footer = coalesce($8, footer),
+       tax_id = coalesce($9, tax_id),
+       updated_at = now()
+     where id = $1 and status = 'draft'
+     returning ${COLUMNS}`,
+    [
+      id, edit.amount !== undefined, edit.amount?.amount ?? null, edit.amount?.amountAtomic ?? null, edit.amount?.feeAtomic ?? null,
+      edit.dueAt ?? null, edit.memo ?? null, edit.footer ?? null, edit.taxId ?? null,
+    ],
+  );
+  return rows[0];
+}
+
+/** Takes the next invoice number of the account's environment (row-locked until commit). */
+export async function nextInvoiceNumber(db: Queryable, scope: Scope): Promise<number> {
+  const { rows } = await db.query<{ last_number: number }>(
+    `insert into invoice_counters (account_id, environment, last_number) values ($1, $2, 1)
+     on conflict (account_id, environment) do update set last_number = invoice_counters.last_number + 1
+     returning last_number`,
+    [scope.accountId, scope.environment],
+  );
+  return rows[0].last_number;
+}
+
+/** draft -> open. Conditional on the status, so two racing sends cannot both win. */
+export async function markSent(db: Queryable, id: string, code: string): Promise<InvoiceRow | null> {
+  const { rows } = await db.query<InvoiceRow>(
+    `update invoices set status = 'open', code = $2, sent_at = now(), updated_at = now()
+     where id = $1 and status = 'draft' returning ${COLUMNS}`,
+    [id, code],
+  );
+  return rows[0] ?? null;
+}
+
+/** open|overdue -> paid, as the on-chain payment detector would. */
+export async function markPaid(db: Queryable, scope: Scope, id: string): Promise<InvoiceRow | null> {
+  const { rows } = await db.query<InvoiceRow>(
+    `update invoices set status = 'paid', paid_at = now(), attempt_count = attempt_count + 1, updated_at = now()
+     where id = $1 and account_id = $2 and environment = $3 and status in ('open', 'overdue')
+     returning ${COLUMNS}`,
+    [id, scope.accountId, scope.environment],
+  );
+  return rows[0] ?? null;
+}
+
+export async function setRemindersEnabled(db: Queryable, id: string, enabled: boolean): Promise<InvoiceRow> {
+  const { rows } = await db.query<InvoiceRow>(
+    `update invoices set reminders_enabled = $2,
+       updated_at = case when reminders_enabled = $2 then updated_at else now() end
+     where id = $1 returning ${COLUMNS}`,
+    [id, enabled],
+  );
+  return rows[0];
+}

@@ -1,0 +1,33 @@
+import pg from 'pg';
+
+export type Pool = pg.Pool;
+export type PoolClient = pg.PoolClient;
+/** Anything that runs a query: the pool or a client inside a transaction. */
+export type Queryable = Pick<pg.Pool, 'query'> | pg.PoolClient;
+
+// numeric and int8 come back as strings (pg's default): money stays exact, never a JS float.
+// timestamptz comes back as Date.
+
+export function createPool(databaseUrl: string, max = 20): pg.Pool {
+  const pool = new pg.Pool({ connectionString: databaseUrl, max, connectionTimeoutMillis: 5_000 });
+  // An idle client that loses its server emits 'error' on the pool; without a listener that
+  // would crash the process. The next query reports the failure instead.
+  pool.on('error', () => undefined);
+  return pool;
+}
+
+/** Runs fn inside BEGIN/COMMIT, rolling back on any throw. */
+export async function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query('begin');
+    const result = await fn(client);
+    await client.query('commit');
+    return result;
+  } catch (err) {
+    await client.query('rollback').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
+}

@@ -1,0 +1,31 @@
+import { randomBytes } from 'node:crypto';
+
+const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+
+/** Random base62 string; rejection sampling keeps every character equally likely. */
+export function randomBase62(length: number): string {
+  let out = '';
+  while (out.length < length) {
+    for (const byte of randomBytes(length * 2)) {
+      if (byte < 248 && out.length < length) out += ALPHABET[byte % 62];
+    }
+  }
+  return out;
+}
+
+export type IdPrefix = 'acct' | 'cred' | 'cus' | 'prod' | 'price' | 'inv' | 'plink' | 'pay' | 'sub' | 'dlv';
+
+/** Stripe-style id: `inv_` followed by 24 base62 characters. */
+export function newId(prefix: IdPrefix): string {
+  return `${prefix}_${randomBase62(24)}`;
+}
+
+/** What a payer's link resolves against: unguessable, distinct from the id. */
+export function newInvoiceReference(): string {
+  return randomBase62(20);
+}
+
+/** Invoice number printed on the document, per account and environment. */
+export function formatInvoiceCode(environment: 'sandbox' | 'live', n: number): string {
+  return `${environment === 'sandbox' ? 'TEST-' : ''}INV-${String(n).padStart(6, '0')}`;
+}

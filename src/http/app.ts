@@ -1,0 +1,136 @@
+// Builds the HTTP API: plugins in a fixed order (parsers, error envelope, auth), then routes.
+// Every dependency is passed in, so tests build the same app over their own pool and queues.
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { Api } from './types.js';
+import type { Config } from '../config.js';
+import type { InvoiceRow } from '../db/invoices.js';
+import type { Pool } from '../db/pool.js';
+import { ApiError } from '../errors.js';
+import type { Logger } from '../log.js';
+import { authenticate } from './auth.js';
+import { credentialRoutes } from './routes/credentials.js';
+import { invoiceRoutes } from './routes/invoices.js';
+import { paymentLinkRoutes } from './routes/payment-links.js';
+import { productRoutes } from './routes/products.js';
+import { subscriptionRoutes } from './routes/subscriptions.js';
+import { testHelperRoutes } from './routes/test-helpers.js';
+
+/** Hands committed outbox rows to the queue at once; failures are left to the worker's relay. */
+export interface OutboxPublisher {
+  publish(jobIds: string[]): Promise<void>;
+}
+
+/** Keeps Redis's reminder schedules in step with a change the API just committed. */
+export interface ReminderControl {
+  stop(invoiceId: string): Promise<void>;
+  resume(invoice: InvoiceRow): Promise<void>;
+}
+
+export interface AppDeps {
+  config: Config;
+  pool: Pool;
+  log: Logger;
+  outbox?: OutboxPublisher;
+  reminders?: ReminderControl;
+  /** Extra plugins (dashboard, metrics...) registered before the routes. */
+  plugins?: ((app: FastifyInstance) => Promise<void>)[];
+}
+
+export type { Api as App } from './types.js';
+
+function sendError(reply: FastifyReply, err: ApiError): FastifyReply {
+  return reply.status(err.status).send({
+    error: { type: err.type, code: err.code, message: err.message, ...(err.param ? { param: err.param } : {}) },
+  });
+}
+
+/** Fastify's own errors, as the API's stable codes. */
+function toApiError(err: FastifyError): ApiError | null {
+  if (err instanceof ApiError) return err;
+  if (err.validation) {
+    const where = err.validationContext ?? 'request';
+    return new ApiError('validation_failed', `Invalid ${where}: ${err.message}.`);
+  }
+  switch (err.code) {
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new ApiError('unsupported_media_type', 'Request bodies must be JSON, sent with Content-Type: application/json.');
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new ApiError('body_too_large', 'The request body is too large.');
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new ApiError('invalid_json', 'The Content-Length header does not match the body.');
+    case 'FST_ERR_RATE_LIMIT':
+      return new ApiError('rate_limited', 'Too many requests; slow down and retry after the Retry-After delay.');
+  }
+  if (err.statusCode === 429) return new ApiError('rate_limited', 'Too many requests; slow down and retry after the Retry-After delay.');
+  if (err.statusCode === 400 && err instanceof SyntaxError) return new ApiError('invalid_json', 'The request body is not valid JSON.');
+  if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
+    return new ApiError('validation_failed', 'The request could not be understood.');
+  }
+  return null;
+}
+
+export async function buildApp(deps: AppDeps): Promise<Api> {
+  const app = Fastify({
+    loggerInstance: deps.log,
+    bodyLimit: deps.config.bodyLimitBytes,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && /^[\w.-]{1,64}$/.test(given) ? given : `req_${randomUUID()}`;
+    },
+    // Types are never coerced and unknown fields never silently dropped: "12" is not 12, and a
+    // misspelt field is a 400, not a no-op.
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: false } },
+    routerOptions: { ignoreTrailingSlash: true },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  // JSON only. An empty body with a JSON content type counts as no body (clients send one on
+  // POST /send); anything unparseable is the API's invalid_json.
+  const jsonParser = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
+    const text = typeof body === 'string' ? body : body.toString('utf8');
+    if (text.trim() === '') return done(null, undefined);
+    jsonParser(req, text, (err, value) => {
+      if (err) return done(new ApiError('invalid_json', 'The request body is not valid JSON.'), undefined);
+      done(null, value);
+    });
+  });
+  app.removeContentTypeParser('text/plain');
+
+  app.addHook('onSend', async (req, reply) => {
+    reply.header('request-id', req.id);
+  });
+
+  app.setErrorHandler((err: FastifyError, req: FastifyRequest, reply: FastifyReply) => {
+    const apiError = toApiError(err);
+    if (apiError) {
+      if (apiError.status >= 500) req.log.error({ err }, 'request failed');
+      return sendError(reply, apiError);
+    }
+    req.log.error({ err }, 'request failed');
+    return sendError(reply, new ApiError('internal_error', 'An internal error occurred; it has been logged. Retry later.'));
+  });
+
+  app.setNotFoundHandler((req, reply) =>
+    sendError(reply, new ApiError('route_not_found', `No route ${req.method} ${req.url.split('?')[0]}.`)),
+  );
+
+  for (const plugin of deps.plugins ?? []) await plugin(app as unknown as FastifyInstance);
+
+  await app.register(async (v1) => {
+    v1.decorateRequest('auth', null as never);
+    v1.addHook('onRequest', async (req) => {
+      req.auth = await authenticate(deps.pool, req);
+    });
+    await invoiceRoutes(v1, deps);
+    await paymentLinkRoutes(v1, deps);
+    await productRoutes(v1, deps);
+    await subscriptionRoutes(v1, deps);
+    await credentialRoutes(v1, deps);
+    await testHelperRoutes(v1, deps);
+  }, { prefix: '/v1' });
+
+  return app as unknown as Api;
+}

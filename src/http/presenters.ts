@@ -1,0 +1,110 @@
+// Rows to API objects: exactly the fields of the spec's resources, timestamps as ISO strings,
+// absent values as null.
+import type { Config } from '../config.js';
+import type { CredentialRow } from '../db/credentials.js';
+import type { InvoiceRow } from '../db/invoices.js';
+import type { LinkPaymentRow, PaymentLinkRow } from '../db/payment-links.js';
+import type { PriceRow, ProductRow } from '../db/products.js';
+import type { SubscriptionRow } from '../db/subscriptions.js';
+import type { InvoiceObject } from './schemas.js';
+
+const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
+
+export function presentInvoice(r: InvoiceRow): InvoiceObject {
+  return {
+    id: r.id,
+    code: r.code,
+    reference: r.reference,
+    status: r.status,
+    amount: r.amount,
+    amount_atomic: r.amount_atomic,
+    fee_atomic: r.fee_atomic,
+    currency: r.currency,
+    network: r.network,
+    chain_id: r.chain_id,
+    period_start: iso(r.period_start),
+    period_end: iso(r.period_end),
+    attempt_count: r.attempt_count,
+    next_attempt_at: iso(r.next_attempt_at),
+    paid_at: iso(r.paid_at),
+    sent_at: iso(r.sent_at),
+    reminders_enabled: r.reminders_enabled,
+    last_reminder_at: iso(r.last_reminder_at),
+    failure_code: r.failure_code,
+    failure_message: r.failure_message,
+    metadata: r.metadata,
+    created_at: r.created_at.toISOString(),
+    updated_at: r.updated_at.toISOString(),
+  };
+}
+
+export function presentPrice(p: PriceRow) {
+  return { ...p, created_at: p.created_at.toISOString(), updated_at: p.updated_at.toISOString() };
+}
+
+export function presentProduct(p: ProductRow) {
+  return {
+    id: p.id,
+    name: p.name,
+    description: p.description,
+    active: p.active,
+    deletable: p.deletable,
+    metadata: p.metadata,
+    prices: p.prices.map(presentPrice),
+    created_at: p.created_at.toISOString(),
+    updated_at: p.updated_at.toISOString(),
+  };
+}
+
+export function presentLink(l: PaymentLinkRow, config: Pick<Config, 'paymentPageBase'>) {
+  return {
+    id: l.id,
+    name: l.name,
+    type: l.type,
+    status: l.status,
+    url: `${config.paymentPageBase}/${l.id}`,
+    price_id: l.price_id,
+    min_amount: l.min_amount,
+    max_amount: l.max_amount,
+    preset_amount: l.preset_amount,
+    collect_email: l.collect_email,
+    collect_name: l.collect_name,
+    collect_phone: l.collect_phone,
+    collect_address: l.collect_address,
+    max_payments: l.max_payments,
+    after_completion: l.after_completion,
+    confirmation_message: l.confirmation_message,
+    redirect_url: l.redirect_url,
+    fee_payer: l.fee_payer,
+    created_at: l.created_at.toISOString(),
+    updated_at: l.updated_at.toISOString(),
+  };
+}
+
+export function presentLinkPayment(p: LinkPaymentRow) {
+  return { ...p, created_at: p.created_at.toISOString() };
+}
+
+export function presentSubscription(s: SubscriptionRow) {
+  return {
+    ...s,
+    started_at: s.started_at.toISOString(),
+    current_period_start: s.current_period_start.toISOString(),
+    next_charge_at: iso(s.next_charge_at),
+    ends_at: iso(s.ends_at),
+  };
+}
+
+export function presentCredential(c: CredentialRow, secret?: string) {
+  return {
+    id: c.id,
+    name: c.name,
+    permission: c.permission,
+    environment: c.environment,
+    last4: c.secret_last4,
+    revoked: c.revoked_at !== null,
+    revoked_at: iso(c.revoked_at),
+    created_at: c.created_at.toISOString(),
+    ...(secret === undefined ? {} : { secret }),
+  };
+}

@@ -1,0 +1,247 @@
+import type { Decimal } from 'decimal.js';
+import { upsertCustomer } from '../../db/customers.js';
+import { insertOutbox } from '../../db/outbox.js';
+import { upsertDelivery } from '../../db/deliveries.js';
+import {
+  findInvoice,
+  findLines,
+  insertInvoice,
+  markSent,
+  nextInvoiceNumber,
+  replaceLines,
+  setRemindersEnabled,
+  updateDraft,
+  type InvoiceRow,
+} from '../../db/invoices.js';
+import { withTransaction } from '../../db/pool.js';
+import { formatInvoiceCode, newId, newInvoiceReference } from '../../domain/ids.js';
+import { nextStatus, resolveAmountEdit, type ParsedLine, type Verdict } from '../../domain/invoice-rules.js';
+import { feeAtomic, formatDecimal, Money, toAtomic } from '../../domain/money.js';
+import { resolveToken } from '../../domain/tokens.js';
+import { ApiError, notFound } from '../../errors.js';
+import { JOB_INVOICE_SEND, invoiceSendJobId } from '../../queue/names.js';
+import { messageIdFor } from '../../mail/message-id.js';
+import type { AppDeps } from '../app.js';
+import { requireWrite, type AuthContext } from '../auth.js';
+import { presentInvoice } from '../presenters.js';
+import { CreateInvoiceBody, Data, ErrorEnvelope, Invoice, InvoiceIdParams, SetRemindersBody, UpdateInvoiceBody } from '../schemas.js';
+import type { Api } from '../types.js';
+import { buildReminderTimeline } from './reminder-timeline.js';
+import { ReminderTimeline } from '../schemas.js';
+
+export function unwrap<T>(v: Verdict<T>): T {
+  if (!v.ok) throw new ApiError(v.code, v.message);
+  return v.value;
+}
+
+export function isTimeZone(zone: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: zone });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function amounts(total: Decimal | null, decimals: number, feeBps: number) {
+  if (total === null) return { amount: null, amountAtomic: null, feeAtomic: null };
+  const atomic = toAtomic(total, decimals);
+  return { amount: formatDecimal(total), amountAtomic: atomic, feeAtomic: feeAtomic(atomic, feeBps) };
+}
+
+const linesForDb = (lines: ParsedLine[]) =>
+  lines.map((l) => ({ description: l.description, quantity: l.quantity, unitAmount: formatDecimal(l.unitAmount) }));
+
+export const errorResponses = {
+  400: ErrorEnvelope,
+  401: ErrorEnvelope,
+  403: ErrorEnvelope,
+  404: ErrorEnvelope,
+};
+
+export async function invoiceRoutes(app: Api, deps: AppDeps): Promise<void> {
+  const { pool } = deps;
+
+  async function load(auth: AuthContext, id: string): Promise<InvoiceRow> {
+    const row = await findInvoice(pool, auth, id);
+    if (!row) throw notFound('invoice', id);
+    return row;
+  }
+
+  app.post(
+    '/invoices',
+    { schema: { tags: ['invoices'], summary: 'Create a draft invoice', body: CreateInvoiceBody, response: { 200: Data(Invoice), ...errorResponses } } },
+    async (req) => {
+      requireWrite(req.auth);
+      const body = req.body;
+      const token = resolveToken(req.auth.environment, body.network, body.currency);
+      if (!token.ok) throw new ApiError(token.code, token.message);
+      if (body.customer_time_zone !== undefined && !isTimeZone(body.customer_time_zone)) {
+        throw new ApiError('invalid_time_zone', `customer_time_zone must be an IANA time zone such as Europe/Paris.`, 'customer_time_zone');
+      }
+      const edit = unwrap(resolveAmountEdit(body, token.token.decimals, []));
+      const money = amounts(edit.amount ?? null, token.token.decimals, req.auth.platformFeeBps);
+      const row = await withTransaction(pool, async (tx) => {
+        const customer = await upsertCustomer(tx, req.auth, body.customer_email, body.customer_name ?? null, body.customer_time_zone ?? null);
+        const inv = await insertInvoice(tx, {
+          id: newId('inv'),
+          scope: req.auth,
+          customerId: customer.id,
+          reference: newInvoiceReference(),
+          ...money,
+          currency: token.token.currency,
+          network: token.token.network,
+          chainId: token.token.chainId,
+          tokenAddress: token.token.address,
+          tokenDecimals: token.token.decimals,
+          remindersEnabled: body.reminders_enabled ?? true,
+          metadata: body.metadata ?? {},
+          dueAt: body.due_at ?? null,
+          memo: body.memo ?? null,
+          footer: body.footer ?? null,
+          taxId: body.tax_id ?? null,
+        });
+        if (edit.lines) await replaceLines(tx, inv.id, linesForDb(edit.lines));
+        return inv;
+      });
+      return { data: presentInvoice(row) };
+    },
+  );
+
+  app.get(
+    '/invoices/:invoiceId',
+    { schema: { tags: ['invoices'], summary: 'Retrieve an invoice', params: InvoiceIdParams, response: { 200: Data(Invoice), ...errorResponses } } },
+    async (req) => ({ data: presentInvoice(await load(req.auth, req.params.invoiceId)) }),
+  );
+
+  app.patch(
+    '/invoices/:invoiceId',
+    {
+      schema: {
+        tags: ['invoices'],
+        summary: 'Update a draft invoice',
+        params: InvoiceIdParams,
+        body: UpdateInvoiceBody,
+        response: { 200: Data(Invoice), ...errorResponses },
+      },
+    },
+    async (req) => {
+      requireWrite(req.auth);
+      const body = req.body;
+      // The row lock orders this edit against a concurrent send: whichever commits first wins,
+      // and an edit that comes second sees the invoice is no longer a draft.
+      const row = await withTransaction(pool, async (tx) => {
+        const inv = await findInvoice(tx, req.auth, req.params.invoiceId, true);
+        if (!inv) throw notFound('invoice', req.params.invoiceId);
+        unwrap(nextStatus(inv.status, 'edit'));
+        const current = (await findLines(tx, inv.id)).map((l) => ({ description: l.description, quantity: l.quantity, unitAmount: new Money(l.unit_amount) }));
+        const edit = unwrap(resolveAmountEdit(body, inv.token_decimals, current));
+        const updated = await updateDraft(tx, inv.id, {
+          amount: edit.amount === undefined ? undefined : amounts(edit.amount, inv.token_decimals, req.auth.platformFeeBps),
+          dueAt: body.due_at,
+          memo: body.memo,
+          footer: body.footer,
+          taxId: body.tax_id,
+        });
+        if (edit.lines) await replaceLines(tx, inv.id, linesForDb(edit.lines));
+        return updated;
+      });
+      return { data: presentInvoice(row) };
+    },
+  );
+
+  app.post(
+    '/invoices/:invoiceId/send',
+    { schema: { tags: ['invoices'], summary: 'Finalise a draft and email it with its PDF', params: InvoiceIdParams, response: { 200: Data(Invoice), ...errorResponses } } },
+    async (req) => {
+      requireWrite(req.auth);
+      const { row, jobId } = await withTransaction(pool, async (tx) => {
+        const inv = await findInvoice(tx, req.auth, req.params.invoiceId, true);
+        if (!inv) throw notFound('invoice', req.params.invoiceId);
+        unwrap(nextStatus(inv.status, 'send'));
+        if (inv.amount === null) {
+          throw new ApiError('invoice_amount_missing', 'This invoice has no amount; set amount or line_items before sending it.');
+        }
+        const code = formatInvoiceCode(req.auth.environment, await nextInvoiceNumber(tx, req.auth));
+        const sent = await markSent(tx, inv.id, code);
+        if (!sent) throw new ApiError('invoice_already_sent', 'This invoice was already sent.');
+        // The email is owed from this commit on: the delivery and its outbox row are written in
+        // the same transaction as the status change, so a crash cannot lose the send.
+        const deliveryId = newId('dlv');
+        const delivery = await upsertDelivery(tx, {
+          id: deliveryId,
+          invoiceId: sent.id,
+          kind: 'invoice',
+          slotAt: sent.sent_at!,
+          messageId: messageIdFor(deliveryId, deps.config.mailFrom),
+        });
+        const payload = { invoiceId: sent.id, deliveryId: delivery.id };
+        const id = invoiceSendJobId(payload);
+        await insertOutbox(tx, JOB_INVOICE_SEND, id, payload);
+        return { row: sent, jobId: id };
+      });
+      await publishQuietly(deps, [jobId], req.log);
+      return { data: presentInvoice(row) };
+    },
+  );
+
+  app.post(
+    '/invoices/:invoiceId/reminders',
+    {
+      schema: {
+        tags: ['invoices'],
+        summary: 'Turn reminders on or off',
+        params: InvoiceIdParams,
+        body: SetRemindersBody,
+        response: { 200: Data(Invoice), ...errorResponses },
+      },
+    },
+    async (req) => {
+      requireWrite(req.auth);
+      const row = await withTransaction(pool, async (tx) => {
+        const inv = await findInvoice(tx, req.auth, req.params.invoiceId, true);
+        if (!inv) throw notFound('invoice', req.params.invoiceId);
+        unwrap(nextStatus(inv.status, 'set_reminders'));
+        return setRemindersEnabled(tx, inv.id, req.body.enabled);
+      });
+      if (deps.reminders && (row.status === 'open' || row.status === 'overdue')) {
+        // Before the response: "off" means no reminder is scheduled any more when the caller
+        // reads 200. Should Redis be unreachable, the reminder job's own re-check in Postgres
+        // still keeps every email from leaving, and the reconciler repairs Redis later.
+        try {
+          if (req.body.enabled) await deps.reminders.resume(row);
+          else await deps.reminders.stop(row.id);
+        } catch (err) {
+          req.log.warn({ err, invoice_id: row.id }, 'could not update reminder schedules now; the reconciler will');
+        }
+      }
+      return { data: presentInvoice(row) };
+    },
+  );
+
+  app.get(
+    '/invoices/:invoiceId/reminders',
+    {
+      schema: {
+        tags: ['invoices'],
+        summary: 'Reminder timeline: past reminders with their delivery status, next planned slots',
+        params: InvoiceIdParams,
+        response: { 200: Data(ReminderTimeline), ...errorResponses },
+      },
+    },
+    async (req) => {
+      const inv = await load(req.auth, req.params.invoiceId);
+      return { data: await buildReminderTimeline(deps, inv, req.auth.accountTimeZone) };
+    },
+  );
+}
+
+/** The fast path of the outbox: Redis trouble must not fail a committed request. */
+export async function publishQuietly(deps: AppDeps, jobIds: string[], log: { warn: (o: object, m: string) => void }): Promise<void> {
+  if (!deps.outbox) return;
+  try {
+    await deps.outbox.publish(jobIds);
+  } catch (err) {
+    log.warn({ err, job_ids: jobIds }, 'enqueue after commit failed; the outbox relay will hand the job over');
+  }
+}

@@ -1,0 +1,176 @@
+import type { Decimal } from 'decimal.js';
+import { deleteLinkWithoutPayments, findLink, insertLink, listLinks, updateLink, type PaymentLinkRow } from '../../db/payment-links.js';
+import { withTransaction } from '../../db/pool.js';
+import { findPriceForUse } from '../../db/products.js';
+import { newId } from '../../domain/ids.js';
+import { formatDecimal, parseAmount } from '../../domain/money.js';
+import { resolveToken } from '../../domain/tokens.js';
+import { ApiError, notFound } from '../../errors.js';
+import type { AppDeps } from '../app.js';
+import { requireWrite } from '../auth.js';
+import { presentLink } from '../presenters.js';
+import { CreatePaymentLinkBody, Data, DeletedObject, ErrorEnvelope, IdParams, PaymentLink, UpdatePaymentLinkBody } from '../schemas.js';
+import { Type } from 'typebox';
+import type { Api } from '../types.js';
+import { errorResponses } from './invoices.js';
+
+function invalid(message: string, param?: string): ApiError {
+  return new ApiError('payment_link_invalid', message, param);
+}
+
+function decimalOrThrow(raw: string | undefined, decimals: number, field: string): Decimal | null {
+  if (raw === undefined) return null;
+  const parsed = parseAmount(raw, decimals, field);
+  if (!parsed.ok) throw new ApiError(parsed.code, parsed.message, field);
+  return parsed.value;
+}
+
+export async function paymentLinkRoutes(app: Api, deps: AppDeps): Promise<void> {
+  const { pool, config } = deps;
+  const present = (l: PaymentLinkRow) => presentLink(l, config);
+
+  app.post(
+    '/payment-links',
+    { schema: { tags: ['payment links'], summary: 'Create a payment link', body: CreatePaymentLinkBody, response: { 200: Data(PaymentLink), ...errorResponses } } },
+    async (req) => {
+      requireWrite(req.auth);
+      const b = req.body;
+      const type = b.type ?? (b.price_id ? 'fixed_price' : 'custom_amount');
+      const afterCompletion = b.after_completion ?? 'message';
+      if (afterCompletion === 'redirect' && !b.redirect_url) {
+        throw invalid('after_completion "redirect" needs a redirect_url.', 'redirect_url');
+      }
+      const common = {
+        id: newId('plink'),
+        name: b.name,
+        type,
+        collect_email: b.collect_email ?? false,
+        collect_name: b.collect_name ?? false,
+        collect_phone: b.collect_phone ?? false,
+        collect_address: b.collect_address ?? false,
+        max_payments: b.max_payments ?? null,
+        after_completion: afterCompletion,
+        confirmation_message: b.confirmation_message ?? null,
+        redirect_url: b.redirect_url ?? null,
+        fee_payer: b.fee_payer ?? 'merchant',
+      } as const;
+
+      if (type === 'fixed_price') {
+        if (!b.price_id) throw invalid('A fixed_price link needs a price_id.', 'price_id');
+        if (b.min_amount !== undefined || b.max_amount !== undefined || b.preset_amount !== undefined) {
+          throw invalid('A fixed_price link takes its amount from its price; min_amount, max_amount and preset_amount are for custom_amount links.');
+        }
+        if (b.currency !== undefined || b.network !== undefined) {
+          throw invalid('A fixed_price link takes its currency and network from its price.');
+        }
+        const row = await withTransaction(pool, async (tx) => {
+          const price = await findPriceForUse(tx, req.auth, b.price_id!);
+          if (!price) throw new ApiError('price_not_found', `No such price: ${JSON.stringify(b.price_id)}.`, 'price_id');
+          if (!price.active) throw new ApiError('price_inactive', 'This price is inactive.', 'price_id');
+          if (!price.product_active) throw new ApiError('product_inactive', 'The product of this price is inactive.', 'price_id');
+          return insertLink(tx, req.auth, {
+            ...common,
+            price_id: price.id,
+            currency: price.currency,
+            network: price.network,
+            chain_id: price.chain_id,
+            token_decimals: price.token_decimals,
+            min_amount: null,
+            max_amount: null,
+            preset_amount: null,
+          });
+        });
+        return { data: present(row) };
+      }
+
+      if (b.price_id) throw invalid('A custom_amount link has no price_id.', 'price_id');
+      const token = resolveToken(req.auth.environment, b.network, b.currency);
+      if (!token.ok) throw new ApiError(token.code, token.message);
+      const d = token.token.decimals;
+      const min = decimalOrThrow(b.min_amount, d, 'min_amount');
+      const max = decimalOrThrow(b.max_amount, d, 'max_amount');
+      const preset = decimalOrThrow(b.preset_amount, d, 'preset_amount');
+      if (min && max && min.gt(max)) throw invalid('min_amount must not exceed max_amount.', 'min_amount');
+      if (preset && min && preset.lt(min)) throw invalid('preset_amount must not be below min_amount.', 'preset_amount');
+      if (preset && max && preset.gt(max)) throw invalid('preset_amount must not exceed max_amount.', 'preset_amount');
+      const row = await insertLink(pool, req.auth, {
+        ...common,
+        price_id: null,
+        currency: token.token.currency,
+        network: token.token.network,
+        chain_id: token.token.chainId,
+        token_decimals: d,
+        min_amount: min && formatDecimal(min),
+        max_amount: max && formatDecimal(max),
+        preset_amount: preset && formatDecimal(preset),
+      });
+      return { data: present(row) };
+    },
+  );
+
+  app.get(
+    '/payment-links',
+    { schema: { tags: ['payment links'], summary: 'List every payment link of the environment', response: { 200: Data(Type.Array(PaymentLink)), 401: ErrorEnvelope } } },
+    async (req) => ({ data: (await listLinks(pool, req.auth)).map(present) }),
+  );
+
+  app.get(
+    '/payment-links/:id',
+    { schema: { tags: ['payment links'], summary: 'Retrieve a payment link', params: IdParams, response: { 200: Data(PaymentLink), ...errorResponses } } },
+    async (req) => {
+      const row = await findLink(pool, req.auth, req.params.id);
+      if (!row) throw notFound('payment link', req.params.id);
+      return { data: present(row) };
+    },
+  );
+
+  app.patch(
+    '/payment-links/:id',
+    {
+      schema: {
+        tags: ['payment links'],
+        summary: 'Update a payment link (inactive closes it and keeps its payments)',
+        params: IdParams,
+        body: UpdatePaymentLinkBody,
+        response: { 200: Data(PaymentLink), ...errorResponses },
+      },
+    },
+    async (req) => {
+      requireWrite(req.auth);
+      const row = await withTransaction(pool, async (tx) => {
+        const link = await findLink(tx, req.auth, req.params.id, true);
+        if (!link) throw notFound('payment link', req.params.id);
+        const after = req.body.after_completion ?? link.after_completion;
+        const redirect = req.body.redirect_url ?? link.redirect_url;
+        if (after === 'redirect' && !redirect) throw invalid('after_completion "redirect" needs a redirect_url.', 'redirect_url');
+        return updateLink(tx, link.id, req.body);
+      });
+      return { data: present(row) };
+    },
+  );
+
+  app.delete(
+    '/payment-links/:id',
+    {
+      schema: {
+        tags: ['payment links'],
+        summary: 'Delete a payment link that never took a payment',
+        params: IdParams,
+        response: { 200: Data(DeletedObject), ...errorResponses, 409: ErrorEnvelope },
+      },
+    },
+    async (req) => {
+      requireWrite(req.auth);
+      const deleted = await deleteLinkWithoutPayments(pool, req.auth, req.params.id);
+      if (!deleted) {
+        const link = await findLink(pool, req.auth, req.params.id);
+        if (!link) throw notFound('payment link', req.params.id);
+        throw new ApiError(
+          'payment_link_has_payments',
+          'This payment link has taken payments and cannot be deleted; set its status to inactive to close it.',
+        );
+      }
+      return { data: { id: req.params.id, deleted: true } };
+    },
+  );
+}

@@ -1,0 +1,88 @@
+import { withTransaction } from '../../db/pool.js';
+import { findProduct, insertPrice, insertProduct, updateProduct, type NewPrice } from '../../db/products.js';
+import { resolveCadence } from '../../domain/cadence.js';
+import type { Environment } from '../../domain/environment.js';
+import { newId } from '../../domain/ids.js';
+import { formatDecimal, parseAmount, toAtomic } from '../../domain/money.js';
+import { resolveToken } from '../../domain/tokens.js';
+import { ApiError, notFound } from '../../errors.js';
+import type { AppDeps } from '../app.js';
+import { requireWrite } from '../auth.js';
+import { presentProduct } from '../presenters.js';
+import { CreateProductBody, Data, Product, ProductIdParams, UpdateProductBody, type CreatePriceBody } from '../schemas.js';
+import type { Api } from '../types.js';
+import { errorResponses } from './invoices.js';
+
+/** Checks one price of a create request against the token registry and the cadence rules. */
+function priceFromInput(environment: Environment, productId: string, p: CreatePriceBody, i: number): NewPrice {
+  const token = resolveToken(environment, p.network, p.currency);
+  if (!token.ok) throw new ApiError(token.code, token.message, `prices[${i}]`);
+  const amount = parseAmount(p.amount, token.token.decimals, `prices[${i}].amount`);
+  if (!amount.ok) throw new ApiError(amount.code, amount.message, `prices[${i}].amount`);
+  const cadence = resolveCadence(p.cadence, p.interval_seconds);
+  if (!cadence.ok) throw new ApiError('cadence_interval_mismatch', cadence.message, `prices[${i}]`);
+  return {
+    id: newId('price'),
+    productId,
+    amount: formatDecimal(amount.value),
+    amountAtomic: toAtomic(amount.value, token.token.decimals),
+    currency: token.token.currency,
+    network: token.token.network,
+    chainId: token.token.chainId,
+    tokenAddress: token.token.address,
+    tokenDecimals: token.token.decimals,
+    cadence: cadence.cadence,
+    intervalSeconds: cadence.intervalSeconds,
+    metadata: p.metadata ?? {},
+  };
+}
+
+export async function productRoutes(app: Api, deps: AppDeps): Promise<void> {
+  const { pool } = deps;
+
+  app.post(
+    '/products',
+    { schema: { tags: ['products'], summary: 'Create a product with its prices', body: CreateProductBody, response: { 200: Data(Product), ...errorResponses } } },
+    async (req) => {
+      requireWrite(req.auth);
+      const id = newId('prod');
+      const prices = (req.body.prices ?? []).map((p, i) => priceFromInput(req.auth.environment, id, p, i));
+      const product = await withTransaction(pool, async (tx) => {
+        await insertProduct(tx, { id, scope: req.auth, name: req.body.name, description: req.body.description ?? null, metadata: req.body.metadata ?? {} });
+        for (const price of prices) await insertPrice(tx, req.auth, price);
+        return findProduct(tx, req.auth, id);
+      });
+      return { data: presentProduct(product!) };
+    },
+  );
+
+  app.get(
+    '/products/:productId',
+    { schema: { tags: ['products'], summary: 'Retrieve a product with its prices', params: ProductIdParams, response: { 200: Data(Product), ...errorResponses } } },
+    async (req) => {
+      const product = await findProduct(pool, req.auth, req.params.productId);
+      if (!product) throw notFound('product', req.params.productId);
+      return { data: presentProduct(product) };
+    },
+  );
+
+  app.patch(
+    '/products/:productId',
+    {
+      schema: {
+        tags: ['products'],
+        summary: 'Update a product (inactive: no new subscriptions; running ones untouched)',
+        params: ProductIdParams,
+        body: UpdateProductBody,
+        response: { 200: Data(Product), ...errorResponses },
+      },
+    },
+    async (req) => {
+      requireWrite(req.auth);
+      const found = await updateProduct(pool, req.auth, req.params.productId, req.body);
+      if (!found) throw notFound('product', req.params.productId);
+      const product = await findProduct(pool, req.auth, req.params.productId);
+      return { data: presentProduct(product!) };
+    },
+  );
+}

@@ -1,0 +1,37 @@
+// GET /v1/invoices/{id}/reminders: what was sent, and what the policy plans next.
+import { listDeliveries } from '../../db/deliveries.js';
+import type { InvoiceRow } from '../../db/invoices.js';
+import { remindersShouldRun } from '../../domain/invoice-rules.js';
+import { futureReminderSlots } from '../../domain/reminder-schedule.js';
+import type { AppDeps } from '../app.js';
+
+export async function buildReminderTimeline(deps: AppDeps, inv: InvoiceRow, accountTimeZone: string) {
+  const [deliveries, customer] = await Promise.all([
+    listDeliveries(deps.pool, inv.id),
+    deps.pool.query<{ time_zone: string | null }>('select time_zone from customers where id = $1', [inv.customer_id]),
+  ]);
+  const timeZone = customer.rows[0]?.time_zone ?? accountTimeZone;
+  const running = remindersShouldRun({ status: inv.status, remindersEnabled: inv.reminders_enabled, dueAt: inv.due_at });
+  const upcoming = running && inv.due_at
+    ? futureReminderSlots(deps.config.reminders, inv.due_at, timeZone, new Date())
+        .map((s) => ({ kind: s.phase === 'before' ? 'reminder_before' : 'reminder_after', scheduled_for: s.at.toISOString() }))
+    : [];
+  return {
+    invoice_id: inv.id,
+    reminders_enabled: inv.reminders_enabled,
+    status: inv.status,
+    due_at: inv.due_at ? inv.due_at.toISOString() : null,
+    time_zone: timeZone,
+    past: deliveries
+      .filter((d) => d.kind !== 'invoice')
+      .map((d) => ({
+        kind: d.kind,
+        scheduled_for: d.slot_at.toISOString(),
+        status: d.status,
+        attempt: d.attempt,
+        sent_at: d.sent_at ? d.sent_at.toISOString() : null,
+        error: d.error,
+      })),
+    upcoming,
+  };
+}

@@ -1,0 +1,366 @@
+// Renders an InvoiceDocument to a PDF. A pure function of its input: the same document gives the
+// same bytes, so a re-render (retry, resend) attaches an identical file and tests can compare
+// buffers.
+//
+// How determinism is achieved with pdfkit 0.20:
+// - CreationDate/ModDate are taken from doc.issuedAt instead of `new Date()`.
+// - The trailer /ID is md5(info dict) (PDFSecurity.generateFileID), computed from the info we
+//   pass in; the info carries the invoice id and code, so the ID is fixed per invoice and differs
+//   between invoices.
+// - Font subset tags ("BAAAAA+DejaVuSans") come from the font's resource id (F1, F2...), not from
+//   random bytes, and fonts are registered in a fixed order.
+// - Random bytes are only used for encryption, which we do not enable.
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import PDFDocument from 'pdfkit';
+import { Decimal } from 'decimal.js';
+import { DateTime } from 'luxon';
+import type { InvoiceDocument, InvoiceDocumentLine } from './invoice-document.js';
+
+// ---------------------------------------------------------------------------------------------
+// Formatting (also used by the email templates so both say exactly the same thing)
+
+/**
+ * Formats a decimal string in token units for people: thousands separators, at least two
+ * decimals, and every significant decimal the value has (never rounded to 2: "0.000001" stays).
+ * The value is parsed by decimal.js; it never goes through a JS number.
+ */
+export function formatTokenAmount(value: string, maxDecimals = 18): string {
+  const d = new Decimal(value);
+  const decimals = Math.min(Math.max(d.decimalPlaces(), 2), maxDecimals);
+  const fixed = d.toFixed(decimals, Decimal.ROUND_HALF_UP);
+  const negative = fixed.startsWith('-');
+  const [int, frac] = (negative ? fixed.slice(1) : fixed).split('.');
+  const grouped = int.replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+  return `${negative ? '-' : ''}${grouped}${frac === undefined ? '' : `.${frac}`}`;
+}
+
+/** Quantities are plain numbers in the view; printed without exponent and with separators. */
+export function formatQuantity(quantity: number): string {
+  const d = new Decimal(quantity);
+  const fixed = d.toFixed();
+  const negative = fixed.startsWith('-');
+  const [int, frac] = (negative ? fixed.slice(1) : fixed).split('.');
+  const grouped = int.replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+  return `${negative ? '-' : ''}${grouped}${frac === undefined ? '' : `.${frac}`}`;
+}
+
+/**
+ * "21 Nov 2026" in the given IANA zone. The locale is pinned (not the process default) so output
+ * does not depend on the host; an unknown zone falls back to UTC rather than printing
+ * "Invalid DateTime" on a customer's invoice.
+ */
+export function formatDocumentDate(iso: string, timeZone: string): string {
+  let dt = DateTime.fromISO(iso, { zone: timeZone, locale: 'en-US' });
+  if (!dt.isValid && dt.invalidReason === 'unsupported zone') {
+    dt = DateTime.fromISO(iso, { zone: 'UTC', locale: 'en-US' });
+  }
+  if (!dt.isValid) throw new RangeError(`invalid ISO date "${iso}"`);
+  return dt.toFormat('d LLL yyyy');
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fonts: read and parsed once per process. Parsing a TTF with fontkit (cmap, GSUB/GPOS, hmtx...)
+// was ~80% of a render when done per document; pdfkit 0.20 accepts an already-parsed fontkit
+// Font in registerFont()/font() (CHANGELOG v0.20.0), and each document still builds its own
+// subset from it. Sharing is safe because a render is synchronous from the first draw call to
+// pdf.end(), so two renders never interleave inside fontkit's stream reads.
+
+/** The part of a fontkit Font we rely on; pdfkit recognises a parsed font by `layout`. */
+interface ParsedFont {
+  postscriptName: string;
+  layout(text: string): unknown;
+}
+
+interface Fonts {
+  regular: ParsedFont;
+  bold: ParsedFont;
+}
+
+let fonts: Fonts | null = null;
+
+function loadFonts(): Fonts {
+  if (fonts === null) {
+    const require = createRequire(import.meta.url);
+    // fontkit is pdfkit's dependency, not ours: resolve it from pdfkit so we get the version
+    // pdfkit was built against, however the tree is hoisted.
+    const fontkit = createRequire(require.resolve('pdfkit'))('fontkit') as {
+      create(data: Uint8Array): ParsedFont;
+    };
+    const dir = path.join(path.dirname(require.resolve('dejavu-fonts-ttf/package.json')), 'ttf');
+    fonts = {
+      regular: fontkit.create(readFileSync(path.join(dir, 'DejaVuSans.ttf'))),
+      bold: fontkit.create(readFileSync(path.join(dir, 'DejaVuSans-Bold.ttf'))),
+    };
+  }
+  return fonts;
+}
+
+/** @types/pdfkit only lists byte sources; the parsed-font overload is newer than the types. */
+function asFontSource(font: ParsedFont): PDFKit.Mixins.PDFFontSource {
+  return font as unknown as PDFKit.Mixins.PDFFontSource;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Layout
+
+const SANS = 'Sans';
+const SANS_BOLD = 'Sans-Bold';
+const MARGIN = 50;
+const FOOTER_GAP = 20; // space under the body reserved for the "Page n of m" line
+const BODY_SIZE = 9;
+const CELL_PAD_Y = 4;
+const MUTED = '#555555';
+const RULE = '#cccccc';
+const LINK = '#1a4fd6';
+
+interface Column {
+  title: string;
+  width: number;
+  align: Align;
+  cell(line: InvoiceDocumentLine): string;
+}
+
+// A4 content width is 595.28 - 2 * 50 = 495.28; widths + 3 gutters of 8 add up to it.
+const GUTTER = 8;
+const COLUMNS: Column[] = [
+  { title: 'Description', width: 223.28, align: 'left', cell: (l) => l.description },
+  { title: 'Quantity', width: 60, align: 'right', cell: (l) => formatQuantity(l.quantity) },
+  { title: 'Unit amount', width: 96, align: 'right', cell: (l) => formatTokenAmount(l.unitAmount) },
+  { title: 'Line total', width: 92, align: 'right', cell: (l) => formatTokenAmount(l.lineTotal) },
+];
+
+type Doc = PDFKit.PDFDocument;
+
+function contentWidth(pdf: Doc): number {
+  return pdf.page.width - pdf.page.margins.left - pdf.page.margins.right;
+}
+
+/** Lowest y the body may reach on the current page. */
+function bodyBottom(pdf: Doc): number {
+  return pdf.page.height - pdf.page.margins.bottom - FOOTER_GAP;
+}
+
+/** Starts a new page when `height` does not fit; returns true if it did. */
+function ensureSpace(pdf: Doc, height: number): boolean {
+  if (pdf.y + height <= bodyBottom(pdf)) return false;
+  pdf.addPage();
+  pdf.y = pdf.page.margins.top;
+  return true;
+}
+
+type Align = 'left' | 'right';
+
+interface Measured {
+  text: string;
+  /** Fits on one line: drawn without pdfkit's LineWrapper, which dominates render time when run
+   * for every cell of a long table. */
+  single: boolean;
+  height: number;
+}
+
+function measure(pdf: Doc, raw: string, width: number): Measured {
+  // A bare CR would be drawn as a missing-glyph box; user text (memo, footer) often has CRLF.
+  const text = raw.replace(/\r\n?/g, '\n');
+  if (!text.includes('\n') && pdf.widthOfString(text) <= width) {
+    return { text, single: true, height: pdf.currentLineHeight(true) };
+  }
+  return { text, single: false, height: pdf.heightOfString(text, { width }) };
+}
+
+interface DrawOptions {
+  align?: Align;
+  /** Clamp (with an ellipsis) instead of letting pdfkit flow the text onto a new page. */
+  maxHeight?: number;
+  link?: string;
+}
+
+/**
+ * Every text call gets an explicit position and a height limit, so pdfkit never adds pages on its
+ * own: page breaks are decided by ensureSpace() alone, which is what lets the table header repeat.
+ */
+function draw(pdf: Doc, m: Measured, x: number, y: number, width: number, opts: DrawOptions = {}): void {
+  const link = opts.link ? { link: opts.link, underline: true } : {};
+  if (m.single) {
+    const dx = opts.align === 'right' ? width - pdf.widthOfString(m.text) : 0;
+    pdf.text(m.text, x + dx, y, { lineBreak: false, ...link });
+  } else {
+    const height = opts.maxHeight ?? bodyBottom(pdf) - y;
+    pdf.text(m.text, x, y, { width, height, ellipsis: true, align: opts.align ?? 'left', ...link });
+  }
+  pdf.y = y + Math.min(m.height, opts.maxHeight ?? Infinity);
+}
+
+function textAt(pdf: Doc, text: string, x: number, y: number, width: number, opts: DrawOptions = {}): number {
+  const m = measure(pdf, text, width);
+  draw(pdf, m, x, y, width, opts);
+  return m.height;
+}
+
+function drawHeader(pdf: Doc, doc: InvoiceDocument): void {
+  const left = pdf.page.margins.left;
+  const width = contentWidth(pdf);
+  const top = pdf.page.margins.top;
+
+  pdf.font(SANS_BOLD).fontSize(20).fillColor('black');
+  textAt(pdf, 'Invoice', left, top, width / 2);
+  pdf.fontSize(12);
+  textAt(pdf, doc.code, left + width / 2, top + 6, width / 2, { align: 'right' });
+
+  const colWidth = (width - 20) / 2;
+  let yLeft = top + 40;
+  let yRight = top + 40;
+
+  const block = (x: number, y: number, label: string, rows: string[]): number => {
+    pdf.font(SANS_BOLD).fontSize(8).fillColor(MUTED);
+    y += textAt(pdf, label.toUpperCase(), x, y, colWidth) + 2;
+    pdf.font(SANS).fontSize(10).fillColor('black');
+    for (const row of rows) y += textAt(pdf, row, x, y, colWidth) + 1;
+    return y + 10;
+  };
+
+  const merchantRows = [doc.merchant.name];
+  if (doc.merchant.email) merchantRows.push(doc.merchant.email);
+  if (doc.taxId) merchantRows.push(`Tax ID: ${doc.taxId}`);
+  yLeft = block(left, yLeft, 'From', merchantRows);
+
+  const customerRows = doc.customer.name ? [doc.customer.name, doc.customer.email] : [doc.customer.email];
+  yLeft = block(left, yLeft, 'Bill to', customerRows);
+
+  const dates = [`Issued: ${formatDocumentDate(doc.issuedAt, doc.timeZone)}`];
+  if (doc.dueAt) dates.push(`Due: ${formatDocumentDate(doc.dueAt, doc.timeZone)}`);
+  yRight = block(left + colWidth + 20, yRight, 'Dates', dates);
+  yRight = block(left + colWidth + 20, yRight, 'Payment', [`${doc.currency} on ${doc.network}`]);
+
+  pdf.y = Math.max(yLeft, yRight) + 6;
+}
+
+function columnX(pdf: Doc, index: number): number {
+  let x = pdf.page.margins.left;
+  for (let i = 0; i < index; i++) x += COLUMNS[i].width + GUTTER;
+  return x;
+}
+
+function drawTableHeader(pdf: Doc): void {
+  pdf.font(SANS_BOLD).fontSize(BODY_SIZE).fillColor('black');
+  const y = pdf.y;
+  const h = pdf.currentLineHeight() + CELL_PAD_Y * 2;
+  COLUMNS.forEach((col, i) => textAt(pdf, col.title, columnX(pdf, i), y + CELL_PAD_Y, col.width, { align: col.align }));
+  const left = pdf.page.margins.left;
+  pdf.moveTo(left, y + h).lineTo(left + contentWidth(pdf), y + h).lineWidth(0.8).strokeColor('black').stroke();
+  pdf.y = y + h;
+}
+
+function drawLines(pdf: Doc, lines: InvoiceDocumentLine[]): void {
+  drawTableHeader(pdf);
+  pdf.font(SANS).fontSize(BODY_SIZE);
+  const left = pdf.page.margins.left;
+  const right = left + contentWidth(pdf);
+  // A single row taller than a page cannot be split across pages in a table; clamp it (with an
+  // ellipsis) to what one page holds under the header.
+  const maxRowHeight = bodyBottom(pdf) - pdf.page.margins.top - 3 * pdf.currentLineHeight();
+  for (const line of lines) {
+    const cells = COLUMNS.map((col) => measure(pdf, col.cell(line), col.width));
+    const textHeight = Math.min(maxRowHeight, Math.max(...cells.map((c) => c.height)));
+    const rowHeight = textHeight + CELL_PAD_Y * 2;
+    if (ensureSpace(pdf, rowHeight)) {
+      drawTableHeader(pdf);
+      pdf.font(SANS).fontSize(BODY_SIZE);
+    }
+    const y = pdf.y;
+    pdf.fillColor('black');
+    cells.forEach((c, i) =>
+      draw(pdf, c, columnX(pdf, i), y + CELL_PAD_Y, COLUMNS[i].width, { align: COLUMNS[i].align, maxHeight: textHeight }),
+    );
+    pdf.moveTo(left, y + rowHeight).lineTo(right, y + rowHeight).lineWidth(0.4).strokeColor(RULE).stroke();
+    pdf.y = y + rowHeight;
+  }
+}
+
+function drawTotal(pdf: Doc, doc: InvoiceDocument): void {
+  pdf.font(SANS_BOLD).fontSize(12).fillColor('black');
+  const width = contentWidth(pdf);
+  const m = measure(pdf, `Total ${formatTokenAmount(doc.amount)} ${doc.currency} on ${doc.network}`, width);
+  ensureSpace(pdf, m.height + 10);
+  draw(pdf, m, pdf.page.margins.left, pdf.y + 10, width, { align: 'right' });
+}
+
+/** A labelled paragraph; moves to the next page as a whole when it does not fit. */
+function drawSection(pdf: Doc, label: string, body: string, link?: string): void {
+  const left = pdf.page.margins.left;
+  const width = contentWidth(pdf);
+  pdf.font(SANS).fontSize(10);
+  const m = measure(pdf, body, width);
+  const maxHeight = bodyBottom(pdf) - pdf.page.margins.top - 30;
+  ensureSpace(pdf, 30 + Math.min(m.height, maxHeight));
+  pdf.font(SANS_BOLD).fontSize(8).fillColor(MUTED);
+  const y = pdf.y + 16;
+  const labelHeight = textAt(pdf, label.toUpperCase(), left, y, width);
+  pdf.font(SANS).fontSize(10).fillColor(link ? LINK : 'black');
+  // `link` makes pdfkit add a URI link annotation over each line of the text.
+  draw(pdf, m, left, y + labelHeight + 2, width, { maxHeight, link });
+  pdf.fillColor('black');
+}
+
+/** "INV-1 · Page 1 of 3" under every page's body; drawn last, when the page count is known. */
+function drawPageFooters(pdf: Doc, doc: InvoiceDocument): void {
+  const range = pdf.bufferedPageRange();
+  for (let i = range.start; i < range.start + range.count; i++) {
+    pdf.switchToPage(i);
+    pdf.font(SANS).fontSize(8).fillColor(MUTED);
+    const y = pdf.page.height - pdf.page.margins.bottom - FOOTER_GAP + 8;
+    // lineBreak: false keeps pdfkit from treating text near the margin as overflow.
+    pdf.text(`${doc.code} · Page ${i + 1} of ${range.count}`, pdf.page.margins.left, y, { lineBreak: false });
+  }
+}
+
+function fixedDate(iso: string): Date {
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) throw new RangeError(`invalid issuedAt "${iso}"`);
+  return d;
+}
+
+export async function renderInvoicePdf(doc: InvoiceDocument): Promise<Buffer> {
+  const { regular, bold } = loadFonts();
+  const issued = fixedDate(doc.issuedAt);
+  const pdf = new PDFDocument({
+    size: 'A4',
+    margin: MARGIN,
+    bufferPages: true, // page footers need the final page count
+    autoFirstPage: true,
+    // The trailer /ID is md5 of this dict, so it must be a function of the invoice only.
+    info: {
+      Title: `Invoice ${doc.code}`,
+      Author: doc.merchant.name,
+      Subject: `Invoice ${doc.code} from ${doc.merchant.name}`,
+      Keywords: `invoice ${doc.code} ${doc.invoiceId}`,
+      Creator: 'invoice-service',
+      Producer: 'PDFKit',
+      CreationDate: issued,
+      ModDate: issued,
+    },
+  });
+
+  const chunks: Buffer[] = [];
+  const done = new Promise<Buffer>((resolve, reject) => {
+    pdf.on('data', (chunk: Buffer) => chunks.push(chunk));
+    pdf.on('end', () => resolve(Buffer.concat(chunks)));
+    pdf.on('error', reject);
+  });
+
+  // Registration order fixes the resource ids (F1, F2...) and thus the subset tags.
+  pdf.registerFont(SANS, asFontSource(regular));
+  pdf.registerFont(SANS_BOLD, asFontSource(bold));
+
+  drawHeader(pdf, doc);
+  drawLines(pdf, doc.lines);
+  drawTotal(pdf, doc);
+  if (doc.memo) drawSection(pdf, 'Memo', doc.memo);
+  drawSection(pdf, 'Pay online', doc.payUrl, doc.payUrl);
+  if (doc.footer) drawSection(pdf, 'Notes', doc.footer);
+  drawPageFooters(pdf, doc);
+
+  pdf.end();
+  return done;
+}

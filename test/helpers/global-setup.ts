@@ -1,0 +1,47 @@
+// Runs once per `npm test`: finds Postgres and Redis, migrates a template database that every
+// test file clones into a database of its own, and drops everything of this run at the end.
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import type { TestProject } from 'vitest/node';
+import { migrate } from '../../src/db/migrate.js';
+import { resolveServices } from './services.js';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    databaseUrl: string;
+    redisUrl: string;
+    templateDatabase: string;
+    runId: string;
+  }
+}
+
+export function withDatabase(url: string, name: string): string {
+  const u = new URL(url);
+  u.pathname = `/${name}`;
+  return u.toString();
+}
+
+export default async function setup(project: TestProject) {
+  const services = await resolveServices();
+  const runId = randomBytes(4).toString('hex');
+  const template = `inv_test_${runId}_template`;
+  await migrate(withDatabase(services.databaseUrl, template));
+  project.provide('databaseUrl', services.databaseUrl);
+  project.provide('redisUrl', services.redisUrl);
+  project.provide('templateDatabase', template);
+  project.provide('runId', runId);
+
+  return async () => {
+    const admin = new pg.Client({ connectionString: withDatabase(services.databaseUrl, 'postgres') });
+    await admin.connect();
+    try {
+      const { rows } = await admin.query<{ datname: string }>('select datname from pg_database where datname like $1', [`inv_test_${runId}_%`]);
+      for (const { datname } of rows) {
+        await admin.query(`drop database if exists ${pg.escapeIdentifier(datname)} with (force)`);
+      }
+    } finally {
+      await admin.end();
+    }
+    await services.stop();
+  };
+}
