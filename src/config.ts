@@ -28,6 +28,9 @@ export interface Config {
   logLevel: string;
   workerConcurrency: number;
   workerPort: number;
+  /** BullMQ lock of an active job; a worker that dies loses it after this long and the job is retried. */
+  workerLockDurationMs: number;
+  workerStalledIntervalMs: number;
   platformFeeBps: number;
   bodyLimitBytes: number;
   rateLimitMax: number;
@@ -130,6 +133,8 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel,
     workerConcurrency: int(env, 'WORKER_CONCURRENCY', 8, 1, 1000),
     workerPort: int(env, 'WORKER_PORT', 3001, 0, 65535),
+    workerLockDurationMs: int(env, 'WORKER_LOCK_DURATION_MS', 30_000, 1_000, 3_600_000),
+    workerStalledIntervalMs: int(env, 'WORKER_STALLED_INTERVAL_MS', 30_000, 1_000, 3_600_000),
     platformFeeBps: int(env, 'PLATFORM_FEE_BPS', 50, 0, 10000),
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1_048_576, 1024, 104_857_600),
     rateLimitMax: int(env, 'RATE_LIMIT_MAX', 1000, 0, 1_000_000_000),

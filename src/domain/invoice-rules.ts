@@ -1,7 +1,7 @@
 // The invoice's rules as plain functions: which transitions exist, what an edit may contain, and
 // how the total follows from the amount and the line items. No I/O; the routes apply them.
 import type { Decimal } from 'decimal.js';
-import { formatDecimal, parseAmount, sumLines, type AmountCheck } from './money.js';
+import { formatDecimal, MAX_INTEGER_DIGITS, Money, parseAmount, sumLines, type AmountCheck } from './money.js';
 
 export type InvoiceStatus = 'draft' | 'open' | 'paid' | 'overdue' | 'void';
 export type InvoiceEvent = 'edit' | 'send' | 'pay' | 'mark_overdue' | 'set_reminders';
@@ -109,6 +109,10 @@ export function resolveAmountEdit(
       );
     }
     if (sum.isZero()) return no('amount_not_positive', 'The line items add up to zero; an invoice total must be greater than zero.');
+    // The total obeys the same bound as an amount given directly (quantity x unit can exceed it).
+    if (sum.gte(new Money(10).pow(MAX_INTEGER_DIGITS))) {
+      return no('amount_too_large', `The line items add up to ${formatDecimal(sum)}; an invoice total must be below 10^${MAX_INTEGER_DIGITS}.`);
+    }
     return ok({ amount: sum, lines });
   }
   if (lines !== undefined) return ok({ amount: amount ?? null, lines });

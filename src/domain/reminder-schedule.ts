@@ -130,15 +130,6 @@ export function nextSlot(
   return k < slotCount(rule, due) ? { k, at: new Date(slotAt(rule, due, k)) } : null;
 }
 
-/** The last slot of the phase at or before `t`; null when none. */
-export function previousSlot(rule: PhaseRule, dueAt: Date, timeZone: string, t: Date): { k: number; at: Date } | null {
-  const last = lastIndex(rule, dueAt, timeZone);
-  if (last === null) return null;
-  const due = anchorOf(dueAt, timeZone);
-  const k = Math.min(last, firstIndexReaching(rule, due, t.getTime(), false) - 1);
-  return k < 0 ? null : { k, at: new Date(slotAt(rule, due, k)) };
-}
-
 function phaseSlots(rule: PhaseRule, dueAt: Date, timeZone: string): ReminderSlot[] {
   const last = lastIndex(rule, dueAt, timeZone);
   if (last === null) return [];

@@ -5,7 +5,6 @@ import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, ty
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Api } from './types.js';
 import type { Config } from '../config.js';
-import type { InvoiceRow } from '../db/invoices.js';
 import type { Pool } from '../db/pool.js';
 import { ApiError } from '../errors.js';
 import type { Logger } from '../log.js';
@@ -25,7 +24,7 @@ export interface OutboxPublisher {
 /** Keeps Redis's reminder schedules in step with a change the API just committed. */
 export interface ReminderControl {
   stop(invoiceId: string): Promise<void>;
-  resume(invoice: InvoiceRow): Promise<void>;
+  resume(invoiceId: string): Promise<void>;
 }
 
 export interface AppDeps {

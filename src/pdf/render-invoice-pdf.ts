@@ -16,6 +16,7 @@ import path from 'node:path';
 import PDFDocument from 'pdfkit';
 import { Decimal } from 'decimal.js';
 import { DateTime } from 'luxon';
+import { resolveToken } from '../domain/tokens.js';
 import type { InvoiceDocument, InvoiceDocumentLine } from './invoice-document.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -34,6 +35,20 @@ export function formatTokenAmount(value: string, maxDecimals = 18): string {
   const [int, frac] = (negative ? fixed.slice(1) : fixed).split('.');
   const grouped = int.replace(/\B(?=(\d{3})+(?!\d))/g, ',');
   return `${negative ? '-' : ''}${grouped}${frac === undefined ? '' : `.${frac}`}`;
+}
+
+/** Decimals of the invoice's token per the registry; 18 (the widest) for a pair it does not know. */
+export function tokenDecimals(network: string, currency: string): number {
+  for (const env of ['sandbox', 'live'] as const) {
+    const found = resolveToken(env, network, currency);
+    if (found.ok) return found.token.decimals;
+  }
+  return 18;
+}
+
+/** An amount of this invoice's token, formatted as on the PDF. */
+export function formatInvoiceAmount(doc: InvoiceDocument, value: string): string {
+  return formatTokenAmount(value, tokenDecimals(doc.network, doc.currency));
 }
 
 /** Quantities are plain numbers in the view; printed without exponent and with separators. */
@@ -62,15 +77,23 @@ export function formatDocumentDate(iso: string, timeZone: string): string {
 
 // ---------------------------------------------------------------------------------------------
 // Fonts: read and parsed once per process. Parsing a TTF with fontkit (cmap, GSUB/GPOS, hmtx...)
-// was ~80% of a render when done per document; pdfkit 0.20 accepts an already-parsed fontkit
-// Font in registerFont()/font() (CHANGELOG v0.20.0), and each document still builds its own
-// subset from it. Sharing is safe because a render is synchronous from the first draw call to
-// pdf.end(), so two renders never interleave inside fontkit's stream reads.
+// was ~75% of a render when done per document; pdfkit 0.20 accepts an already-parsed fontkit Font
+// in registerFont()/font() (CHANGELOG v0.20.0), and each document still builds its own subset.
+//
+// Sharing one parsed font has a trap: fontkit caches Glyph objects per font, and a glyph keeps the
+// code points it was first created with. A glyph first created as a component of a composite (η
+// inside ή, when an earlier invoice's subset was written) has none, so a later invoice's
+// ToUnicode map would lose "η": different bytes, and the letter no longer extractable. Each
+// render therefore starts from an empty glyph cache (the decoded tables stay shared), which makes
+// it behave exactly like a freshly parsed font. This relies on a render being synchronous from
+// the first draw call to pdf.end(); renders never interleave inside fontkit.
 
 /** The part of a fontkit Font we rely on; pdfkit recognises a parsed font by `layout`. */
 interface ParsedFont {
   postscriptName: string;
   layout(text: string): unknown;
+  /** fontkit's private glyph cache (TTFFont#_glyphs); see above. */
+  _glyphs: Record<number, unknown>;
 }
 
 interface Fonts {
@@ -80,20 +103,29 @@ interface Fonts {
 
 let fonts: Fonts | null = null;
 
+function parseFont(create: (data: Uint8Array) => unknown, file: string): ParsedFont {
+  const font = create(readFileSync(file)) as Partial<ParsedFont>;
+  // Fail loudly if a fontkit upgrade renames the cache, rather than silently losing determinism.
+  if (typeof font.layout !== 'function' || typeof font._glyphs !== 'object' || font._glyphs === null) {
+    throw new Error(`fontkit font from ${file} lacks layout()/_glyphs; check the glyph cache reset`);
+  }
+  return font as ParsedFont;
+}
+
 function loadFonts(): Fonts {
   if (fonts === null) {
     const require = createRequire(import.meta.url);
     // fontkit is pdfkit's dependency, not ours: resolve it from pdfkit so we get the version
     // pdfkit was built against, however the tree is hoisted.
-    const fontkit = createRequire(require.resolve('pdfkit'))('fontkit') as {
-      create(data: Uint8Array): ParsedFont;
-    };
+    const fontkit = createRequire(require.resolve('pdfkit'))('fontkit') as { create(data: Uint8Array): unknown };
     const dir = path.join(path.dirname(require.resolve('dejavu-fonts-ttf/package.json')), 'ttf');
     fonts = {
-      regular: fontkit.create(readFileSync(path.join(dir, 'DejaVuSans.ttf'))),
-      bold: fontkit.create(readFileSync(path.join(dir, 'DejaVuSans-Bold.ttf'))),
+      regular: parseFont(fontkit.create, path.join(dir, 'DejaVuSans.ttf')),
+      bold: parseFont(fontkit.create, path.join(dir, 'DejaVuSans-Bold.ttf')),
     };
   }
+  fonts.regular._glyphs = {};
+  fonts.bold._glyphs = {};
   return fonts;
 }
 
@@ -119,7 +151,7 @@ interface Column {
   title: string;
   width: number;
   align: Align;
-  cell(line: InvoiceDocumentLine): string;
+  cell(line: InvoiceDocumentLine, doc: InvoiceDocument): string;
 }
 
 // A4 content width is 595.28 - 2 * 50 = 495.28; widths + 3 gutters of 8 add up to it.
@@ -127,8 +159,8 @@ const GUTTER = 8;
 const COLUMNS: Column[] = [
   { title: 'Description', width: 223.28, align: 'left', cell: (l) => l.description },
   { title: 'Quantity', width: 60, align: 'right', cell: (l) => formatQuantity(l.quantity) },
-  { title: 'Unit amount', width: 96, align: 'right', cell: (l) => formatTokenAmount(l.unitAmount) },
-  { title: 'Line total', width: 92, align: 'right', cell: (l) => formatTokenAmount(l.lineTotal) },
+  { title: 'Unit amount', width: 96, align: 'right', cell: (l, d) => formatInvoiceAmount(d, l.unitAmount) },
+  { title: 'Line total', width: 92, align: 'right', cell: (l, d) => formatInvoiceAmount(d, l.lineTotal) },
 ];
 
 type Doc = PDFKit.PDFDocument;
@@ -252,7 +284,7 @@ function drawTableHeader(pdf: Doc): void {
   pdf.y = y + h;
 }
 
-function drawLines(pdf: Doc, lines: InvoiceDocumentLine[]): void {
+function drawLines(pdf: Doc, doc: InvoiceDocument): void {
   drawTableHeader(pdf);
   pdf.font(SANS).fontSize(BODY_SIZE);
   const left = pdf.page.margins.left;
@@ -260,8 +292,8 @@ function drawLines(pdf: Doc, lines: InvoiceDocumentLine[]): void {
   // A single row taller than a page cannot be split across pages in a table; clamp it (with an
   // ellipsis) to what one page holds under the header.
   const maxRowHeight = bodyBottom(pdf) - pdf.page.margins.top - 3 * pdf.currentLineHeight();
-  for (const line of lines) {
-    const cells = COLUMNS.map((col) => measure(pdf, col.cell(line), col.width));
+  for (const line of doc.lines) {
+    const cells = COLUMNS.map((col) => measure(pdf, col.cell(line, doc), col.width));
     const textHeight = Math.min(maxRowHeight, Math.max(...cells.map((c) => c.height)));
     const rowHeight = textHeight + CELL_PAD_Y * 2;
     if (ensureSpace(pdf, rowHeight)) {
@@ -281,7 +313,7 @@ function drawLines(pdf: Doc, lines: InvoiceDocumentLine[]): void {
 function drawTotal(pdf: Doc, doc: InvoiceDocument): void {
   pdf.font(SANS_BOLD).fontSize(12).fillColor('black');
   const width = contentWidth(pdf);
-  const m = measure(pdf, `Total ${formatTokenAmount(doc.amount)} ${doc.currency} on ${doc.network}`, width);
+  const m = measure(pdf, `Total ${formatInvoiceAmount(doc, doc.amount)} ${doc.currency} on ${doc.network}`, width);
   ensureSpace(pdf, m.height + 10);
   draw(pdf, m, pdf.page.margins.left, pdf.y + 10, width, { align: 'right' });
 }
@@ -354,7 +386,7 @@ export async function renderInvoicePdf(doc: InvoiceDocument): Promise<Buffer> {
   pdf.registerFont(SANS_BOLD, asFontSource(bold));
 
   drawHeader(pdf, doc);
-  drawLines(pdf, doc.lines);
+  drawLines(pdf, doc);
   drawTotal(pdf, doc);
   if (doc.memo) drawSection(pdf, 'Memo', doc.memo);
   drawSection(pdf, 'Pay online', doc.payUrl, doc.payUrl);

@@ -5,7 +5,10 @@ import { createPool, type Pool } from '../db/pool.js';
 import { buildApp, type AppDeps } from '../http/app.js';
 import type { Api } from '../http/types.js';
 import type { Logger } from '../log.js';
-import { SEND_QUEUE } from '../queue/names.js';
+import { REMINDER_QUEUE, SEND_QUEUE } from '../queue/names.js';
+import { reminderSchedulerSettings } from '../queue/reminder-schedulers.js';
+import { createReminderService } from '../queue/reminder-service.js';
+import { Redis } from 'ioredis';
 import { createOutboxRelay } from '../queue/outbox-relay.js';
 import { producerRedisOptions } from '../queue/redis.js';
 
@@ -24,7 +27,7 @@ export function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise
 export interface ApiRuntime {
   app: Api;
   pool: Pool;
-  queues: { send: Queue };
+  queues: { send: Queue; reminders: Queue };
   close(): Promise<void>;
 }
 
@@ -34,21 +37,31 @@ export async function createApiRuntime(config: Config, log: Logger, extra: Parti
   const send = new Queue(SEND_QUEUE, { connection, prefix: config.redisPrefix });
   // A Queue emits 'error' while Redis is away; the outbox covers those sends, so log and go on.
   send.on('error', (err) => log.debug({ err }, 'send queue connection error'));
+  const reminderQueue = new Queue(REMINDER_QUEUE, { connection, prefix: config.redisPrefix, settings: reminderSchedulerSettings });
+  reminderQueue.on('error', (err) => log.debug({ err }, 'reminder queue connection error'));
+  // The API never reconciles; this client only connects if it ever does.
+  const redis = new Redis({ ...connection, lazyConnect: true });
+  const reminders = createReminderService(pool, reminderQueue, redis, config.reminders);
   const relay = createOutboxRelay(pool, { send });
   const app = await buildApp({
     config,
     pool,
     log,
     outbox: { publish: (jobIds) => withTimeout(relay.relay(jobIds), FAST_PATH_TIMEOUT_MS, 'enqueue').then(() => undefined) },
+    reminders: {
+      stop: (id) => withTimeout(reminders.stop(id), FAST_PATH_TIMEOUT_MS, 'reminder stop'),
+      resume: (id) => withTimeout(reminders.resume(id), FAST_PATH_TIMEOUT_MS, 'reminder resume'),
+    },
     ...extra,
   });
   return {
     app,
     pool,
-    queues: { send },
+    queues: { send, reminders: reminderQueue },
     async close() {
       await app.close();
-      await send.close().catch(() => undefined);
+      await Promise.all([send.close(), reminderQueue.close()]).catch(() => undefined);
+      redis.disconnect();
       await pool.end();
     },
   };

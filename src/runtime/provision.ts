@@ -14,7 +14,7 @@ export interface MerchantKeys {
 
 export async function provisionMerchant(
   db: Queryable,
-  account: { id: string; name: string; email: string | null; timeZone?: string; platformFeeBps?: number },
+  account: { id: string; name: string; email: string | null; timeZone?: string; platformFeeBps?: number; keyNamePrefix?: string },
 ): Promise<{ accountId: string; keys: MerchantKeys }> {
   await upsertAccount(db, {
     id: account.id,
@@ -24,7 +24,7 @@ export async function provisionMerchant(
     platform_fee_bps: account.platformFeeBps ?? 50,
   });
   const issue = async (environment: Environment, permission: Permission, name: string) =>
-    (await issueApiKey(db, { accountId: account.id, environment }, name, permission)).secret;
+    (await issueApiKey(db, { accountId: account.id, environment }, `${account.keyNamePrefix ?? ''}${name}`, permission)).secret;
   return {
     accountId: account.id,
     keys: {

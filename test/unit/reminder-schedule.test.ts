@@ -7,7 +7,6 @@ import {
   nextSlot,
   phaseRule,
   planReminderSlots,
-  previousSlot,
   type ReminderPolicy,
   type ReminderSlot,
 } from '../../src/domain/reminder-schedule.js';
@@ -210,7 +209,7 @@ describe('policy edges', () => {
   });
 });
 
-describe('nextSlot / previousSlot / firstSlotFrom agree with the plan', () => {
+describe('nextSlot / firstSlotFrom agree with the plan', () => {
   const cases: Array<[string, ReminderPolicy, string, string]> = [
     ['defaults in Paris', DEFAULTS, '2026-03-31T15:00:00Z', 'Europe/Paris'],
     ['defaults in New York', DEFAULTS, '2026-10-30T15:00:00Z', 'America/New_York'],
@@ -236,7 +235,6 @@ describe('nextSlot / previousSlot / firstSlotFrom agree with the plan', () => {
         const rule = phaseRule(policy, phase);
         expect(nextSlot(rule, due, zone, t, true)?.at.getTime() ?? null).toBe(mine.find((m) => m >= probe) ?? null);
         expect(nextSlot(rule, due, zone, t, false)?.at.getTime() ?? null).toBe(mine.find((m) => m > probe) ?? null);
-        expect(previousSlot(rule, due, zone, t)?.at.getTime() ?? null).toBe([...mine].reverse().find((m) => m <= probe) ?? null);
       }
       const next = plan.find((s) => s.at.getTime() >= probe) ?? null;
       expect(firstSlotFrom(policy, due, zone, t)).toEqual(next);

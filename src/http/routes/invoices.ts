@@ -209,7 +209,7 @@ export async function invoiceRoutes(app: Api, deps: AppDeps): Promise<void> {
         // reads 200. Should Redis be unreachable, the reminder job's own re-check in Postgres
         // still keeps every email from leaving, and the reconciler repairs Redis later.
         try {
-          if (req.body.enabled) await deps.reminders.resume(row);
+          if (req.body.enabled) await deps.reminders.resume(row.id);
           else await deps.reminders.stop(row.id);
         } catch (err) {
           req.log.warn({ err, invoice_id: row.id }, 'could not update reminder schedules now; the reconciler will');

@@ -1,0 +1,24 @@
+import type { Config } from '../src/config.js';
+import type { InvoiceForMail } from '../src/db/invoice-document.js';
+import type { OutgoingMail } from '../src/mail/transport.js';
+
+/** The envelope shared by the invoice email and the reminders: To the customer, Reply-To the merchant, the PDF attached. */
+export function invoiceMessage(
+  config: Pick<Config, 'mailFrom'>,
+  loaded: InvoiceForMail,
+  email: { subject: string; html: string; text: string },
+  pdf: Buffer,
+  messageId: string,
+): OutgoingMail {
+  const { doc } = loaded;
+  return {
+    from: config.mailFrom,
+    to: doc.customer.name ? `"${doc.customer.name.replace(/["\\\r\n]/g, '')}" <${doc.customer.email}>` : doc.customer.email,
+    ...(loaded.merchantEmail ? { replyTo: loaded.merchantEmail } : {}),
+    subject: email.subject,
+    html: email.html,
+    text: email.text,
+    messageId,
+    attachments: [{ filename: `invoice-${doc.code}.pdf`, content: pdf, contentType: 'application/pdf' }],
+  };
+}

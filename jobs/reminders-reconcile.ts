@@ -1,0 +1,13 @@
+// `reminders.reconcile`: on its own job scheduler (RECONCILE_EVERY). Postgres is the truth:
+// recreates lost schedulers and due-date jobs, removes schedulers of invoices that no longer
+// qualify. After a Redis FLUSHALL or a restart without persistence, this brings reminders back.
+import type { JobHandler } from '../src/queue/dispatcher.js';
+import type { JobContext } from './context.js';
+
+export const remindersReconcile: JobHandler<Record<string, never>, JobContext> = async (_payload, ctx) => {
+  const report = await ctx.reminders.reconcile();
+  if (report.schedulersCreated || report.schedulersRemoved || report.dueJobsCreated) {
+    ctx.log.warn({ ...report }, 'reconciler repaired Redis');
+  }
+  return JSON.stringify(report);
+};

@@ -1,0 +1,111 @@
+// `npm run demo`: idempotently sets up a demo merchant with data to try every endpoint, and
+// prints one JSON object (keys and ids) as the last line of stdout.
+//
+// Re-running keeps the same merchant, product, links and subscription; it rotates the demo keys
+// (secrets are stored hashed, so fresh ones are the only ones that can be printed) and creates a
+// new draft invoice only when the previous one was already sent.
+import { loadConfigOrExit } from '../config.js';
+import { migrate } from '../db/migrate.js';
+import type { Pool } from '../db/pool.js';
+import { createLogger } from '../log.js';
+import { createApiRuntime } from '../runtime/api-runtime.js';
+import { provisionMerchant } from '../runtime/provision.js';
+
+const DEMO_ACCOUNT = 'acct_demo';
+
+const config = loadConfigOrExit();
+const log = createLogger(process.env.LOG_LEVEL ?? 'warn');
+await migrate(config.databaseUrl);
+const api = await createApiRuntime(config, log);
+
+async function call<T>(key: string, method: 'GET' | 'POST' | 'PATCH', url: string, payload?: object): Promise<T> {
+  const res = await api.app.inject({ method, url, headers: { 'api-key': key }, ...(payload ? { payload } : {}) });
+  if (res.statusCode !== 200) throw new Error(`${method} ${url} -> ${res.statusCode} ${res.body}`);
+  return (res.json() as { data: T }).data;
+}
+
+async function existingId(pool: Pool, sql: string): Promise<string | null> {
+  const { rows } = await pool.query<{ id: string }>(sql, [DEMO_ACCOUNT]);
+  return rows[0]?.id ?? null;
+}
+
+try {
+  await api.pool.query(
+    `update credentials set revoked_at = now() where account_id = $1 and revoked_at is null and name like 'demo %'`,
+    [DEMO_ACCOUNT],
+  );
+  const { keys } = await provisionMerchant(api.pool, {
+    id: DEMO_ACCOUNT,
+    name: 'Demo Merchant GmbH',
+    email: 'billing@demo-merchant.example',
+    timeZone: 'Europe/Berlin',
+    keyNamePrefix: 'demo ',
+  });
+  const key = keys.sandbox;
+
+  const productId =
+    (await existingId(api.pool, `select id from products where account_id = $1 and environment = 'sandbox' and metadata->>'demo' = 'true'`)) ??
+    (
+      await call<{ id: string }>(key, 'POST', '/v1/products', {
+        name: 'Pro plan',
+        description: 'Monthly subscription to the Pro plan',
+        metadata: { demo: 'true' },
+        prices: [
+          { amount: '49.00', cadence: 'monthly' },
+          { amount: '499.00', cadence: 'yearly' },
+        ],
+      })
+    ).id;
+  const product = await call<{ prices: { id: string }[] }>(key, 'GET', `/v1/products/${productId}`);
+  const priceId = product.prices[0].id;
+
+  const linkId =
+    (await existingId(api.pool, `select id from payment_links where account_id = $1 and environment = 'sandbox' and name = 'Demo: Pro plan link'`)) ??
+    (await call<{ id: string }>(key, 'POST', '/v1/payment-links', { name: 'Demo: Pro plan link', price_id: priceId, collect_email: true })).id;
+  const customLinkId =
+    (await existingId(api.pool, `select id from payment_links where account_id = $1 and environment = 'sandbox' and name = 'Demo: tip jar'`)) ??
+    (await call<{ id: string }>(key, 'POST', '/v1/payment-links', { name: 'Demo: tip jar', min_amount: '1', max_amount: '500', preset_amount: '5' })).id;
+  // A link with a payment, to see that it cannot be deleted.
+  const { rows: paid } = await api.pool.query('select 1 from payment_link_payments where payment_link_id = $1', [linkId]);
+  if (paid.length === 0) await call(key, 'POST', `/v1/test_helpers/payment-links/${linkId}/payments`, { customer_email: 'payer@example.com' });
+
+  const subscriptionId =
+    (await existingId(api.pool, `select id from subscriptions where account_id = $1 and environment = 'sandbox' order by created_at limit 1`)) ??
+    (await call<{ id: string }>(key, 'POST', '/v1/test_helpers/subscriptions', { price_id: priceId, customer_email: 'subscriber@example.com' })).id;
+
+  const invoiceId =
+    (await existingId(
+      api.pool,
+      `select id from invoices where account_id = $1 and environment = 'sandbox' and status = 'draft' and metadata->>'demo' = 'true' order by created_at desc limit 1`,
+    )) ??
+    (
+      await call<{ id: string }>(key, 'POST', '/v1/invoices', {
+        customer_email: 'jane.doe@example.com',
+        customer_name: 'Jane Doe',
+        customer_time_zone: 'Europe/Paris',
+        due_at: new Date(Date.now() + 7 * 86_400_000).toISOString(),
+        memo: 'Thank you for your business.',
+        footer: 'Demo Merchant GmbH · Musterstraße 1 · 10115 Berlin',
+        tax_id: 'DE123456789',
+        metadata: { demo: 'true' },
+        line_items: [
+          { description: 'Consulting, November', quantity: 10, unit_amount: '120.00' },
+          { description: 'Hosting', quantity: 1, unit_amount: '35.50' },
+        ],
+      })
+    ).id;
+
+  const summary = {
+    account_id: DEMO_ACCOUNT,
+    keys,
+    invoice_id: invoiceId,
+    product_id: productId,
+    price_id: priceId,
+    payment_link_id: linkId,
+    custom_payment_link_id: customLinkId,
+    subscription_id: subscriptionId,
+  };
+  process.stdout.write(`${JSON.stringify(summary)}\n`);
+} finally {
+  await api.close();
+}

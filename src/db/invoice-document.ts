@@ -1,0 +1,104 @@
+// The one read a send or reminder job makes: the invoice with its customer, account, lines and
+// (when asked) its delivery, as the view the PDF and the emails are rendered from.
+import type { DeliveryStatus } from './deliveries.js';
+import type { InvoiceStatus } from '../domain/invoice-rules.js';
+import { lineTotal, formatDecimal, Money } from '../domain/money.js';
+import type { InvoiceDocument } from '../pdf/invoice-document.js';
+import type { Queryable } from './pool.js';
+
+export interface InvoiceForMail {
+  doc: InvoiceDocument;
+  status: InvoiceStatus;
+  remindersEnabled: boolean;
+  dueAt: Date | null;
+  merchantEmail: string | null;
+  /** Status of the delivery named in the read, null when none was asked or it does not exist. */
+  deliveryStatus: DeliveryStatus | null;
+}
+
+interface Row {
+  id: string;
+  code: string | null;
+  reference: string;
+  status: InvoiceStatus;
+  reminders_enabled: boolean;
+  amount: string | null;
+  currency: string;
+  network: string;
+  chain_id: number;
+  sent_at: Date | null;
+  created_at: Date;
+  due_at: Date | null;
+  memo: string | null;
+  footer: string | null;
+  tax_id: string | null;
+  customer_email: string;
+  customer_name: string | null;
+  customer_time_zone: string | null;
+  account_name: string;
+  account_email: string | null;
+  account_time_zone: string;
+  lines: { description: string; quantity: number; unit_amount: string }[];
+  delivery_status: DeliveryStatus | null;
+}
+
+export async function loadInvoiceForMail(
+  db: Queryable,
+  invoiceId: string,
+  paymentPageBase: string,
+  deliveryId: string | null = null,
+): Promise<InvoiceForMail | null> {
+  const { rows } = await db.query<Row>(
+    `select i.id, i.code, i.reference, i.status, i.reminders_enabled, i.amount::text as amount, i.currency, i.network,
+       i.chain_id, i.sent_at, i.created_at, i.due_at, i.memo, i.footer, i.tax_id,
+       c.email as customer_email, c.name as customer_name, c.time_zone as customer_time_zone,
+       a.name as account_name, a.email as account_email, a.time_zone as account_time_zone,
+       coalesce((select json_agg(json_build_object('description', l.description, 'quantity', l.quantity,
+                  'unit_amount', l.unit_amount::text) order by l.position)
+                 from invoice_line_items l where l.invoice_id = i.id), '[]') as lines,
+       (select d.status from deliveries d where d.id = $2 and d.invoice_id = i.id) as delivery_status
+     from invoices i
+     join customers c on c.id = i.customer_id
+     join accounts a on a.id = i.account_id
+     where i.id = $1`,
+    [invoiceId, deliveryId],
+  );
+  const r = rows[0];
+  if (!r) return null;
+  const amount = r.amount ?? '0';
+  const lines = r.lines.length
+    ? r.lines.map((l) => ({
+        description: l.description,
+        quantity: l.quantity,
+        unitAmount: formatDecimal(new Money(l.unit_amount)),
+        lineTotal: formatDecimal(lineTotal({ quantity: l.quantity, unitAmount: new Money(l.unit_amount) })),
+      }))
+    : // An invoice with a bare amount prints as one line, so the table is never empty.
+      [{ description: r.memo?.split('\n')[0]?.slice(0, 200) || 'Amount due', quantity: 1, unitAmount: amount, lineTotal: amount }];
+  return {
+    status: r.status,
+    remindersEnabled: r.reminders_enabled,
+    dueAt: r.due_at,
+    merchantEmail: r.account_email,
+    deliveryStatus: r.delivery_status,
+    doc: {
+      invoiceId: r.id,
+      code: r.code ?? r.id,
+      reference: r.reference,
+      merchant: { name: r.account_name, email: r.account_email },
+      customer: { name: r.customer_name, email: r.customer_email },
+      issuedAt: (r.sent_at ?? r.created_at).toISOString(),
+      dueAt: r.due_at ? r.due_at.toISOString() : null,
+      timeZone: r.customer_time_zone ?? r.account_time_zone,
+      amount,
+      currency: r.currency,
+      network: r.network,
+      chainId: r.chain_id,
+      lines,
+      memo: r.memo,
+      footer: r.footer,
+      taxId: r.tax_id,
+      payUrl: `${paymentPageBase}/${r.reference}`,
+    },
+  };
+}

@@ -1,0 +1,57 @@
+// SQL the reminder machinery needs: which invoices qualify, in which zone, and what was sent.
+import type { InvoiceStatus } from '../domain/invoice-rules.js';
+import type { Queryable } from './pool.js';
+
+export interface ReminderTarget {
+  id: string;
+  status: InvoiceStatus;
+  reminders_enabled: boolean;
+  due_at: Date | null;
+  sent_at: Date | null;
+  /** Customer's zone when known, else the account's. */
+  time_zone: string;
+  /** Planned slot of the latest reminder recorded, if any. */
+  last_slot_at: Date | null;
+}
+
+const SELECT = `select i.id, i.status, i.reminders_enabled, i.due_at, i.sent_at,
+    coalesce(c.time_zone, a.time_zone) as time_zone,
+    (select max(d.slot_at) from deliveries d where d.invoice_id = i.id and d.kind <> 'invoice') as last_slot_at
+  from invoices i join customers c on c.id = i.customer_id join accounts a on a.id = i.account_id`;
+
+export async function findReminderTarget(db: Queryable, invoiceId: string): Promise<ReminderTarget | null> {
+  const { rows } = await db.query<ReminderTarget>(`${SELECT} where i.id = $1`, [invoiceId]);
+  return rows[0] ?? null;
+}
+
+/** Every invoice that should be on a reminder schedule or wait for its due date. */
+export async function listReminderTargets(db: Queryable): Promise<ReminderTarget[]> {
+  const { rows } = await db.query<ReminderTarget>(`${SELECT} where i.status in ('open', 'overdue') and i.due_at is not null`);
+  return rows;
+}
+
+/** open -> overdue at the due date; never touches a paid, void or already overdue invoice. */
+export async function markOverdue(db: Queryable, invoiceId: string): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `update invoices set status = 'overdue', updated_at = now()
+     where id = $1 and status = 'open' and due_at is not null and due_at <= now()`,
+    [invoiceId],
+  );
+  return rowCount === 1;
+}
+
+export async function recordReminderSent(db: Queryable, invoiceId: string): Promise<void> {
+  await db.query('update invoices set last_reminder_at = now() where id = $1', [invoiceId]);
+}
+
+/**
+ * Re-checks, under a share lock held until the caller's commit, that the invoice still wants
+ * reminders: a payment committing meanwhile waits for this transaction.
+ */
+export async function lockIfRemindersRun(db: Queryable, invoiceId: string): Promise<boolean> {
+  const { rows } = await db.query<{ ok: boolean }>(
+    `select (status in ('open', 'overdue') and reminders_enabled) as ok from invoices where id = $1 for share`,
+    [invoiceId],
+  );
+  return rows[0]?.ok === true;
+}

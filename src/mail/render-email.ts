@@ -1,0 +1,117 @@
+// Renders the subject, HTML and text bodies of the customer emails from the Handlebars files in
+// templates/. Amounts and dates are formatted exactly as on the PDF, by the same functions.
+import { readFileSync } from 'node:fs';
+import Handlebars from 'handlebars';
+import type { InvoiceDocument } from '../pdf/invoice-document.js';
+import { formatDocumentDate, formatInvoiceAmount } from '../pdf/render-invoice-pdf.js';
+
+export type EmailKind = 'invoice' | 'reminder_before' | 'reminder_after';
+
+export const EMAIL_KINDS: readonly EmailKind[] = ['invoice', 'reminder_before', 'reminder_after'];
+
+export interface RenderedEmail {
+  subject: string;
+  html: string;
+  text: string;
+}
+
+/** What the templates see: display-ready strings, every key always present (strict mode). */
+interface EmailView {
+  code: string;
+  reference: string;
+  merchantName: string;
+  merchantEmail: string | null;
+  customerName: string | null;
+  customerEmail: string;
+  greetingName: string;
+  amount: string;
+  currency: string;
+  network: string;
+  issuedDate: string;
+  dueDate: string | null;
+  memo: string | null;
+  footer: string | null;
+  taxId: string | null;
+  payUrl: string;
+}
+
+// Relative to this module, not the cwd, so workers, tests and scripts find the same files.
+const TEMPLATES_DIR = new URL('../../templates/', import.meta.url);
+
+// An isolated instance: partials registered here cannot clash with anyone else's Handlebars use.
+const hbs = Handlebars.create();
+
+type Part = 'subject' | 'html' | 'text';
+type Template = Handlebars.TemplateDelegate<EmailView & { subject?: string }>;
+
+const cache = new Map<string, Template>();
+
+function source(file: string): string {
+  return readFileSync(new URL(file, TEMPLATES_DIR), 'utf8');
+}
+
+function compile(kind: EmailKind, part: Part): Template {
+  const key = `${kind}.${part}`;
+  let template = cache.get(key);
+  if (template === undefined) {
+    if (part === 'html' && !hbs.partials.layout) {
+      hbs.registerPartial('layout', hbs.compile(source('layout.html.hbs'), { strict: true }));
+    }
+    // strict: a misspelt variable throws instead of silently rendering as empty. Only HTML is
+    // escaped; in the subject and the text body "&" must stay "&".
+    template = hbs.compile<EmailView & { subject?: string }>(source(`${key}.hbs`), { strict: true, noEscape: part !== 'html' });
+    cache.set(key, template);
+  }
+  return template;
+}
+
+/** Compiles every template now, so a missing or broken file fails at start, not at first send. */
+export function loadEmailTemplates(): void {
+  for (const kind of EMAIL_KINDS) for (const part of ['subject', 'html', 'text'] as const) compile(kind, part);
+}
+
+/**
+ * A subject is a header line: CR/LF from user text (merchant name, invoice code) would start a new
+ * header. Other control characters have no business there either.
+ */
+function headerSafe(value: string): string {
+  return value
+    .replace(/[\u0000-\u001f\u007f\u2028\u2029]+/g, ' ')
+    .replace(/ {2,}/g, ' ')
+    .trim();
+}
+
+function view(kind: EmailKind, doc: InvoiceDocument): EmailView {
+  const pay = new URL(doc.payUrl);
+  // The link goes into href="": only web links, never javascript: or data:.
+  if (pay.protocol !== 'https:' && pay.protocol !== 'http:') throw new Error(`payUrl must be http(s), got ${pay.protocol}`);
+  if (kind !== 'invoice' && doc.dueAt === null) throw new Error(`a ${kind} email needs a due date (invoice ${doc.invoiceId})`);
+  return {
+    code: doc.code,
+    reference: doc.reference,
+    merchantName: doc.merchant.name,
+    merchantEmail: doc.merchant.email,
+    customerName: doc.customer.name,
+    customerEmail: doc.customer.email,
+    greetingName: doc.customer.name ?? doc.customer.email,
+    amount: formatInvoiceAmount(doc, doc.amount),
+    currency: doc.currency,
+    network: doc.network,
+    issuedDate: formatDocumentDate(doc.issuedAt, doc.timeZone),
+    dueDate: doc.dueAt === null ? null : formatDocumentDate(doc.dueAt, doc.timeZone),
+    memo: doc.memo,
+    footer: doc.footer,
+    taxId: doc.taxId,
+    payUrl: doc.payUrl,
+  };
+}
+
+export function renderEmail(kind: EmailKind, doc: InvoiceDocument): RenderedEmail {
+  const data = view(kind, doc);
+  const subject = headerSafe(compile(kind, 'subject')(data));
+  return {
+    subject,
+    html: compile(kind, 'html')({ ...data, subject }),
+    text: compile(kind, 'text')(data),
+  };
+}

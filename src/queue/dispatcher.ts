@@ -1,0 +1,60 @@
+// Adapts BullMQ jobs to the handlers in jobs/: a handler gets its payload and a context, never a
+// BullMQ object. A PermanentJobError becomes BullMQ's UnrecoverableError (no more attempts);
+// anything else is rethrown so BullMQ retries it with backoff. One log line per outcome.
+import { UnrecoverableError, type Job, type Processor } from 'bullmq';
+import { PermanentJobError } from '../errors.js';
+import type { Logger } from '../log.js';
+
+export interface JobMeta {
+  jobId: string;
+  /** 1 on the first run. */
+  attempt: number;
+  /** The instant the job was planned for: its delay's end, or its slot for a scheduler's job. */
+  plannedAt: Date;
+}
+
+export type JobHandler<P, C> = (payload: P, ctx: C & { log: Logger }, meta: JobMeta) => Promise<string>;
+
+export interface JobObserver {
+  /** Called once per run with its outcome, for metrics. */
+  onOutcome?(name: string, outcome: 'completed' | 'failed' | 'permanent_failure', durationMs: number): void;
+}
+
+export function createProcessor<C>(
+  handlers: Record<string, JobHandler<never, C>>,
+  ctx: C,
+  log: Logger,
+  plannedAtOf: (job: Job) => Date,
+  observer: JobObserver = {},
+): Processor {
+  return async (job: Job) => {
+    const handler = handlers[job.name] as JobHandler<unknown, C> | undefined;
+    const data = (job.data ?? {}) as { invoiceId?: string };
+    const jobLog = log.child({ job_id: job.id, job_name: job.name, ...(data.invoiceId ? { invoice_id: data.invoiceId } : {}) });
+    if (!handler) throw new UnrecoverableError(`no handler for job ${job.name}`);
+    const started = performance.now();
+    const meta: JobMeta = { jobId: job.id ?? '', attempt: job.attemptsMade + 1, plannedAt: plannedAtOf(job) };
+    try {
+      const outcome = await handler(job.data, { ...ctx, log: jobLog }, meta);
+      const durationMs = performance.now() - started;
+      observer.onOutcome?.(job.name, 'completed', durationMs);
+      jobLog.info({ duration_ms: Math.round(durationMs), outcome, attempt: meta.attempt }, 'job completed');
+      return outcome;
+    } catch (err) {
+      const durationMs = performance.now() - started;
+      if (err instanceof PermanentJobError) {
+        observer.onOutcome?.(job.name, 'permanent_failure', durationMs);
+        jobLog.error({ err, duration_ms: Math.round(durationMs), attempt: meta.attempt }, 'job failed permanently');
+        throw new UnrecoverableError(err.message);
+      }
+      observer.onOutcome?.(job.name, 'failed', durationMs);
+      jobLog.warn({ err, duration_ms: Math.round(durationMs), attempt: meta.attempt }, 'job failed; BullMQ will retry');
+      throw err;
+    }
+  };
+}
+
+/** A plain job's planned instant: when it was added plus its delay. */
+export function plannedAtOfDelayed(job: Job): Date {
+  return new Date(job.timestamp + (job.opts.delay ?? 0));
+}

@@ -1,0 +1,123 @@
+// Keeps Redis's reminder schedules and due-date jobs in step with Postgres, which is the truth.
+// Used by the worker (after a send, on a stop notification, by the reconciler) and by the API
+// (reminders on/off, paid through the test helper).
+import type { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { ReminderPolicy } from '../domain/reminder-schedule.js';
+import { remindersShouldRun } from '../domain/invoice-rules.js';
+import { findReminderTarget, listReminderTargets, type ReminderTarget } from '../db/reminders.js';
+import type { Queryable } from '../db/pool.js';
+import { createReminderSchedulers, reminderSchedulerId, type ReminderSchedulers } from './reminder-schedulers.js';
+
+export const JOB_INVOICE_DUE = 'invoice.due';
+export const JOB_RECONCILE = 'reminders.reconcile';
+export const RECONCILE_SCHEDULER_ID = 'reminders-reconcile';
+
+export interface InvoiceDuePayload {
+  invoiceId: string;
+}
+
+export function dueJobId(invoiceId: string, dueAt: Date): string {
+  return `${JOB_INVOICE_DUE}-${invoiceId}-${dueAt.getTime()}`;
+}
+
+const DUE_JOB_OPTIONS = {
+  attempts: 10,
+  backoff: { type: 'exponential', delay: 1_000 },
+  removeOnComplete: { age: 24 * 3600 },
+  removeOnFail: { age: 14 * 24 * 3600 },
+} as const;
+
+export interface ReconcileReport {
+  qualifying: number;
+  schedulersCreated: number;
+  schedulersRemoved: number;
+  dueJobsCreated: number;
+}
+
+export interface ReminderService {
+  schedulers: ReminderSchedulers;
+  /** After the invoice email: the due-date job, and the schedule from now on. */
+  afterSend(invoiceId: string): Promise<void>;
+  /** Reminders turned off, invoice paid or void: remove its schedule. */
+  stop(invoiceId: string): Promise<void>;
+  /** Reminders turned on again: future slots only, no burst of missed ones. */
+  resume(invoiceId: string): Promise<void>;
+  /** Makes Redis match Postgres for every open and overdue invoice. */
+  reconcile(): Promise<ReconcileReport>;
+}
+
+/** `redis` is a plain client on the queue's server, for the reconciler's bulk reads. */
+export function createReminderService(db: Queryable, queue: Queue, redis: Redis, policy: ReminderPolicy): ReminderService {
+  const schedulers = createReminderSchedulers(queue, policy);
+  const target = (t: ReminderTarget) => ({ id: t.id, dueAt: t.due_at!, timeZone: t.time_zone });
+  const runs = (t: ReminderTarget) => remindersShouldRun({ status: t.status, remindersEnabled: t.reminders_enabled, dueAt: t.due_at });
+
+  async function addDueJob(t: ReminderTarget): Promise<void> {
+    const payload: InvoiceDuePayload = { invoiceId: t.id };
+    await queue.add(JOB_INVOICE_DUE, payload, {
+      ...DUE_JOB_OPTIONS,
+      jobId: dueJobId(t.id, t.due_at!),
+      delay: Math.max(0, t.due_at!.getTime() - Date.now()),
+    });
+  }
+
+  return {
+    schedulers,
+    async afterSend(invoiceId) {
+      const t = await findReminderTarget(db, invoiceId);
+      if (!t || t.due_at === null) return;
+      if (t.status === 'open') await addDueJob(t);
+      if (runs(t)) {
+        // A re-run of the send job must not re-plan a schedule that already advanced.
+        const existing = await queue.getJobScheduler(reminderSchedulerId(t.id));
+        if (!existing) await schedulers.schedule(target(t), new Date());
+      }
+    },
+    async stop(invoiceId) {
+      await schedulers.cancel(invoiceId);
+    },
+    async resume(invoiceId) {
+      const t = await findReminderTarget(db, invoiceId);
+      if (t && runs(t)) await schedulers.schedule(target(t), new Date());
+    },
+    async reconcile() {
+      const targets = await listReminderTargets(db);
+      // Scheduler ids live in the queue's `repeat` sorted set; one read for all of them.
+      const present = new Set(await redis.zrange(queue.keys.repeat, '0', '-1'));
+      const report: ReconcileReport = { qualifying: 0, schedulersCreated: 0, schedulersRemoved: 0, dueJobsCreated: 0 };
+      const wanted = new Set<string>();
+      const now = Date.now();
+      for (const t of targets) {
+        if (!runs(t)) continue;
+        report.qualifying++;
+        const id = reminderSchedulerId(t.id);
+        wanted.add(id);
+        if (present.has(id)) continue;
+        // Lost from Redis: plan again from just after the last recorded reminder, so a slot
+        // missed during the outage still goes out (once: deliveries dedup by slot).
+        const from = new Date(Math.min(now, (t.last_slot_at ?? t.sent_at ?? new Date(now)).getTime() + 1));
+        if (await schedulers.schedule(target(t), from)) report.schedulersCreated++;
+      }
+      for (const id of present) {
+        if (id.startsWith('rem-') && !wanted.has(id)) {
+          await schedulers.cancel(id.slice('rem-'.length));
+          report.schedulersRemoved++;
+        }
+      }
+      const open = targets.filter((t) => t.status === 'open');
+      if (open.length > 0) {
+        const pipeline = redis.pipeline();
+        for (const t of open) pipeline.exists(queue.toKey(dueJobId(t.id, t.due_at!)));
+        const exists = (await pipeline.exec()) ?? [];
+        for (const [i, t] of open.entries()) {
+          if (exists[i]?.[1] === 0) {
+            await addDueJob(t);
+            report.dueJobsCreated++;
+          }
+        }
+      }
+      return report;
+    },
+  };
+}

@@ -1,0 +1,83 @@
+// An in-process SMTP server for tests: accepts everything (or rejects chosen recipients with a
+// chosen reply code) and parses each message with mailparser as it arrives.
+import { simpleParser, type ParsedMail } from 'mailparser';
+import { SMTPServer } from 'smtp-server';
+import type { AddressInfo } from 'node:net';
+
+export interface SmtpSinkOptions {
+  /** Reply code to reject this recipient with (e.g. 550, 451), or null to accept. */
+  onRcpt?: (address: string) => number | null;
+}
+
+export interface SmtpSink {
+  port: number;
+  url: string;
+  /** Parsed messages, in the order they arrived. */
+  messages: ParsedMail[];
+  /** Resolves with the messages once at least n have arrived. */
+  waitFor(n: number, timeoutMs?: number): Promise<ParsedMail[]>;
+  close(): Promise<void>;
+}
+
+export async function startSmtpSink(opts: SmtpSinkOptions = {}): Promise<SmtpSink> {
+  const messages: ParsedMail[] = [];
+  const waiters = new Set<() => void>();
+  // Parses run one after another so `messages` keeps arrival order.
+  let parsing: Promise<void> = Promise.resolve();
+
+  const server = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ['STARTTLS'],
+    logger: false,
+    // Tests close their clients first; don't wait the default 30 s for stragglers.
+    closeTimeout: 500,
+    onRcptTo(address, _session, callback) {
+      const code = opts.onRcpt?.(address.address) ?? null;
+      if (code === null) return callback();
+      const err = Object.assign(new Error(`${code} recipient ${address.address} rejected by the test sink`), { responseCode: code });
+      callback(err);
+    },
+    onData(stream, _session, callback) {
+      const chunks: Buffer[] = [];
+      stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+      stream.on('error', callback);
+      stream.on('end', () => {
+        const raw = Buffer.concat(chunks);
+        parsing = parsing.then(async () => {
+          messages.push(await simpleParser(raw));
+          for (const wake of waiters) wake();
+        });
+        callback();
+      });
+    },
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const { port } = server.server.address() as AddressInfo;
+
+  return {
+    port,
+    url: `smtp://127.0.0.1:${port}`,
+    messages,
+    waitFor(n, timeoutMs = 5_000) {
+      if (messages.length >= n) return Promise.resolve(messages);
+      return new Promise((resolve, reject) => {
+        const wake = () => {
+          if (messages.length < n) return;
+          clearTimeout(timer);
+          waiters.delete(wake);
+          resolve(messages);
+        };
+        const timer = setTimeout(() => {
+          waiters.delete(wake);
+          reject(new Error(`smtp sink: ${messages.length} of ${n} messages after ${timeoutMs} ms`));
+        }, timeoutMs);
+        waiters.add(wake);
+      });
+    },
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}

@@ -1,0 +1,287 @@
+// Real BullMQ against the local Redis, under a prefix of its own (deleted afterwards): the
+// instants a Worker actually fires must be exactly the planned ones.
+import { randomUUID } from 'node:crypto';
+import { Queue, Worker, type Job } from 'bullmq';
+import { Redis } from 'ioredis';
+import { Duration } from 'luxon';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { planReminderSlots, type ReminderPolicy } from '../../src/domain/reminder-schedule.js';
+import {
+  createReminderSchedulers,
+  REMINDER_JOB,
+  reminderSchedulerId,
+  reminderSchedulerSettings,
+  reminderWorkerOptions,
+  type ReminderJobData,
+  type ReminderSchedulers,
+} from '../../src/queue/reminder-schedulers.js';
+
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const prefix = `test-${randomUUID()}`;
+const connection = { url: REDIS_URL };
+const d = (iso: string) => Duration.fromISO(iso);
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, ms)));
+/** Same shape as the app's ids (`inv_` + 24 base62): the memory figures depend on id length. */
+const invoiceId = () => `inv_${randomUUID().replace(/-/g, '').slice(0, 24)}`;
+
+const SECONDS: ReminderPolicy = {
+  beforeStart: d('PT1S'),
+  beforeEvery: d('PT1S'),
+  afterStart: d('PT1S'),
+  afterEvery: d('PT1S'),
+  afterMax: 3,
+  localHour: 9,
+};
+
+interface Fired {
+  jobId: string;
+  invoiceId: string;
+  phase: string;
+  planned: number;
+  firedAt: number;
+}
+
+let redis: Redis;
+const workerErrors: Error[] = [];
+const opened: Array<{ close(): Promise<void> }> = [];
+
+beforeAll(() => {
+  redis = new Redis(REDIS_URL);
+});
+
+afterEach(async () => {
+  for (const c of opened.splice(0)) await c.close();
+  // A worker without the strategy, or a scheduling failure, only shows up as an 'error' event.
+  expect(workerErrors.splice(0)).toEqual([]);
+});
+
+afterAll(async () => {
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+    if (keys.length > 0) await redis.del(...keys);
+    cursor = next;
+  } while (cursor !== '0');
+  await redis.quit();
+});
+
+function openQueue(): Queue {
+  const queue = new Queue(`reminders-${randomUUID().slice(0, 8)}`, { connection, prefix, settings: reminderSchedulerSettings });
+  opened.push({ close: async () => { await queue.obliterate({ force: true }); await queue.close(); } });
+  return queue;
+}
+
+async function startWorker(queue: Queue, schedulers: ReminderSchedulers, fired: Fired[], advance: boolean): Promise<Worker> {
+  const worker = new Worker<ReminderJobData>(
+    queue.name,
+    async (job: Job<ReminderJobData>) => {
+      const firedAt = Date.now();
+      expect(job.name).toBe(REMINDER_JOB);
+      fired.push({ jobId: job.id ?? '', invoiceId: job.data.invoiceId, phase: job.data.phase, planned: schedulers.plannedInstantOf(job).getTime(), firedAt });
+      if (advance) await schedulers.advance(job, new Date());
+    },
+    { connection, prefix, concurrency: 8, ...reminderWorkerOptions },
+  );
+  worker.on('error', (err) => workerErrors.push(err));
+  opened.unshift({ close: () => worker.close() });
+  await worker.waitUntilReady();
+  return worker;
+}
+
+/** Reminder jobs of the invoice still to run (delayed, waiting or prioritized). */
+async function pendingJobs(queue: Queue, id: string): Promise<string[]> {
+  const jobs = await queue.getJobs(['delayed', 'waiting', 'prioritized']);
+  const mine = `repeat:${reminderSchedulerId(id)}:`;
+  return jobs.map((j) => j.id ?? '').filter((jid) => jid.startsWith(mine));
+}
+
+async function schedulersOf(queue: Queue, id: string): Promise<number> {
+  const all = await queue.getJobSchedulers(0, -1);
+  return all.filter((s) => s.key.includes(id)).length;
+}
+
+/** Every Redis key that belongs to the invoice alone (its scheduler hash, its job hashes). */
+async function keysOf(queue: Queue, id: string): Promise<string[]> {
+  return redis.keys(`${prefix}:${queue.name}:repeat:${reminderSchedulerId(id)}*`);
+}
+
+/** Samples, every 50 ms until stopped, how many schedulers and pending jobs each invoice has. */
+function watch(queue: Queue, ids: string[]) {
+  const seen = { minSchedulers: Infinity, maxSchedulers: 0, maxPending: 0, samples: 0 };
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      const all = await queue.getJobSchedulers(0, -1);
+      const jobs = await queue.getJobs(['delayed', 'waiting', 'prioritized']);
+      for (const id of ids) {
+        const schedulers = all.filter((s) => s.key.includes(id)).length;
+        const pending = jobs.filter((j) => (j.id ?? '').startsWith(`repeat:${reminderSchedulerId(id)}:`)).length;
+        seen.minSchedulers = Math.min(seen.minSchedulers, schedulers);
+        seen.maxSchedulers = Math.max(seen.maxSchedulers, schedulers);
+        seen.maxPending = Math.max(seen.maxPending, pending);
+      }
+      seen.samples++;
+      await sleep(50);
+    }
+  })();
+  return { seen, stop: async () => { running = false; await loop; } };
+}
+
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+}
+
+describe('reminder schedulers on BullMQ', () => {
+  it('fires exactly the planned instants: before phase, switchToAfter at due, after phase', async () => {
+    const queue = openQueue();
+    const schedulers = createReminderSchedulers(queue, SECONDS);
+    const fired: Fired[] = [];
+    await startWorker(queue, schedulers, fired, false);
+
+    const inv = { id: invoiceId(), dueAt: new Date(Date.now() + 4000), timeZone: 'Europe/Paris' };
+    const plan = planReminderSlots(SECONDS, inv.dueAt, inv.timeZone);
+    expect(plan.map((s) => s.phase)).toEqual(['before', 'after', 'after', 'after']);
+
+    expect(await schedulers.schedule(inv, new Date())).toEqual(plan[0]);
+    const watcher = watch(queue, [inv.id]);
+    expect(await pendingJobs(queue, inv.id)).toEqual([`repeat:${reminderSchedulerId(inv.id)}:${plan[0].at.getTime()}`]);
+
+    await sleep(inv.dueAt.getTime() - Date.now());
+    expect(await schedulers.switchToAfter(inv, new Date())).toEqual(plan[1]);
+    await sleep(plan[plan.length - 1].at.getTime() - Date.now() + 400);
+    await watcher.stop();
+
+    expect(fired.map((f) => [f.phase, f.planned])).toEqual(plan.map((s) => [s.phase, s.at.getTime()]));
+    const lateness = fired.map((f) => f.firedAt - f.planned);
+    console.info(`single invoice: lateness ms ${JSON.stringify(lateness)}`);
+    for (const l of lateness) {
+      expect(l).toBeGreaterThanOrEqual(0);
+      expect(l).toBeLessThan(300);
+    }
+    // Exactly one scheduler all along, the phase switch included (it is one atomic upsert).
+    expect(watcher.seen.samples).toBeGreaterThan(20);
+    expect([watcher.seen.minSchedulers, watcher.seen.maxSchedulers, watcher.seen.maxPending]).toEqual([1, 1, 1]);
+
+    // Exhausted but not advanced: BullMQ leaves the scheduler behind until someone removes it.
+    expect(await schedulersOf(queue, inv.id)).toBe(1);
+    await schedulers.cancel(inv.id);
+    expect(await schedulersOf(queue, inv.id)).toBe(0);
+    expect(await pendingJobs(queue, inv.id)).toEqual([]);
+    expect(await keysOf(queue, inv.id)).toEqual([]);
+  }, 15_000);
+
+  it('self-drives through both phases with advance(), for many invoices at once', async () => {
+    const policy: ReminderPolicy = { ...SECONDS, beforeStart: d('PT3S') };
+    const queue = openQueue();
+    const schedulers = createReminderSchedulers(queue, policy);
+    const fired: Fired[] = [];
+    await startWorker(queue, schedulers, fired, true);
+
+    const start = Date.now();
+    const invoices = Array.from({ length: 60 }, (_, i) => ({
+      id: invoiceId(),
+      dueAt: new Date(start + 3500 + i * 29),
+      timeZone: i % 2 === 0 ? 'America/New_York' : 'Asia/Kolkata',
+    }));
+    const watcher = watch(queue, invoices.map((i) => i.id));
+    await Promise.all(invoices.map((inv) => schedulers.schedule(inv, new Date())));
+    const lastPlanned = Math.max(...invoices.flatMap((inv) => planReminderSlots(policy, inv.dueAt, inv.timeZone).map((s) => s.at.getTime())));
+    await sleep(lastPlanned - Date.now() + 500);
+    await watcher.stop();
+
+    for (const inv of invoices) {
+      const plan = planReminderSlots(policy, inv.dueAt, inv.timeZone);
+      expect(plan).toHaveLength(6);
+      const mine = fired.filter((f) => f.invoiceId === inv.id).sort((a, b) => a.planned - b.planned);
+      expect(mine.map((f) => [f.phase, f.planned])).toEqual(plan.map((s) => [s.phase, s.at.getTime()]));
+    }
+    const lateness = fired.map((f) => f.firedAt - f.planned);
+    const p50 = percentile(lateness, 50);
+    const p99 = percentile(lateness, 99);
+    console.info(`${invoices.length} invoices, ${fired.length} reminders: lateness p50 ${p50} ms, p99 ${p99} ms, max ${Math.max(...lateness)} ms, min ${Math.min(...lateness)} ms`);
+    expect(Math.min(...lateness)).toBeGreaterThanOrEqual(0);
+    expect(p99).toBeLessThan(300);
+    expect(watcher.seen.maxSchedulers).toBe(1);
+    expect(watcher.seen.maxPending).toBe(1);
+
+    // advance() removed every exhausted scheduler: nothing of any invoice is left in Redis.
+    expect(await queue.getJobSchedulersCount()).toBe(0);
+    expect(await queue.getJobs(['delayed', 'waiting', 'prioritized', 'active', 'completed'])).toEqual([]);
+    for (const inv of invoices) expect(await keysOf(queue, inv.id)).toEqual([]);
+  }, 15_000);
+
+  it('scheduled from a past instant: one catch-up at once, reporting the first missed slot, then no burst', async () => {
+    const policy: ReminderPolicy = { ...SECONDS, beforeStart: d('PT3S') };
+    const queue = openQueue();
+    const schedulers = createReminderSchedulers(queue, policy);
+    const fired: Fired[] = [];
+    await startWorker(queue, schedulers, fired, false);
+
+    // Before slots at now-2.5 s, now-1.5 s, now-0.5 s; scheduling "from" now-2.6 s (a reconciler
+    // catching up after an outage) makes the first of them the first slot.
+    const now = Date.now();
+    const inv = { id: invoiceId(), dueAt: new Date(now + 500), timeZone: 'UTC' };
+    const plan = planReminderSlots(policy, inv.dueAt, inv.timeZone);
+    expect(plan.filter((s) => s.at.getTime() < now)).toHaveLength(3);
+    expect(await schedulers.schedule(inv, new Date(now - 2600))).toEqual(plan[0]);
+    await sleep(300);
+
+    expect(fired.map((f) => [f.phase, f.planned])).toEqual([['before', plan[0].at.getTime()]]);
+    // BullMQ clamped the past slot to the upsert time: the id alone would say a later instant.
+    expect(Number(fired[0].jobId.split(':').pop())).toBeGreaterThanOrEqual(now);
+    expect(fired[0].firedAt - now).toBeLessThan(250);
+    await schedulers.cancel(inv.id);
+    expect(await keysOf(queue, inv.id)).toEqual([]);
+  }, 15_000);
+
+  it('cancel removes the scheduler and its pending job; memory per scheduled invoice stays under 2 KB', async () => {
+    const policy: ReminderPolicy = {
+      beforeStart: d('P3D'),
+      beforeEvery: d('P1D'),
+      afterStart: d('P1D'),
+      afterEvery: d('P7D'),
+      afterMax: 4,
+      localHour: 9,
+    };
+    const queue = openQueue();
+    const schedulers = createReminderSchedulers(queue, policy);
+    const now = new Date();
+    const invoices = Array.from({ length: 200 }, (_, i) => ({
+      id: invoiceId(),
+      dueAt: new Date(now.getTime() + 10 * 86_400_000 + i * 60_000),
+      timeZone: 'Europe/Paris',
+    }));
+    await Promise.all(invoices.map((inv) => schedulers.schedule(inv, now)));
+    expect(await queue.getJobSchedulersCount()).toBe(invoices.length);
+    expect(await queue.getDelayedCount()).toBe(invoices.length);
+
+    const base = `${prefix}:${queue.name}`;
+    let perInvoiceKeys = 0;
+    for (const inv of invoices) {
+      const keys = await keysOf(queue, inv.id);
+      expect(keys).toHaveLength(2); // the scheduler hash and its one pending job
+      for (const k of keys) perInvoiceKeys += (await redis.memory('USAGE', k, 'SAMPLES', 0)) ?? 0;
+    }
+    const zsets = ((await redis.memory('USAGE', `${base}:repeat`, 'SAMPLES', 0)) ?? 0) + ((await redis.memory('USAGE', `${base}:delayed`, 'SAMPLES', 0)) ?? 0);
+    const perInvoice = Math.round((perInvoiceKeys + zsets) / invoices.length);
+    console.info(`memory per scheduled invoice: ${perInvoice} B (own keys ${Math.round(perInvoiceKeys / invoices.length)} B + share of repeat/delayed zsets ${Math.round(zsets / invoices.length)} B)`);
+    expect(perInvoice).toBeLessThan(2048);
+
+    const t0 = performance.now();
+    await schedulers.cancel(invoices[0].id);
+    console.info(`cancel: ${(performance.now() - t0).toFixed(2)} ms`);
+    await Promise.all(invoices.slice(1).map((inv) => schedulers.cancel(inv.id)));
+    expect(await queue.getJobSchedulersCount()).toBe(0);
+    expect(await queue.getDelayedCount()).toBe(0);
+    for (const inv of invoices) expect(await keysOf(queue, inv.id)).toEqual([]);
+    // Cancelling again is harmless.
+    await schedulers.cancel(invoices[0].id);
+  }, 15_000);
+
+  it('refuses a queue built without the reminder repeat strategy', async () => {
+    const queue = new Queue(`reminders-${randomUUID().slice(0, 8)}`, { connection, prefix });
+    opened.push({ close: () => queue.close() });
+    expect(() => createReminderSchedulers(queue, SECONDS)).toThrow(/reminderSchedulerSettings/);
+  });
+});

@@ -1,0 +1,112 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/config.js';
+
+function configError(env: Record<string, string>): ConfigError {
+  try {
+    loadConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigError) return err;
+    throw err;
+  }
+  throw new Error(`expected a ConfigError for ${JSON.stringify(env)}`);
+}
+
+describe('loadConfig defaults', () => {
+  it('gives every default from an empty environment', () => {
+    const c = loadConfig({});
+    expect(c).toMatchObject({
+      databaseUrl: 'postgres://postgres@127.0.0.1:5432/invoices',
+      redisUrl: 'redis://127.0.0.1:6379',
+      redisPrefix: 'bull',
+      port: 3000,
+      host: '0.0.0.0',
+      smtpUrl: null,
+      smtpPoolSize: 5,
+      outboxDir: 'var/outbox',
+      paymentPageBase: 'http://localhost:3000/pay',
+      logLevel: 'info',
+      workerConcurrency: 8,
+      workerPort: 3001,
+      platformFeeBps: 50,
+      bodyLimitBytes: 1_048_576,
+      adminUser: null,
+      adminPassword: null,
+      outboxRelayIntervalMs: 1000,
+      shutdownTimeoutMs: 10_000,
+    });
+    expect(c.reminders.beforeStart.toISO()).toBe('P3D');
+    expect(c.reminders.beforeEvery.toISO()).toBe('P1D');
+    expect(c.reminders.afterStart.toISO()).toBe('P1D');
+    expect(c.reminders.afterEvery.toISO()).toBe('P7D');
+    expect(c.reminders.afterMax).toBe(4);
+    expect(c.reminders.localHour).toBe(9);
+    expect(c.reminders.defaultTimeZone).toBe('UTC');
+    expect(c.reconcileEvery.toISO()).toBe('PT1M');
+    expect(Object.isFrozen(c)).toBe(true);
+  });
+
+  it('treats empty strings as unset', () => {
+    expect(loadConfig({ PORT: '', LOG_LEVEL: '', SMTP_URL: '' })).toMatchObject({ port: 3000, logLevel: 'info', smtpUrl: null });
+  });
+
+  it('reads given values', () => {
+    const c = loadConfig({
+      PORT: ' 8080 ',
+      PAYMENT_PAGE_BASE: 'https://pay.example.com/p///',
+      SMTP_URL: 'smtps://u:p@mail.example.com:465',
+      REMINDERS_BEFORE_START: 'PT2S',
+      REMINDERS_DEFAULT_TIME_ZONE: 'Europe/Paris',
+      ADMIN_USER: 'admin',
+      ADMIN_PASSWORD: 'pw',
+      BODY_LIMIT_BYTES: '2048',
+    });
+    expect(c.port).toBe(8080);
+    expect(c.paymentPageBase).toBe('https://pay.example.com/p');
+    expect(c.smtpUrl).toBe('smtps://u:p@mail.example.com:465');
+    expect(c.reminders.beforeStart.toMillis()).toBe(2000);
+    expect(c.reminders.defaultTimeZone).toBe('Europe/Paris');
+    expect(c.adminUser).toBe('admin');
+    expect(c.bodyLimitBytes).toBe(2048);
+  });
+});
+
+describe('loadConfig refuses bad values, naming the variable', () => {
+  it.each([
+    ['PORT', 'abc'],
+    ['PORT', '70000'],
+    ['PORT', '-1'],
+    ['PORT', '80.5'],
+    ['PORT', '1e3'],
+    ['REMINDERS_BEFORE_START', '3 days'],
+    ['REMINDERS_BEFORE_START', 'P0D'],
+    ['REMINDERS_AFTER_EVERY', '7'],
+    ['REMINDERS_LOCAL_HOUR', '24'],
+    ['REMINDERS_DEFAULT_TIME_ZONE', 'Mars/Olympus'],
+    ['RECONCILE_EVERY', 'soon'],
+    ['DATABASE_URL', 'mysql://localhost/db'],
+    ['DATABASE_URL', 'not a url'],
+    ['REDIS_URL', 'http://localhost:6379'],
+    ['SMTP_URL', 'https://mail'],
+    ['PAYMENT_PAGE_BASE', 'ftp://pay'],
+    ['LOG_LEVEL', 'verbose'],
+    ['PLATFORM_FEE_BPS', '10001'],
+    ['BODY_LIMIT_BYTES', '10'],
+    ['WORKER_CONCURRENCY', '0'],
+    ['REDIS_PREFIX', 'has space'],
+  ])('%s=%j', (variable, value) => {
+    const err = configError({ [variable]: value });
+    expect(err.variable).toBe(variable);
+    expect(err.message).toContain(variable);
+    expect(err.message).toMatch(/^invalid configuration: /);
+  });
+
+  it('ADMIN_USER and ADMIN_PASSWORD go together', () => {
+    expect(configError({ ADMIN_USER: 'admin' }).variable).toBe('ADMIN_PASSWORD');
+    expect(configError({ ADMIN_PASSWORD: 'pw' }).variable).toBe('ADMIN_USER');
+  });
+
+  it('quotes the bad value', () => {
+    expect(configError({ PORT: 'abc' }).message).toContain('"abc"');
+    expect(configError({ REMINDERS_BEFORE_START: '3 days' }).message).toContain('"3 days"');
+  });
+});
