@@ -55,8 +55,8 @@ export async function insertSubscription(db: Queryable, scope: Scope, s: NewSubs
     `insert into subscriptions (id, account_id, environment, customer_id, price_id, status, mode, amount, amount_atomic,
        currency, cadence, interval_seconds, network, chain_id, contract_address, onchain_id, platform_fee_bps,
        started_at, current_period_start, next_charge_at)
-     values ($1, $2, $3, $4, $5, 'active', 'pull', $6::numeric, $7::numeric, $8, $9, $10, $11, $12, $13, $14, $15,
-       now(), now(), now() + make_interval(secs => $10))
+     values ($1, $2, $3, $4, $5, 'active', 'pull', $6::numeric, $7::numeric, $8, $9, $10::integer, $11, $12, $13, $14, $15,
+       now(), now(), now() + make_interval(secs => $10::integer))
      returning ${COLUMNS}`,
     [
       s.id, scope.accountId, scope.environment, s.customerId, s.priceId, s.amount, s.amountAtomic, s.currency, s.cadence,

@@ -45,6 +45,26 @@ function sendError(reply: FastifyReply, err: ApiError): FastifyReply {
   });
 }
 
+/**
+ * Postgres text and jsonb cannot hold U+0000; a string carrying one is refused as input instead
+ * of failing in SQL as a 500. Iterative, so a deeply nested body cannot overflow the stack.
+ */
+function containsNul(root: unknown): boolean {
+  const stack: unknown[] = [root];
+  while (stack.length > 0) {
+    const value = stack.pop();
+    if (typeof value === 'string') {
+      if (value.includes('\u0000')) return true;
+    } else if (value !== null && typeof value === 'object') {
+      for (const [k, v] of Object.entries(value)) {
+        if (k.includes('\u0000')) return true;
+        stack.push(v);
+      }
+    }
+  }
+  return false;
+}
+
 /** Fastify's own errors, as the API's stable codes. */
 function toApiError(err: FastifyError): ApiError | null {
   if (err instanceof ApiError) return err;
@@ -82,6 +102,13 @@ export async function buildApp(deps: AppDeps): Promise<Api> {
     // misspelt field is a 400, not a no-op.
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: false } },
     routerOptions: { ignoreTrailingSlash: true },
+    // Errors the router raises before any route or error handler runs (an undecodable
+    // percent-escape, a path parameter over maxParamLength) get the envelope too.
+    frameworkErrors: (err, _req, reply) => {
+      if (err.code === 'FST_ERR_BAD_URL') return sendError(reply, new ApiError('validation_failed', 'The request path is not a valid URL component.'));
+      if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') return sendError(reply, new ApiError('validation_failed', 'A path parameter of the request is too long.'));
+      return sendError(reply, new ApiError('internal_error', 'An internal error occurred; it has been logged. Retry later.'));
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   // JSON only. An empty body with a JSON content type counts as no body (clients send one on
@@ -97,6 +124,12 @@ export async function buildApp(deps: AppDeps): Promise<Api> {
     });
   });
   app.removeContentTypeParser('text/plain');
+
+  app.addHook('preHandler', async (req) => {
+    if (containsNul(req.params) || containsNul(req.body)) {
+      throw new ApiError('validation_failed', 'Strings in the request must not contain the NUL character (U+0000).');
+    }
+  });
 
   app.addHook('onSend', async (req, reply) => {
     reply.header('request-id', req.id);

@@ -5,13 +5,18 @@ import { Type, type Static, type TSchema } from 'typebox';
 const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
 const DateTime = Type.String({ format: 'date-time' });
 const NullableDateTime = Nullable(DateTime);
+/** An input instant: ISO 8601 date-time, and a year Postgres can store (it has no year 0000). */
+const InputDateTime = Type.String({ format: 'date-time', pattern: '^(?!0000)' });
 
 /** Decimal strings are checked again by the money rules (precision per token); this is the shape. */
 export const DecimalString = Type.String({ minLength: 1, maxLength: 40, description: 'decimal string, e.g. "12.50"' });
 const ShortText = (max = 500) => Type.String({ maxLength: max });
 
-export const Metadata = Type.Record(Type.String({ minLength: 1, maxLength: 40 }), Type.String({ maxLength: 500 }), {
+// The key bounds go in propertyNames: TypeBox turns a Record's key schema into a catch-all
+// patternProperties and drops its minLength/maxLength.
+export const Metadata = Type.Record(Type.String(), Type.String({ maxLength: 500 }), {
   maxProperties: 50,
+  propertyNames: { minLength: 1, maxLength: 40 },
   description: 'up to 50 string keys (40 chars) with string values (500 chars)',
 });
 
@@ -86,7 +91,7 @@ export const CreateInvoiceBody = Type.Object(
     network: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
     amount: Type.Optional(DecimalString),
     line_items: Type.Optional(Type.Array(LineItem, { maxItems: 1000 })),
-    due_at: Type.Optional(DateTime),
+    due_at: Type.Optional(InputDateTime),
     memo: Type.Optional(ShortText(5000)),
     footer: Type.Optional(ShortText(5000)),
     tax_id: Type.Optional(ShortText(100)),
@@ -100,7 +105,7 @@ export type CreateInvoiceBody = Static<typeof CreateInvoiceBody>;
 export const UpdateInvoiceBody = Type.Object(
   {
     amount: Type.Optional(DecimalString),
-    due_at: Type.Optional(DateTime),
+    due_at: Type.Optional(InputDateTime),
     memo: Type.Optional(ShortText(5000)),
     footer: Type.Optional(ShortText(5000)),
     tax_id: Type.Optional(ShortText(100)),

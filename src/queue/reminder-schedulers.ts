@@ -40,7 +40,6 @@ import { defaultRepeatStrategy, type AdvancedRepeatOptions, type Job, type JobSc
 import { Duration } from 'luxon';
 import {
   firstSlotFrom,
-  lastIndex,
   nextSlot,
   phaseRule,
   type PhaseRule,
@@ -160,7 +159,7 @@ export interface ReminderSchedulers {
   switchToAfter(inv: ReminderInvoice, now: Date): Promise<ReminderSlot | null>;
   /** Removes the invoice's scheduler and its pending delayed job in one script call. */
   cancel(invoiceId: string): Promise<void>;
-  /** Call after handling a reminder: moves on after the last slot of a phase (see file header). */
+  /** Call after handling a reminder: moves on when its phase is used up (see file header). */
   advance(job: Job<ReminderJobData>, now: Date): Promise<void>;
   plannedInstantOf(job: Job): Date;
 }
@@ -210,19 +209,23 @@ export function createReminderSchedulers(
     return upsert(inv, { phase: 'after', at: next.at }, now);
   }
 
+  // The worker made the next job (if any) when it picked this one up; if the phase still has a
+  // slot after `now`, that job exists and there is nothing to do, without a round trip. Otherwise
+  // the chain may be exhausted, which only Redis knows for sure (a catch-up job from a past `now`
+  // can end its phase early): the scheduler still pointing at this very job means no next job.
   async function advance(job: Job<ReminderJobData>, now: Date): Promise<void> {
     const repeat = repeatOf(job);
     const pattern = repeat?.pattern;
     const spec = decodeSpec(pattern);
-    if (spec === null) return;
+    const m = JOB_ID_RE.exec(job.id ?? '');
+    if (spec === null || m === null) return;
     const tz = repeat?.tz ?? 'UTC';
-    const fired = nextSlot(spec.rule, spec.dueAt, tz, plannedInstantOf(job), true);
-    if (fired === null || fired.k !== lastIndex(spec.rule, spec.dueAt, tz)) return;
-    // Only touch the scheduler if it still runs the chain this job came from: a schedule() or
-    // cancel() since then owns it. Check-then-act, not atomic; the window is one round trip.
+    if (nextSlot(spec.rule, spec.dueAt, tz, now, false) !== null) return;
     const id = reminderSchedulerId(job.data.invoiceId);
     const current = await queue.getJobScheduler(id);
-    if (current?.pattern !== pattern) return;
+    // A schedule() or cancel() since this job was made owns the scheduler now: leave it alone.
+    // Check-then-act, not atomic; the window is one round trip.
+    if (current?.pattern !== pattern || current.next !== Number(m[2])) return;
     if (spec.rule.phase === 'before') {
       await switchToAfter({ id: job.data.invoiceId, dueAt: spec.dueAt, timeZone: tz }, now);
     } else {

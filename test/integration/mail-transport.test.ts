@@ -196,7 +196,7 @@ describe('classifySmtpError', () => {
 describe('outboxFileName', () => {
   it('drops angle brackets and replaces unsafe characters', () => {
     expect(outboxFileName('<abc-123@example.com>')).toBe('abc-123@example.com.eml');
-    expect(outboxFileName('<../../etc/passwd>')).toBe('_.._etc_passwd.eml');
+    expect(outboxFileName('<../../etc/passwd>')).toBe('__.._etc_passwd.eml');
     expect(outboxFileName('<>')).toBe('message.eml');
   });
 });

@@ -211,27 +211,29 @@ describe('reminder schedulers on BullMQ', () => {
     for (const inv of invoices) expect(await keysOf(queue, inv.id)).toEqual([]);
   }, 15_000);
 
-  it('scheduled from a past instant: one catch-up at once, reporting the first missed slot, then no burst', async () => {
+  it('scheduled from a past instant: one catch-up at once for the first missed slot, no burst, then on', async () => {
     const policy: ReminderPolicy = { ...SECONDS, beforeStart: d('PT3S') };
     const queue = openQueue();
     const schedulers = createReminderSchedulers(queue, policy);
     const fired: Fired[] = [];
-    await startWorker(queue, schedulers, fired, false);
+    await startWorker(queue, schedulers, fired, true);
 
-    // Before slots at now-2.5 s, now-1.5 s, now-0.5 s; scheduling "from" now-2.6 s (a reconciler
-    // catching up after an outage) makes the first of them the first slot.
+    // Before slots at now-2.5 s, now-1.5 s, now-0.5 s, after slots at now+1.5 s, +2.5 s, +3.5 s.
+    // Scheduling "from" now-2.6 s (a reconciler catching up after an outage) makes the first
+    // missed slot the first slot; the other two missed ones are skipped, the after phase follows.
     const now = Date.now();
     const inv = { id: invoiceId(), dueAt: new Date(now + 500), timeZone: 'UTC' };
     const plan = planReminderSlots(policy, inv.dueAt, inv.timeZone);
     expect(plan.filter((s) => s.at.getTime() < now)).toHaveLength(3);
     expect(await schedulers.schedule(inv, new Date(now - 2600))).toEqual(plan[0]);
-    await sleep(300);
+    await sleep(plan[plan.length - 1].at.getTime() - Date.now() + 400);
 
-    expect(fired.map((f) => [f.phase, f.planned])).toEqual([['before', plan[0].at.getTime()]]);
-    // BullMQ clamped the past slot to the upsert time: the id alone would say a later instant.
+    const expected = [plan[0], ...plan.filter((s) => s.phase === 'after')];
+    expect(fired.map((f) => [f.phase, f.planned])).toEqual(expected.map((s) => [s.phase, s.at.getTime()]));
+    // BullMQ clamped the past slot to the upsert time: the job id alone would say a later instant.
     expect(Number(fired[0].jobId.split(':').pop())).toBeGreaterThanOrEqual(now);
     expect(fired[0].firedAt - now).toBeLessThan(250);
-    await schedulers.cancel(inv.id);
+    // advance() removed the exhausted scheduler.
     expect(await keysOf(queue, inv.id)).toEqual([]);
   }, 15_000);
 
