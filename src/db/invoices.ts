@@ -133,7 +133,10 @@ export interface DraftEdit {
   taxId?: string;
 }
 
-/** Applies an edit to a draft. The caller holds the row lock and has checked the status. */
+/**
+ * Applies an edit to a draft. The caller holds the row lock and has checked the status.
+ * clock_timestamp(): the edit happens now, after any wait for the lock, not when the transaction began.
+ */
 export async function updateDraft(db: Queryable, id: string, edit: DraftEdit): Promise<InvoiceRow> {
   const { rows } = await db.query<InvoiceRow>(
     `update invoices set
@@ -144,7 +147,7 @@ export async function updateDraft(db: Queryable, id: string, edit: DraftEdit): P
        memo = coalesce($7, memo),
        footer = coalesce($8, footer),
        tax_id = coalesce($9, tax_id),
-       updated_at = now()
+       updated_at = clock_timestamp()
      where id = $1 and status = 'draft'
      returning ${COLUMNS}`,
     [
@@ -168,8 +171,11 @@ export async function nextInvoiceNumber(db: Queryable, scope: Scope): Promise<nu
 
 /** draft -> open. Conditional on the status, so two racing sends cannot both win. */
 export async function markSent(db: Queryable, id: string, code: string): Promise<InvoiceRow | null> {
+  // clock_timestamp(), not now(): now() is when the transaction began, possibly before it waited
+  // for the row lock behind an edit; sent_at must come after that edit's updated_at.
   const { rows } = await db.query<InvoiceRow>(
-    `update invoices set status = 'open', code = $2, sent_at = now(), updated_at = now()
+    `update invoices set status = 'open', code = $2, sent_at = c.t, updated_at = c.t
+     from (select clock_timestamp() as t) c
      where id = $1 and status = 'draft' returning ${COLUMNS}`,
     [id, code],
   );
@@ -190,7 +196,7 @@ export async function markPaid(db: Queryable, scope: Scope, id: string): Promise
 export async function setRemindersEnabled(db: Queryable, id: string, enabled: boolean): Promise<InvoiceRow> {
   const { rows } = await db.query<InvoiceRow>(
     `update invoices set reminders_enabled = $2,
-       updated_at = case when reminders_enabled = $2 then updated_at else now() end
+       updated_at = case when reminders_enabled = $2 then updated_at else clock_timestamp() end
      where id = $1 returning ${COLUMNS}`,
     [id, enabled],
   );

@@ -15,22 +15,17 @@ export async function insertOutbox(db: Queryable, jobName: string, jobId: string
   ]);
 }
 
-/**
- * Oldest rows not yet handed over, locked so two relays never publish the same batch at once
- * (publishing twice would be harmless: the job id makes the second add a no-op).
- */
-export async function lockPendingOutbox(db: Queryable, limit: number, jobIds?: string[]): Promise<OutboxRow[]> {
+/** Oldest rows not yet handed over to BullMQ. */
+export async function pendingOutbox(db: Queryable, limit: number): Promise<OutboxRow[]> {
   const { rows } = await db.query<OutboxRow>(
-    `select id::text as id, job_name, job_id, payload from outbox
-     where enqueued_at is null and ($2::text[] is null or job_id = any($2))
-     order by id limit $1 for update skip locked`,
-    [limit, jobIds ?? null],
+    'select id::text as id, job_name, job_id, payload from outbox where enqueued_at is null order by id limit $1',
+    [limit],
   );
   return rows;
 }
 
-export async function markEnqueued(db: Queryable, ids: string[]): Promise<void> {
-  await db.query('update outbox set enqueued_at = now() where id = any($1::bigint[])', [ids]);
+export async function markEnqueued(db: Queryable, jobIds: string[]): Promise<void> {
+  await db.query('update outbox set enqueued_at = now() where job_id = any($1::text[]) and enqueued_at is null', [jobIds]);
 }
 
 export async function countPendingOutbox(db: Queryable): Promise<number> {

@@ -89,10 +89,13 @@ export interface NewPrice {
 }
 
 export async function insertPrice(db: Queryable, scope: Scope, p: NewPrice): Promise<void> {
+  // clock_timestamp(), not the default now(): the prices of one product are inserted in one
+  // transaction, where now() is the same instant for all, and the product lists its prices by
+  // created_at: they must come back in the order they were given.
   await db.query(
     `insert into prices (id, account_id, environment, product_id, amount, amount_atomic, currency, network, chain_id,
-       token_address, token_decimals, cadence, interval_seconds, metadata)
-     values ($1, $2, $3, $4, $5::numeric, $6::numeric, $7, $8, $9, $10, $11, $12, $13, $14)`,
+       token_address, token_decimals, cadence, interval_seconds, metadata, created_at, updated_at)
+     values ($1, $2, $3, $4, $5::numeric, $6::numeric, $7, $8, $9, $10, $11, $12, $13, $14, clock_timestamp(), clock_timestamp())`,
     [
       p.id, scope.accountId, scope.environment, p.productId, p.amount, p.amountAtomic, p.currency, p.network, p.chainId,
       p.tokenAddress, p.tokenDecimals, p.cadence, p.intervalSeconds, JSON.stringify(p.metadata),

@@ -109,7 +109,7 @@ function firstIndexReaching(rule: PhaseRule, due: DateTime, t: number, inclusive
 }
 
 /** Index of the phase's last slot, or null when the phase is empty. */
-export function lastIndex(rule: PhaseRule, dueAt: Date, timeZone: string): number | null {
+function lastIndex(rule: PhaseRule, dueAt: Date, timeZone: string): number | null {
   assertRule(rule);
   const due = anchorOf(dueAt, timeZone);
   const count = slotCount(rule, due);

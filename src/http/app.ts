@@ -6,6 +6,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Api } from './types.js';
 import type { Config } from '../config.js';
 import type { Pool } from '../db/pool.js';
+import type { OutboxJob } from '../queue/outbox-relay.js';
 import { ApiError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { authenticate } from './auth.js';
@@ -18,7 +19,7 @@ import { testHelperRoutes } from './routes/test-helpers.js';
 
 /** Hands committed outbox rows to the queue at once; failures are left to the worker's relay. */
 export interface OutboxPublisher {
-  publish(jobIds: string[]): Promise<void>;
+  publish(jobs: OutboxJob[]): Promise<void>;
 }
 
 /** Keeps Redis's reminder schedules in step with a change the API just committed. */

@@ -7,9 +7,11 @@
 // - The trailer /ID is md5(info dict) (PDFSecurity.generateFileID), computed from the info we
 //   pass in; the info carries the invoice id and code, so the ID is fixed per invoice and differs
 //   between invoices.
-// - Font subset tags ("BAAAAA+DejaVuSans") come from the font's resource id (F1, F2...), not from
-//   random bytes, and fonts are registered in a fixed order.
-// - Random bytes are only used for encryption, which we do not enable.
+// - Font subset tags ("CZZZZZ+DejaVuSans-Bold") are derived from the font's resource id
+//   (F1, F2...), which pdfkit hands out in order of first use: fixed by this code, not random.
+// - pdfkit only uses random bytes for encryption, which we do not enable.
+// - The parsed fonts shared between renders get a fresh glyph cache per render (see loadFonts).
+// Verified by rendering twice, and cold versus after other invoices (render-invoice-pdf.test.ts).
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -30,7 +32,11 @@ import type { InvoiceDocument, InvoiceDocumentLine } from './invoice-document.js
 export function formatTokenAmount(value: string, maxDecimals = 18): string {
   const d = new Decimal(value);
   const decimals = Math.min(Math.max(d.decimalPlaces(), 2), maxDecimals);
-  const fixed = d.toFixed(decimals, Decimal.ROUND_HALF_UP);
+  return groupThousands(d.toFixed(decimals, Decimal.ROUND_HALF_UP));
+}
+
+/** "-1234567.5" -> "-1,234,567.5"; the input is a plain decimal string (toFixed output). */
+function groupThousands(fixed: string): string {
   const negative = fixed.startsWith('-');
   const [int, frac] = (negative ? fixed.slice(1) : fixed).split('.');
   const grouped = int.replace(/\B(?=(\d{3})+(?!\d))/g, ',');
@@ -53,12 +59,7 @@ export function formatInvoiceAmount(doc: InvoiceDocument, value: string): string
 
 /** Quantities are plain numbers in the view; printed without exponent and with separators. */
 export function formatQuantity(quantity: number): string {
-  const d = new Decimal(quantity);
-  const fixed = d.toFixed();
-  const negative = fixed.startsWith('-');
-  const [int, frac] = (negative ? fixed.slice(1) : fixed).split('.');
-  const grouped = int.replace(/\B(?=(\d{3})+(?!\d))/g, ',');
-  return `${negative ? '-' : ''}${grouped}${frac === undefined ? '' : `.${frac}`}`;
+  return groupThousands(new Decimal(quantity).toFixed());
 }
 
 /**
@@ -147,6 +148,8 @@ const MUTED = '#555555';
 const RULE = '#cccccc';
 const LINK = '#1a4fd6';
 
+type Align = 'left' | 'right';
+
 interface Column {
   title: string;
   width: number;
@@ -181,8 +184,6 @@ function ensureSpace(pdf: Doc, height: number): boolean {
   pdf.y = pdf.page.margins.top;
   return true;
 }
-
-type Align = 'left' | 'right';
 
 interface Measured {
   text: string;
@@ -236,13 +237,14 @@ function drawHeader(pdf: Doc, doc: InvoiceDocument): void {
   const top = pdf.page.margins.top;
 
   pdf.font(SANS_BOLD).fontSize(20).fillColor('black');
-  textAt(pdf, 'Invoice', left, top, width / 2);
+  const titleHeight = textAt(pdf, 'Invoice', left, top, width / 2);
   pdf.fontSize(12);
-  textAt(pdf, doc.code, left + width / 2, top + 6, width / 2, { align: 'right' });
+  const codeHeight = textAt(pdf, doc.code, left + width / 2, top + 6, width / 2, { align: 'right' });
 
   const colWidth = (width - 20) / 2;
-  let yLeft = top + 40;
-  let yRight = top + 40;
+  // A long code wraps; the blocks start under whichever of title and code ends lower.
+  let yLeft = top + Math.max(titleHeight, codeHeight + 6) + 16;
+  let yRight = yLeft;
 
   const block = (x: number, y: number, label: string, rows: string[]): number => {
     pdf.font(SANS_BOLD).fontSize(8).fillColor(MUTED);
@@ -285,6 +287,9 @@ function drawTableHeader(pdf: Doc): void {
 }
 
 function drawLines(pdf: Doc, doc: InvoiceDocument): void {
+  pdf.font(SANS).fontSize(BODY_SIZE);
+  // Never leave the table header alone at the bottom of a page.
+  ensureSpace(pdf, 4 * pdf.currentLineHeight(true) + 4 * CELL_PAD_Y);
   drawTableHeader(pdf);
   pdf.font(SANS).fontSize(BODY_SIZE);
   const left = pdf.page.margins.left;
@@ -381,7 +386,6 @@ export async function renderInvoicePdf(doc: InvoiceDocument): Promise<Buffer> {
     pdf.on('error', reject);
   });
 
-  // Registration order fixes the resource ids (F1, F2...) and thus the subset tags.
   pdf.registerFont(SANS, asFontSource(regular));
   pdf.registerFont(SANS_BOLD, asFontSource(bold));
 

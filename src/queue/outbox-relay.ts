@@ -1,9 +1,11 @@
-// Hands committed outbox rows to BullMQ. The API calls publish() right after its commit (fast
-// path); the worker calls relay() on a timer for whatever the fast path could not hand over
-// (a crash between commit and enqueue, Redis down). The job id makes a double hand-over a no-op.
+// Hands committed outbox rows to BullMQ. The API publishes a row right after its commit (fast
+// path); the worker relays, on a timer, whatever the fast path could not hand over (a crash
+// between commit and enqueue, Redis down). No database lock is held while Redis is called: a
+// row handed over twice is harmless, since its job id makes the second add a no-op, and the
+// delivery row keeps a rerun from sending twice.
 import type { JobsOptions, Queue } from 'bullmq';
-import { lockPendingOutbox, markEnqueued } from '../db/outbox.js';
-import { withTransaction, type Pool } from '../db/pool.js';
+import { markEnqueued, pendingOutbox, type OutboxRow } from '../db/outbox.js';
+import type { Queryable } from '../db/pool.js';
 import { JOB_INVOICE_SEND } from './names.js';
 
 const BATCH = 500;
@@ -16,30 +18,34 @@ export const SEND_JOB_OPTIONS: JobsOptions = {
   removeOnFail: { age: 14 * 24 * 3600 },
 };
 
+export type OutboxJob = Pick<OutboxRow, 'job_name' | 'job_id' | 'payload'>;
+
 export interface OutboxRelay {
-  /** Hands over the given outbox rows (fast path), or the oldest pending ones; returns how many. */
-  relay(jobIds?: string[]): Promise<number>;
+  /** Adds these jobs to their queues and marks their rows handed over. */
+  publish(jobs: OutboxJob[]): Promise<void>;
+  /** Hands over the oldest pending rows; returns how many. */
+  relay(): Promise<number>;
 }
 
-export function createOutboxRelay(pool: Pool, queues: { send: Queue }): OutboxRelay {
+export function createOutboxRelay(db: Queryable, queues: { send: Queue }): OutboxRelay {
   const queueFor = (jobName: string): Queue => {
     if (jobName === JOB_INVOICE_SEND) return queues.send;
     throw new Error(`outbox row for unknown job ${jobName}`);
   };
+  async function publish(jobs: OutboxJob[]): Promise<void> {
+    if (jobs.length === 0) return;
+    for (const name of new Set(jobs.map((j) => j.job_name))) {
+      const mine = jobs.filter((j) => j.job_name === name);
+      await queueFor(name).addBulk(mine.map((j) => ({ name, data: j.payload, opts: { ...SEND_JOB_OPTIONS, jobId: j.job_id } })));
+    }
+    await markEnqueued(db, jobs.map((j) => j.job_id));
+  }
   return {
-    async relay(jobIds) {
-      // The row locks keep two relays from handing over the same rows at once; rows another
-      // relay holds are skipped, not waited for.
-      return withTransaction(pool, async (tx) => {
-        const rows = await lockPendingOutbox(tx, BATCH, jobIds);
-        if (rows.length === 0) return 0;
-        for (const name of new Set(rows.map((r) => r.job_name))) {
-          const mine = rows.filter((r) => r.job_name === name);
-          await queueFor(name).addBulk(mine.map((r) => ({ name, data: r.payload, opts: { ...SEND_JOB_OPTIONS, jobId: r.job_id } })));
-        }
-        await markEnqueued(tx, rows.map((r) => r.id));
-        return rows.length;
-      });
+    publish,
+    async relay() {
+      const rows = await pendingOutbox(db, BATCH);
+      await publish(rows);
+      return rows.length;
     },
   };
 }

@@ -26,8 +26,11 @@
 //   (removeJobScheduler-3.lua only deletes the delayed one): the handler must re-check the invoice.
 // - BullMQ never deletes an exhausted scheduler (no next slot → no Lua call, the hash and its
 //   `repeat` zset entry stay). advance(), called by the handler after each reminder, removes it
-//   after the last after-phase slot, and at the last before-phase slot moves on to the after phase
-//   so overdue reminders do not depend on a separate due-date trigger.
+//   once the after phase is used up, and when the before phase is used up moves on to the after
+//   phase, so overdue reminders do not depend on the due-date trigger alone (switchToAfter is
+//   idempotent: calling both is fine).
+// - schedule(inv, now) with `now` in the past (catch-up) fires the first missed slot at once,
+//   whatever its phase, then continues strictly after the real time: one catch-up, no burst.
 // - Redis memory: ~1.7 KB per scheduled invoice with `inv_`+24-char ids (scheduler hash ~360 B
 //   as a listpack, pending job hash ~1 KB, one entry in each of the `repeat` and `delayed`
 //   zsets). A hash value over 64 bytes (hash-max-listpack-value) turns the scheduler hash into a
@@ -225,7 +228,7 @@ export function createReminderSchedulers(
     const current = await queue.getJobScheduler(id);
     // A schedule() or cancel() since this job was made owns the scheduler now: leave it alone.
     // Check-then-act, not atomic; the window is one round trip.
-    if (current?.pattern !== pattern || current.next !== Number(m[2])) return;
+    if (current === undefined || current.pattern !== pattern || current.next !== Number(m[2])) return;
     if (spec.rule.phase === 'before') {
       await switchToAfter({ id: job.data.invoiceId, dueAt: spec.dueAt, timeZone: tz }, now);
     } else {

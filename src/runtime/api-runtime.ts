@@ -47,7 +47,7 @@ export async function createApiRuntime(config: Config, log: Logger, extra: Parti
     config,
     pool,
     log,
-    outbox: { publish: (jobIds) => withTimeout(relay.relay(jobIds), FAST_PATH_TIMEOUT_MS, 'enqueue').then(() => undefined) },
+    outbox: { publish: (jobs) => withTimeout(relay.publish(jobs), FAST_PATH_TIMEOUT_MS, 'enqueue') },
     reminders: {
       stop: (id) => withTimeout(reminders.stop(id), FAST_PATH_TIMEOUT_MS, 'reminder stop'),
       resume: (id) => withTimeout(reminders.resume(id), FAST_PATH_TIMEOUT_MS, 'reminder resume'),
@@ -60,7 +60,8 @@ export async function createApiRuntime(config: Config, log: Logger, extra: Parti
     queues: { send, reminders: reminderQueue },
     async close() {
       await app.close();
-      await Promise.all([send.close(), reminderQueue.close()]).catch(() => undefined);
+      // A queue that never reached Redis may never finish closing: bounded.
+      await withTimeout(Promise.all([send.close(), reminderQueue.close()]), 2_000, 'queue close').catch(() => undefined);
       redis.disconnect();
       await pool.end();
     },

@@ -7,6 +7,10 @@ import type { AddressInfo } from 'node:net';
 export interface SmtpSinkOptions {
   /** Reply code to reject this recipient with (e.g. 550, 451), or null to accept. */
   onRcpt?: (address: string) => number | null;
+  /** Listen on this port (to bring a sink "back up" where a client expects it); default: any free port. */
+  port?: number;
+  /** Hold each RCPT TO this long before answering (to catch a client mid-conversation). */
+  rcptDelayMs?: number;
 }
 
 export interface SmtpSink {
@@ -32,10 +36,14 @@ export async function startSmtpSink(opts: SmtpSinkOptions = {}): Promise<SmtpSin
     // Tests close their clients first; don't wait the default 30 s for stragglers.
     closeTimeout: 500,
     onRcptTo(address, _session, callback) {
-      const code = opts.onRcpt?.(address.address) ?? null;
-      if (code === null) return callback();
-      const err = Object.assign(new Error(`${code} recipient ${address.address} rejected by the test sink`), { responseCode: code });
-      callback(err);
+      const answer = () => {
+        const code = opts.onRcpt?.(address.address) ?? null;
+        if (code === null) return callback();
+        const err = Object.assign(new Error(`${code} recipient ${address.address} rejected by the test sink`), { responseCode: code });
+        callback(err);
+      };
+      if (opts.rcptDelayMs) setTimeout(answer, opts.rcptDelayMs);
+      else answer();
     },
     onData(stream, _session, callback) {
       const chunks: Buffer[] = [];
@@ -54,7 +62,7 @@ export async function startSmtpSink(opts: SmtpSinkOptions = {}): Promise<SmtpSin
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
+    server.listen(opts.port ?? 0, '127.0.0.1', () => resolve());
   });
   const { port } = server.server.address() as AddressInfo;
 

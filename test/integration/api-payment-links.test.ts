@@ -130,7 +130,7 @@ describe('list', () => {
         return res.json().data as { id: string }[];
       };
       expect(await list(k.sandbox)).toEqual([]);
-      const sandboxLinks = [];
+      const sandboxLinks: { id: string }[] = [];
       for (let i = 0; i < 55; i++) sandboxLinks.push(await make(k.sandbox, `sandbox ${i}`));
       const liveLinks = [await make(k.live, 'live 1'), await make(k.live, 'live 2')];
       const stranger = (await provisionMerchant(fresh.api.pool, { id: newId('acct'), name: 'Stranger', email: null })).keys;

@@ -93,7 +93,8 @@ describe('renderEmail', () => {
   });
 
   it('greets by email when the customer has no name', () => {
-    expect(renderEmail('invoice', invoice({ customer: { name: null, email: 'anon@example.com' } })).text).toMatch(/^Hello anon@example\.com,/);
+    const { text } = renderEmail('invoice', invoice({ customer: { name: null, email: 'anon@example.com' } }));
+    expect(text).toMatch(/^Hello anon@example\.com,/);
   });
 
   it('refuses a reminder without a due date and a non-web pay link', () => {

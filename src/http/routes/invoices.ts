@@ -20,6 +20,7 @@ import { feeAtomic, formatDecimal, Money, toAtomic } from '../../domain/money.js
 import { resolveToken } from '../../domain/tokens.js';
 import { ApiError, notFound } from '../../errors.js';
 import { JOB_INVOICE_SEND, invoiceSendJobId } from '../../queue/names.js';
+import type { OutboxJob } from '../../queue/outbox-relay.js';
 import { messageIdFor } from '../../mail/message-id.js';
 import type { AppDeps } from '../app.js';
 import { requireWrite, type AuthContext } from '../auth.js';
@@ -155,7 +156,7 @@ export async function invoiceRoutes(app: Api, deps: AppDeps): Promise<void> {
     { schema: { tags: ['invoices'], summary: 'Finalise a draft and email it with its PDF', params: InvoiceIdParams, response: { 200: Data(Invoice), ...errorResponses } } },
     async (req) => {
       requireWrite(req.auth);
-      const { row, jobId } = await withTransaction(pool, async (tx) => {
+      const { row, job } = await withTransaction(pool, async (tx) => {
         const inv = await findInvoice(tx, req.auth, req.params.invoiceId, true);
         if (!inv) throw notFound('invoice', req.params.invoiceId);
         unwrap(nextStatus(inv.status, 'send'));
@@ -176,11 +177,11 @@ export async function invoiceRoutes(app: Api, deps: AppDeps): Promise<void> {
           messageId: messageIdFor(deliveryId, deps.config.mailFrom),
         });
         const payload = { invoiceId: sent.id, deliveryId: delivery.id };
-        const id = invoiceSendJobId(payload);
-        await insertOutbox(tx, JOB_INVOICE_SEND, id, payload);
-        return { row: sent, jobId: id };
+        const outboxJob = { job_name: JOB_INVOICE_SEND, job_id: invoiceSendJobId(payload), payload };
+        await insertOutbox(tx, outboxJob.job_name, outboxJob.job_id, payload);
+        return { row: sent, job: outboxJob };
       });
-      await publishQuietly(deps, [jobId], req.log);
+      await publishQuietly(deps, [job], req.log);
       return { data: presentInvoice(row) };
     },
   );
@@ -237,11 +238,11 @@ export async function invoiceRoutes(app: Api, deps: AppDeps): Promise<void> {
 }
 
 /** The fast path of the outbox: Redis trouble must not fail a committed request. */
-export async function publishQuietly(deps: AppDeps, jobIds: string[], log: { warn: (o: object, m: string) => void }): Promise<void> {
+export async function publishQuietly(deps: AppDeps, jobs: OutboxJob[], log: { warn: (o: object, m: string) => void }): Promise<void> {
   if (!deps.outbox) return;
   try {
-    await deps.outbox.publish(jobIds);
+    await deps.outbox.publish(jobs);
   } catch (err) {
-    log.warn({ err, job_ids: jobIds }, 'enqueue after commit failed; the outbox relay will hand the job over');
+    log.warn({ err, job_ids: jobs.map((j) => j.job_id) }, 'enqueue after commit failed; the outbox relay will hand the job over');
   }
 }

@@ -161,15 +161,19 @@ export async function paymentLinkRoutes(app: Api, deps: AppDeps): Promise<void> 
     },
     async (req) => {
       requireWrite(req.auth);
-      const deleted = await deleteLinkWithoutPayments(pool, req.auth, req.params.id);
-      if (!deleted) {
-        const link = await findLink(pool, req.auth, req.params.id);
+      // The row lock first, as a payment takes it: a payment in flight commits before the
+      // delete looks for payments (409), or finds the link gone (404). Without it the delete
+      // could pass its check, then hit the foreign key of the just-committed payment (a 500).
+      await withTransaction(pool, async (tx) => {
+        const link = await findLink(tx, req.auth, req.params.id, true);
         if (!link) throw notFound('payment link', req.params.id);
-        throw new ApiError(
-          'payment_link_has_payments',
-          'This payment link has taken payments and cannot be deleted; set its status to inactive to close it.',
-        );
-      }
+        if (!(await deleteLinkWithoutPayments(tx, req.auth, link.id))) {
+          throw new ApiError(
+            'payment_link_has_payments',
+            'This payment link has taken payments and cannot be deleted; set its status to inactive to close it.',
+          );
+        }
+      });
       return { data: { id: req.params.id, deleted: true } };
     },
   );

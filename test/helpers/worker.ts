@@ -1,0 +1,92 @@
+// Worker processes for tests: in this process (createWorkerRuntime), or as real child processes
+// (`src/bin/worker.ts`) for scale-out and crash tests.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import type { Config } from '../../src/config.js';
+import { createLogger } from '../../src/log.js';
+import { createWorkerRuntime, type WorkerRuntimeOptions, type WorkerRuntime } from '../../src/runtime/worker-runtime.js';
+
+export async function startWorker(config: Config, opts: WorkerRuntimeOptions = {}): Promise<WorkerRuntime> {
+  const worker = await createWorkerRuntime(config, createLogger('silent'), opts);
+  await Promise.all(worker.workers.map((w) => w.waitUntilReady()));
+  return worker;
+}
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+export interface WorkerProcess {
+  child: ChildProcess;
+  /** Log lines (JSON) the process wrote so far. */
+  lines: string[];
+  /** Resolves when a log line matching the predicate appears. */
+  waitForLine(match: (line: Record<string, unknown>) => boolean, timeoutMs?: number): Promise<Record<string, unknown>>;
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/** `npm run worker` as a child process, with the given environment on top of the test's. */
+export function spawnWorker(env: Record<string, string>): WorkerProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/bin/worker.ts'], {
+    cwd: ROOT,
+    env: { ...process.env, LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const lines: string[] = [];
+  const listeners = new Set<() => void>();
+  let buffer = '';
+  child.stdout!.on('data', (chunk: Buffer) => {
+    buffer += chunk.toString('utf8');
+    let i: number;
+    while ((i = buffer.indexOf('\n')) >= 0) {
+      lines.push(buffer.slice(0, i));
+      buffer = buffer.slice(i + 1);
+    }
+    for (const l of listeners) l();
+  });
+  child.stderr!.on('data', (chunk: Buffer) => lines.push(`stderr: ${chunk.toString('utf8')}`));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const parsed = (l: string): Record<string, unknown> | null => {
+    try {
+      return JSON.parse(l) as Record<string, unknown>;
+    } catch {
+      return null;
+    }
+  };
+  return {
+    child,
+    lines,
+    waitForLine(match, timeoutMs = 20_000) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          for (const l of lines) {
+            const p = parsed(l);
+            if (p && match(p)) {
+              listeners.delete(check);
+              clearTimeout(timer);
+              resolve(p);
+              return;
+            }
+          }
+        };
+        const timer = setTimeout(() => {
+          listeners.delete(check);
+          reject(new Error(`no matching log line after ${timeoutMs} ms; last lines:\n${lines.slice(-10).join('\n')}`));
+        }, timeoutMs);
+        listeners.add(check);
+        check();
+      });
+    },
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return exited;
+    },
+  };
+}
+
+export async function waitUntil(check: () => Promise<boolean>, timeoutMs = 10_000, intervalMs = 50): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check()) return;
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}

@@ -1,0 +1,370 @@
+// Bad input of every kind: unknown routes, broken JSON, wrong content types, oversized bodies,
+// schema violations, bad amounts, unicode, SQL-ish strings, NUL characters, absurd ids. Every
+// answer is the error envelope with a status that matches its type, and never a 5xx.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startApiFixture, type ApiFixture } from '../helpers/context.js';
+
+const TYPE_OF_STATUS: Record<number, string> = {
+  400: 'invalid_request_error',
+  404: 'invalid_request_error',
+  409: 'invalid_request_error',
+  413: 'invalid_request_error',
+  415: 'invalid_request_error',
+  401: 'authentication_error',
+  403: 'permission_error',
+};
+
+let fx: ApiFixture;
+let key: string;
+let ids: { invoice: string; sentInvoice: string; link: string; product: string; price: string; subscription: string };
+
+type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE' | 'PUT' | 'OPTIONS';
+type Res = { status: number; body: any; raw: string };
+async function send(
+  method: Method,
+  url: string,
+  opts: { body?: unknown; payload?: string | Buffer; headers?: Record<string, string>; key?: string | null; app?: ApiFixture } = {},
+): Promise<Res> {
+  const headers: Record<string, string> = { ...(opts.key === null ? {} : { 'api-key': opts.key ?? key }), ...opts.headers };
+  const res = await (opts.app ?? fx).api.app.inject({
+    method,
+    url,
+    headers,
+    ...(opts.body !== undefined ? { payload: opts.body as object } : opts.payload !== undefined ? { payload: opts.payload } : {}),
+  });
+  let body: any = null;
+  try {
+    body = res.body ? JSON.parse(res.body) : null;
+  } catch {
+    body = null;
+  }
+  return { status: res.statusCode, body, raw: res.body };
+}
+/** The envelope, with a status that matches its type; optionally the exact status and code. */
+function expectEnvelope(res: Res, status?: number, code?: string): void {
+  const where = `${res.status} ${res.raw.slice(0, 300)}`;
+  expect(res.status, where).toBeLessThan(500);
+  expect(res.status, where).toBeGreaterThanOrEqual(400);
+  expect(res.body, where).not.toBeNull();
+  expect(Object.keys(res.body), where).toEqual(['error']);
+  const e = res.body.error;
+  expect(e.type, where).toBe(TYPE_OF_STATUS[res.status]);
+  expect(typeof e.code, where).toBe('string');
+  expect(typeof e.message, where).toBe('string');
+  expect(e.message.length, where).toBeGreaterThan(0);
+  if (status !== undefined) expect(res.status, where).toBe(status);
+  if (code !== undefined) expect(e.code, where).toBe(code);
+}
+async function memoOf(invoiceId: string): Promise<string | null> {
+  const { rows } = await fx.api.pool.query('select memo from invoices where id = $1', [invoiceId]);
+  return rows[0].memo;
+}
+
+beforeAll(async () => {
+  fx = await startApiFixture();
+  key = fx.merchant.keys.sandbox;
+  const ok = async (method: Method, url: string, body?: unknown) => {
+    const res = await send(method, url, { body });
+    expect(res.status, res.raw).toBe(200);
+    return res.body.data;
+  };
+  const invoice = await ok('POST', '/v1/invoices', { customer_email: 'payer@example.test', amount: '10' });
+  const sentInvoice = await ok('POST', '/v1/invoices', { customer_email: 'payer@example.test', amount: '10' });
+  await ok('POST', `/v1/invoices/${sentInvoice.id}/send`);
+  const link = await ok('POST', '/v1/payment-links', { name: 'Tips', min_amount: '1' });
+  const product = await ok('POST', '/v1/products', { name: 'Plan', prices: [{ amount: '5', cadence: 'monthly' }] });
+  const subscription = await ok('POST', '/v1/test_helpers/subscriptions', { price_id: product.prices[0].id, customer_email: 's@example.test' });
+  ids = { invoice: invoice.id, sentInvoice: sentInvoice.id, link: link.id, product: product.id, price: product.prices[0].id, subscription: subscription.id };
+});
+afterAll(async () => {
+  await fx?.close();
+});
+
+describe('routing', () => {
+  it('unknown routes and methods are 404 route_not_found, with or without a key', async () => {
+    const cases: [Method, string][] = [
+      ['GET', '/v1/nope'],
+      ['GET', '/v2/invoices/x'],
+      ['GET', '/'],
+      ['GET', '/v1'],
+      ['GET', '/v1/invoices'],
+      ['PUT', '/v1/invoices/inv_x'],
+      ['DELETE', '/v1/invoices/inv_x'],
+      ['OPTIONS', '/v1/payment-links'],
+      ['POST', '/v1/subscriptions/sub_x'],
+      ['GET', '/v1/invoices/inv_x/nope'],
+    ];
+    for (const [method, url] of cases) {
+      for (const k of [key, null]) {
+        const res = await send(method, url, { key: k });
+        expectEnvelope(res, 404, 'route_not_found');
+      }
+    }
+  });
+});
+
+describe('bodies', () => {
+  it('malformed JSON is 400 invalid_json', async () => {
+    for (const payload of ['{', '{"amount": "1",}', "{'amount': '1'}", 'amount=1', '{"a":1}{"b":2}', '\u00ff\u00fe', 'undefined', '{"__proto__": {"x": 1}}']) {
+      const res = await send('PATCH', `/v1/invoices/${ids.invoice}`, { payload, headers: { 'content-type': 'application/json' } });
+      expectEnvelope(res, 400, 'invalid_json');
+    }
+  });
+
+  it('a body that is not JSON is 415', async () => {
+    const types = ['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/xml', 'application/jsonx', 'text/json'];
+    for (const type of types) {
+      const res = await send('POST', '/v1/invoices', { payload: '{"customer_email":"a@example.test"}', headers: { 'content-type': type } });
+      expectEnvelope(res, 415, 'unsupported_media_type');
+    }
+    // No content type at all, with a body.
+    const res = await send('POST', '/v1/invoices', { payload: Buffer.from('{"customer_email":"a@example.test"}'), headers: { 'content-type': '' } });
+    expectEnvelope(res, 415, 'unsupported_media_type');
+    expect((await fx.api.pool.query('select count(*)::int as n from invoices')).rows[0].n).toBe(2);
+  });
+
+  it('JSON with a charset parameter is accepted', async () => {
+    const res = await send('PATCH', `/v1/invoices/${ids.invoice}`, { payload: '{"memo":"charset"}', headers: { 'content-type': 'application/json; charset=utf-8' } });
+    expect(res.status).toBe(200);
+  });
+
+  it('a body over the limit is 413 body_too_large', async () => {
+    const small = await startApiFixture({ BODY_LIMIT_BYTES: '2048' });
+    try {
+      const k = small.merchant.keys.sandbox;
+      const inv = await small.api.app.inject({ method: 'POST', url: '/v1/invoices', headers: { 'api-key': k }, payload: { customer_email: 'a@example.test', amount: '1' } });
+      const id = inv.json().data.id;
+      const under = await send('PATCH', `/v1/invoices/${id}`, { app: small, key: k, body: { memo: 'm'.repeat(1900) } });
+      expect(under.status, under.raw).toBe(200);
+      for (const body of [{ memo: 'm'.repeat(2100) }, { memo: 'é'.repeat(1100) }, { line_items: Array.from({ length: 100 }, () => ({ description: 'x', quantity: 1, unit_amount: '1' })) }]) {
+        const res = await send('PATCH', `/v1/invoices/${id}`, { app: small, key: k, body });
+        expectEnvelope(res, 413, 'body_too_large');
+      }
+      expectEnvelope(await send('POST', '/v1/payment-links', { app: small, key: k, payload: `{"name":"${'x'.repeat(5000)}"}`, headers: { 'content-type': 'application/json' } }), 413, 'body_too_large');
+      const { rows } = await small.api.pool.query('select memo from invoices where id = $1', [id]);
+      expect(rows[0].memo).toBe('m'.repeat(1900));
+    } finally {
+      await small.close();
+    }
+    // The default limit (1 MiB) holds too.
+    expectEnvelope(await send('POST', '/v1/invoices', { payload: `{"memo":"${'x'.repeat(1_100_000)}"}`, headers: { 'content-type': 'application/json' } }), 413, 'body_too_large');
+  });
+
+  it('schema violations are 400 validation_failed and change nothing', async () => {
+    const url = `/v1/invoices/${ids.invoice}`;
+    const before = (await send('GET', url)).body.data;
+    const bad: unknown[] = [
+      { amount: 12.5 },
+      { amount: 12 },
+      { amount: null },
+      { amount: ['12'] },
+      { line_items: [{ description: 'x', quantity: '2', unit_amount: '1' }] },
+      { line_items: [{ description: 'x', quantity: 1.5, unit_amount: '1' }] },
+      { line_items: [{ description: 'x', quantity: 0, unit_amount: '1' }] },
+      { line_items: [{ description: 'x', quantity: -1, unit_amount: '1' }] },
+      { line_items: [{ description: 'x', quantity: 1, unit_amount: 1 }] },
+      { line_items: [{ description: '', quantity: 1, unit_amount: '1' }] },
+      { line_items: [{ description: 'x', quantity: 1 }] },
+      { line_items: [{ description: 'x', quantity: 1, unit_amount: '1', tax: '1' }] },
+      { line_items: {} },
+      { amount: '1', amout: '2' },
+      { status: 'paid' },
+      { code: 'INV-1' },
+      { metadata: { a: '1' } },
+      { due_at: 'tomorrow' },
+      { due_at: '2024-02-30T00:00:00Z' },
+      { due_at: '2024-01-01' },
+      { due_at: '0000-01-01T00:00:00Z' },
+      { memo: 'x'.repeat(5001) },
+      { tax_id: 7 },
+      { amount: 'x'.repeat(41) },
+      [],
+      'string',
+      42,
+      null,
+    ];
+    for (const body of bad) {
+      const res = await send('PATCH', url, { payload: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+      expectEnvelope(res, 400, 'validation_failed');
+    }
+    // No body at all on PATCH.
+    expectEnvelope(await send('PATCH', url), 400, 'validation_failed');
+    expectEnvelope(await send('PATCH', url, { payload: '', headers: { 'content-type': 'application/json' } }), 400, 'validation_failed');
+    expect((await send('GET', url)).body.data).toEqual(before);
+  });
+
+  it('metadata is bounded: string values, keys of 1..40 characters, at most 50', async () => {
+    const create = (metadata: unknown) => send('POST', '/v1/invoices', { body: { customer_email: 'a@example.test', amount: '1', metadata } });
+    for (const metadata of [{ '': 'v' }, { ['k'.repeat(41)]: 'v' }, { k: 1 }, { k: { nested: 'x' } }, { k: 'v'.repeat(501) }, Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`k${i}`, 'v'])), ['a']]) {
+      expectEnvelope(await create(metadata), 400, 'validation_failed');
+    }
+    const ok = await create({ ['k'.repeat(40)]: 'v'.repeat(500), 'ключ': 'значение 🎉' });
+    expect(ok.status).toBe(200);
+    expect(ok.body.data.metadata).toEqual({ ['k'.repeat(40)]: 'v'.repeat(500), 'ключ': 'значение 🎉' });
+  });
+});
+
+describe('amounts', () => {
+  const NON_DECIMAL = ['1e5', '-1', '+1', ' 1', '1 ', '1.', '.5', 'abc', '0x10', '01', '1,5', '１', 'NaN', 'Infinity', '1/2', '', '٣'];
+
+  it('non-decimal amounts are refused everywhere an amount is taken', async () => {
+    for (const amount of NON_DECIMAL) {
+      const expected = amount === '' ? 'validation_failed' : 'amount_invalid';
+      expectEnvelope(await send('POST', '/v1/invoices', { body: { customer_email: 'a@example.test', amount } }), 400, expected);
+      expectEnvelope(await send('PATCH', `/v1/invoices/${ids.invoice}`, { body: { amount } }), 400, expected);
+      expectEnvelope(await send('PATCH', `/v1/invoices/${ids.invoice}`, { body: { line_items: [{ description: 'x', quantity: 1, unit_amount: amount }] } }), 400, expected);
+      expectEnvelope(await send('POST', '/v1/payment-links', { body: { name: 'x', max_amount: amount } }), 400, expected);
+      expectEnvelope(await send('POST', '/v1/products', { body: { name: 'x', prices: [{ amount }] } }), 400, expected);
+      expectEnvelope(await send('POST', `/v1/test_helpers/payment-links/${ids.link}/payments`, { body: { amount } }), 400, expected);
+    }
+    expect((await send('GET', `/v1/invoices/${ids.invoice}`)).body.data.amount).toBe('10');
+  });
+
+  it('over-precise amounts are amount_too_precise, per token', async () => {
+    const cases: [Record<string, string>, string][] = [
+      [{ amount: '1.0000001' }, 'amount_too_precise'],
+      [{ amount: '1.0000001', network: 'sepolia', currency: 'USDC' }, 'amount_too_precise'],
+      [{ amount: '1.0000000000000000001', network: 'sepolia', currency: 'DAI' }, 'amount_too_precise'],
+    ];
+    for (const [body, code] of cases) {
+      expectEnvelope(await send('POST', '/v1/invoices', { body: { customer_email: 'a@example.test', ...body } }), 400, code);
+    }
+    expectEnvelope(await send('PATCH', `/v1/invoices/${ids.invoice}`, { body: { amount: '0.1234567' } }), 400, 'amount_too_precise');
+    expectEnvelope(await send('POST', '/v1/payment-links', { body: { name: 'x', preset_amount: '5.0000005' } }), 400, 'amount_too_precise');
+    const dai = await send('POST', '/v1/invoices', { body: { customer_email: 'a@example.test', amount: '1.0000001', network: 'sepolia', currency: 'DAI' } });
+    expect(dai.status).toBe(200);
+    expect(dai.body.data.amount_atomic).toBe('1000000100000000000');
+  });
+
+  it('zero and oversized amounts are refused', async () => {
+    for (const amount of ['0', '0.0', '0.000000']) {
+      expectEnvelope(await send('POST', '/v1/invoices', { body: { customer_email: 'a@example.test', amount } }), 400, 'amount_not_positive');
+      expectEnvelope(await send('PATCH', `/v1/invoices/${ids.invoice}`, { body: { amount } }), 400, 'amount_not_positive');
+      expectEnvelope(await send('POST', '/v1/products', { body: { name: 'x', prices: [{ amount }] } }), 400, 'amount_not_positive');
+    }
+    expectEnvelope(await send('PATCH', `/v1/invoices/${ids.invoice}`, { body: { line_items: [{ description: 'free', quantity: 3, unit_amount: '0' }] } }), 400, 'amount_not_positive');
+    expectEnvelope(await send('POST', '/v1/invoices', { body: { customer_email: 'a@example.test', amount: '1000000000000000' } }), 400, 'amount_too_large');
+    expectEnvelope(
+      await send('PATCH', `/v1/invoices/${ids.invoice}`, { body: { line_items: [{ description: 'lots', quantity: 1_000_000, unit_amount: '999999999999999' }] } }),
+      400,
+      'amount_too_large',
+    );
+    expect((await send('GET', `/v1/invoices/${ids.invoice}`)).body.data.amount).toBe('10');
+  });
+});
+
+describe('strings', () => {
+  const UNICODE = ['Ελληνικά: Καλημέρα', 'Кириллица: Привет, мир', 'emoji 🧾💸👩🏽‍💻🇫🇷', '中文 日本語 한국어', 'RTL עברית العربية', 'combining é vs é', '\u200b zero-width'];
+
+  it('unicode names and memos round-trip exactly', async () => {
+    for (const text of UNICODE) {
+      const product = await send('POST', '/v1/products', { body: { name: text, description: text, metadata: { t: text } } });
+      expect(product.status).toBe(200);
+      expect(product.body.data).toMatchObject({ name: text, description: text, metadata: { t: text } });
+      expect((await send('GET', `/v1/products/${product.body.data.id}`)).body.data.name).toBe(text);
+
+      const link = await send('POST', '/v1/payment-links', { body: { name: text, confirmation_message: text } });
+      expect(link.body.data).toMatchObject({ name: text, confirmation_message: text });
+      expect((await send('GET', `/v1/payment-links/${link.body.data.id}`)).body.data.name).toBe(text);
+
+      const inv = await send('POST', '/v1/invoices', { body: { customer_email: 'uni@example.test', customer_name: text, amount: '1', memo: text, footer: text } });
+      expect(inv.status).toBe(200);
+      const { rows } = await fx.api.pool.query(
+        'select i.memo, i.footer, c.name from invoices i join customers c on c.id = i.customer_id where i.id = $1',
+        [inv.body.data.id],
+      );
+      expect(rows[0]).toEqual({ memo: text, footer: text, name: text });
+    }
+  });
+
+  it('SQL-ish strings are stored verbatim, and as ids they are simply not found', async () => {
+    const sqlish = ["'; drop table invoices; --", 'Robert\'); DROP TABLE products;--', '" or 1=1 --', '%_\\', '$1', '${1}'];
+    for (const text of sqlish) {
+      const upd = await send('PATCH', `/v1/invoices/${ids.invoice}`, { body: { memo: text, tax_id: text } });
+      expect(upd.status).toBe(200);
+      expect(await memoOf(ids.invoice)).toBe(text);
+      const product = await send('POST', '/v1/products', { body: { name: text } });
+      expect(product.body.data.name).toBe(text);
+      const link = await send('PATCH', `/v1/payment-links/${ids.link}`, { body: { name: text } });
+      expect(link.body.data.name).toBe(text);
+
+      const path = encodeURIComponent(text);
+      for (const url of [`/v1/invoices/${path}`, `/v1/payment-links/${path}`, `/v1/products/${path}`, `/v1/subscriptions/${path}`]) {
+        expectEnvelope(await send('GET', url), 404, 'resource_missing');
+      }
+      expectEnvelope(await send('PATCH', `/v1/invoices/${path}`, { body: { memo: 'x' } }), 404, 'resource_missing');
+      expectEnvelope(await send('DELETE', `/v1/credentials/${path}`), 404, 'resource_missing');
+    }
+    const { rows } = await fx.api.pool.query(`select to_regclass('invoices') as i, to_regclass('products') as p`);
+    expect(rows[0]).toEqual({ i: 'invoices', p: 'products' });
+  });
+
+  it('the NUL character is refused with 400, in bodies and in paths', async () => {
+    expectEnvelope(await send('PATCH', `/v1/invoices/${ids.invoice}`, { body: { memo: 'a\u0000b' } }), 400, 'validation_failed');
+    expectEnvelope(await send('POST', '/v1/invoices', { body: { customer_email: 'a@example.test', amount: '1', metadata: { k: '\u0000' } } }), 400, 'validation_failed');
+    expectEnvelope(await send('POST', '/v1/invoices', { body: { customer_email: 'a@example.test', amount: '1', metadata: { 'k\u0000': 'v' } } }), 400, 'validation_failed');
+    expectEnvelope(await send('POST', '/v1/products', { body: { name: '\u0000' } }), 400, 'validation_failed');
+    expectEnvelope(await send('PATCH', `/v1/invoices/${ids.invoice}`, { body: { line_items: [{ description: 'x\u0000', quantity: 1, unit_amount: '10' }] } }), 400, 'validation_failed');
+    expectEnvelope(await send('GET', '/v1/invoices/inv%00x'), 400, 'validation_failed');
+    expectEnvelope(await send('DELETE', '/v1/payment-links/%00'), 400, 'validation_failed');
+    expect(await memoOf(ids.invoice)).not.toContain('\u0000');
+  });
+
+  it('very long or undecodable ids are refused or not found, never a 5xx', async () => {
+    for (const length of [64, 65, 100, 101, 1000, 20_000]) {
+      const id = 'x'.repeat(length);
+      for (const url of [`/v1/invoices/${id}`, `/v1/invoices/${id}/reminders`, `/v1/payment-links/${id}`, `/v1/products/${id}`, `/v1/subscriptions/${id}`]) {
+        const res = await send('GET', url);
+        expectEnvelope(res);
+        expect([400, 404], url.slice(0, 40)).toContain(res.status);
+      }
+      expectEnvelope(await send('DELETE', `/v1/credentials/${id}`));
+      expectEnvelope(await send('POST', `/v1/invoices/${id}/send`));
+    }
+    for (const url of ['/v1/invoices/%ZZ', '/v1/invoices/%E0%A4%A', '/v1/payment-links/%FF', '/v1/products/%']) {
+      expectEnvelope(await send('GET', url), 400, 'validation_failed');
+    }
+  });
+});
+
+describe('never a 5xx', () => {
+  it('survives a sweep of bad inputs over every endpoint', async () => {
+    const BAD_VALUES: unknown[] = [
+      null, true, 0, -1, 12.5, 1e308, '', ' ', 'x'.repeat(10_000), '\u0000', '\ud800', '💥'.repeat(300), "'; drop table invoices; --",
+      [], [null], {}, { $gt: '' }, { __proto__: { polluted: 'yes' } }, '1e5', '-1', '0', '0.0000001', '999999999999999999999999',
+      '2024-13-01T00:00:00Z', '0000-01-01T00:00:00Z', 'javascript:alert(1)',
+    ];
+    // Each field gets each bad value alone, and inside an otherwise valid body (to reach the handler).
+    const endpoints: { method: Method; url: string; base: Record<string, unknown>; fields: string[] }[] = [
+      { method: 'POST', url: '/v1/invoices', base: { customer_email: 'a@example.test', amount: '1' }, fields: ['customer_email', 'customer_name', 'customer_time_zone', 'currency', 'network', 'amount', 'line_items', 'due_at', 'memo', 'metadata', 'reminders_enabled'] },
+      { method: 'PATCH', url: `/v1/invoices/${ids.invoice}`, base: { amount: '10' }, fields: ['amount', 'due_at', 'memo', 'footer', 'tax_id', 'line_items'] },
+      { method: 'PATCH', url: `/v1/invoices/${ids.sentInvoice}`, base: { memo: 'x' }, fields: ['amount', 'memo'] },
+      { method: 'POST', url: `/v1/invoices/${ids.sentInvoice}/reminders`, base: { enabled: true }, fields: ['enabled'] },
+      { method: 'POST', url: `/v1/invoices/${ids.invoice}/send`, base: {}, fields: ['anything'] },
+      { method: 'POST', url: '/v1/payment-links', base: { name: 'n' }, fields: ['name', 'type', 'price_id', 'currency', 'network', 'min_amount', 'max_amount', 'preset_amount', 'max_payments', 'after_completion', 'redirect_url', 'fee_payer'] },
+      { method: 'PATCH', url: `/v1/payment-links/${ids.link}`, base: { name: 'n' }, fields: ['name', 'status', 'collect_email', 'after_completion', 'confirmation_message', 'redirect_url'] },
+      { method: 'POST', url: '/v1/products', base: { name: 'n', prices: [{ amount: '1' }] }, fields: ['name', 'description', 'metadata', 'prices'] },
+      { method: 'PATCH', url: `/v1/products/${ids.product}`, base: { name: 'n' }, fields: ['name', 'description', 'active', 'metadata'] },
+      { method: 'POST', url: '/v1/credentials', base: { name: 'n' }, fields: ['name', 'permission'] },
+      { method: 'POST', url: '/v1/test_helpers/subscriptions', base: { price_id: ids.price, customer_email: 'a@example.test' }, fields: ['price_id', 'customer_email'] },
+      { method: 'POST', url: `/v1/test_helpers/payment-links/${ids.link}/payments`, base: { amount: '2' }, fields: ['amount', 'customer_email'] },
+    ];
+    let count = 0;
+    for (const { method, url, base, fields } of endpoints) {
+      for (const field of fields) {
+        for (const value of BAD_VALUES) {
+          for (const body of [{ [field]: value }, { ...base, [field]: value }]) {
+            const res = await send(method, url, { payload: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+            count++;
+            expect(res.status, `${method} ${url} ${field}=${JSON.stringify(value)?.slice(0, 40)} -> ${res.raw.slice(0, 200)}`).toBeLessThan(500);
+            if (res.status >= 400) expectEnvelope(res);
+          }
+        }
+      }
+    }
+    expect(count).toBe(2 * BAD_VALUES.length * endpoints.reduce((n, e) => n + e.fields.length, 0));
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    // The sent invoice is still as sent; the draft still has a valid amount.
+    expect((await send('GET', `/v1/invoices/${ids.sentInvoice}`)).body.data).toMatchObject({ status: 'open', amount: '10' });
+  });
+});

@@ -1,0 +1,191 @@
+// Authentication and API keys: both headers, every kind of bad key, read-only keys, creating and
+// revoking keys (seen at once by a second API process over the same database).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newId } from '../../src/domain/ids.js';
+import { createLogger } from '../../src/log.js';
+import { createApiRuntime } from '../../src/runtime/api-runtime.js';
+import { provisionMerchant, type MerchantKeys } from '../../src/runtime/provision.js';
+import { startApiFixture, type ApiFixture } from '../helpers/context.js';
+
+const CREDENTIAL_FIELDS = ['id', 'name', 'permission', 'environment', 'last4', 'revoked', 'revoked_at', 'created_at'].sort();
+
+let fx: ApiFixture;
+let keys: MerchantKeys;
+let other: MerchantKeys;
+
+beforeAll(async () => {
+  fx = await startApiFixture();
+  keys = fx.merchant.keys;
+  other = (await provisionMerchant(fx.api.pool, { id: newId('acct'), name: 'Other Co', email: null })).keys;
+});
+afterAll(async () => {
+  await fx?.close();
+});
+
+type Res = { status: number; body: any };
+async function call(
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
+  url: string,
+  headers: Record<string, string>,
+  body?: unknown,
+  app = fx.api.app,
+): Promise<Res> {
+  const res = await app.inject({ method, url, headers, ...(body === undefined ? {} : { payload: body as object }) });
+  return { status: res.statusCode, body: res.body ? JSON.parse(res.body) : null };
+}
+const as = (key: string) => ({ 'api-key': key });
+function expectError(res: Res, status: number, type: string, code: string): void {
+  expect({ status: res.status, type: res.body?.error?.type, code: res.body?.error?.code }).toEqual({ status, type, code });
+  expect(res.body.error.message.length).toBeGreaterThan(0);
+  expect(res.body.data).toBeUndefined();
+}
+async function createKey(body: Record<string, unknown>, key = keys.sandbox): Promise<any> {
+  const res = await call('POST', '/v1/credentials', as(key), body);
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  return res.body.data;
+}
+
+describe('authentication', () => {
+  it('accepts the key in Api-Key and in X-API-Key', async () => {
+    for (const header of ['Api-Key', 'api-key', 'X-API-Key', 'x-api-key']) {
+      const res = await call('GET', '/v1/payment-links', { [header]: keys.sandbox });
+      expect(res.status, header).toBe(200);
+      expect(res.body).toEqual({ data: [] });
+    }
+    // The key decides the environment: a live link is only seen with the live key, whichever header.
+    const link = await call('POST', '/v1/payment-links', { 'x-api-key': keys.live }, { name: 'live link' });
+    expect(link.status).toBe(200);
+    expect((await call('GET', `/v1/payment-links/${link.body.data.id}`, { 'api-key': keys.live })).status).toBe(200);
+    expect((await call('GET', `/v1/payment-links/${link.body.data.id}`, { 'x-api-key': keys.sandbox })).status).toBe(404);
+  });
+
+  it('refuses missing, malformed and unknown keys with 401 authentication_error', async () => {
+    const wellFormedUnknown = `sp_sandbox_${'A'.repeat(40)}`;
+    const cases: [Record<string, string>, string][] = [
+      [{}, 'api_key_missing'],
+      [{ 'api-key': '' }, 'api_key_missing'],
+      [{ 'api-key': '   ' }, 'api_key_missing'],
+      [{ authorization: `Bearer ${keys.sandbox}` }, 'api_key_missing'],
+      [{ 'api-key': 'hello' }, 'api_key_invalid'],
+      [{ 'api-key': keys.sandbox.slice(0, -1) }, 'api_key_invalid'],
+      [{ 'api-key': `${keys.sandbox}x` }, 'api_key_invalid'],
+      [{ 'api-key': keys.sandbox.toUpperCase() }, 'api_key_invalid'],
+      [{ 'api-key': keys.sandbox.replace('sp_sandbox_', 'sp_live_') }, 'api_key_invalid'],
+      [{ 'api-key': keys.live.replace('sp_live_', 'sp_sandbox_') }, 'api_key_invalid'],
+      [{ 'api-key': wellFormedUnknown }, 'api_key_invalid'],
+      [{ 'api-key': `sp_live_${'z'.repeat(40)}` }, 'api_key_invalid'],
+      [{ 'api-key': "sp_sandbox_' or '1'='1" }, 'api_key_invalid'],
+      [{ 'api-key': 'x'.repeat(5000) }, 'api_key_invalid'],
+    ];
+    for (const [headers, code] of cases) {
+      for (const [method, url] of [['GET', '/v1/payment-links'], ['POST', '/v1/invoices'], ['DELETE', '/v1/credentials/cred_x'], ['GET', '/v1/invoices/inv_x']] as const) {
+        const res = await call(method, url, headers, method === 'POST' ? { customer_email: 'a@example.test' } : undefined);
+        expectError(res, 401, 'authentication_error', code);
+      }
+    }
+    expect((await fx.api.pool.query('select count(*)::int as n from invoices')).rows[0].n).toBe(0);
+  });
+
+  it('authenticates before reading the body', async () => {
+    const res = await fx.api.app.inject({ method: 'POST', url: '/v1/invoices', headers: { 'content-type': 'application/json' }, payload: '{not json' });
+    expect(res.statusCode).toBe(401);
+    expect(res.json().error.type).toBe('authentication_error');
+  });
+});
+
+describe('credentials', () => {
+  it('creates a key in the environment of the calling key; its secret is shown once and works', async () => {
+    const created = await createKey({ name: 'CI key' });
+    expect(Object.keys(created).sort()).toEqual([...CREDENTIAL_FIELDS, 'secret'].sort());
+    expect(created).toMatchObject({ name: 'CI key', permission: 'full', environment: 'sandbox', revoked: false, revoked_at: null });
+    expect(created.secret).toMatch(/^sp_sandbox_[0-9A-Za-z]{40}$/);
+    expect(created.last4).toBe(created.secret.slice(-4));
+    const { rows } = await fx.api.pool.query('select secret_hash from credentials where id = $1', [created.id]);
+    expect(rows[0].secret_hash.toString('utf8')).not.toContain(created.secret);
+    expect((await call('GET', '/v1/payment-links', as(created.secret))).status).toBe(200);
+
+    const live = await createKey({ name: 'live ro', permission: 'read_only' }, keys.live);
+    expect(live).toMatchObject({ environment: 'live', permission: 'read_only' });
+    expect(live.secret).toMatch(/^sp_live_/);
+    expect((await call('GET', '/v1/payment-links', as(live.secret))).status).toBe(200);
+    expectError(await call('POST', '/v1/payment-links', as(live.secret), { name: 'x' }), 403, 'permission_error', 'permission_denied');
+  });
+
+  it('a read-only key can neither create nor revoke keys', async () => {
+    const target = await createKey({ name: 'target' });
+    expectError(await call('POST', '/v1/credentials', as(keys.sandbox_read_only), { name: 'escalate', permission: 'full' }), 403, 'permission_error', 'permission_denied');
+    expectError(await call('DELETE', `/v1/credentials/${target.id}`, as(keys.sandbox_read_only)), 403, 'permission_error', 'permission_denied');
+    expect((await call('GET', '/v1/payment-links', as(target.secret))).status).toBe(200);
+    const { rows } = await fx.api.pool.query(`select count(*)::int as n from credentials where name = 'escalate'`);
+    expect(rows[0].n).toBe(0);
+  });
+
+  it('a read-only key gets 403 on a write, a full key of another account 404 on an object', async () => {
+    const inv = await call('POST', '/v1/invoices', as(keys.sandbox), { customer_email: 'a@example.test', amount: '1' });
+    const id = inv.body.data.id;
+    expectError(await call('PATCH', `/v1/invoices/${id}`, as(keys.sandbox_read_only), { amount: '2' }), 403, 'permission_error', 'permission_denied');
+    expectError(await call('PATCH', `/v1/invoices/${id}`, as(other.sandbox), { amount: '2' }), 404, 'invalid_request_error', 'resource_missing');
+    expectError(await call('GET', `/v1/invoices/${id}`, as(other.sandbox_read_only)), 404, 'invalid_request_error', 'resource_missing');
+    expectError(await call('GET', `/v1/invoices/${id}`, as(keys.live_read_only)), 404, 'invalid_request_error', 'resource_missing');
+  });
+
+  it('live keys get 403 on every test helper', async () => {
+    for (const url of ['/v1/test_helpers/invoices/inv_x/pay', '/v1/test_helpers/payment-links/plink_x/payments']) {
+      expectError(await call('POST', url, as(keys.live), {}), 403, 'permission_error', 'live_mode_forbidden');
+      expectError(await call('POST', url, as(keys.live_read_only), {}), 403, 'permission_error', 'live_mode_forbidden');
+    }
+    expectError(await call('POST', '/v1/test_helpers/subscriptions', as(keys.live), { price_id: 'price_x', customer_email: 'a@example.test' }), 403, 'permission_error', 'live_mode_forbidden');
+  });
+
+  it('a revoked key fails with 401 on its very next request, on this and on a second API process', async () => {
+    const second = await createApiRuntime(fx.env.config(), createLogger('silent'));
+    try {
+      await second.app.ready();
+      const victim = await createKey({ name: 'to revoke' });
+      // Both processes accept it before the revocation.
+      expect((await call('GET', '/v1/payment-links', as(victim.secret))).status).toBe(200);
+      expect((await call('GET', '/v1/payment-links', as(victim.secret), undefined, second.app)).status).toBe(200);
+
+      const revoked = await call('DELETE', `/v1/credentials/${victim.id}`, as(keys.sandbox));
+      expect(revoked.status).toBe(200);
+      expect(Object.keys(revoked.body.data).sort()).toEqual(CREDENTIAL_FIELDS);
+      expect(revoked.body.data).toMatchObject({ id: victim.id, revoked: true });
+      expect(revoked.body.data.revoked_at).toMatch(/Z$/);
+      expect(revoked.body.data).not.toHaveProperty('secret');
+
+      expectError(await call('GET', '/v1/payment-links', as(victim.secret), undefined, second.app), 401, 'authentication_error', 'api_key_revoked');
+      expectError(await call('GET', '/v1/payment-links', as(victim.secret)), 401, 'authentication_error', 'api_key_revoked');
+      expectError(await call('GET', '/v1/payment-links', { 'x-api-key': victim.secret }, undefined, second.app), 401, 'authentication_error', 'api_key_revoked');
+      expectError(await call('POST', '/v1/credentials', as(victim.secret), { name: 'resurrect' }), 401, 'authentication_error', 'api_key_revoked');
+
+      // Revoking again keeps the first instant.
+      const again = await call('DELETE', `/v1/credentials/${victim.id}`, as(keys.sandbox), undefined, second.app);
+      expect(again.status).toBe(200);
+      expect(again.body.data.revoked_at).toBe(revoked.body.data.revoked_at);
+    } finally {
+      await second.close();
+    }
+  });
+
+  it('a key can revoke itself, and its request after that is refused', async () => {
+    const self = await createKey({ name: 'self' });
+    expect((await call('DELETE', `/v1/credentials/${self.id}`, as(self.secret))).status).toBe(200);
+    expectError(await call('GET', '/v1/payment-links', as(self.secret)), 401, 'authentication_error', 'api_key_revoked');
+  });
+
+  it("another account's key and the other environment's key are 404 and stay valid", async () => {
+    const theirs = await createKey({ name: 'theirs' }, other.sandbox);
+    const liveKey = await createKey({ name: 'live' }, keys.live);
+    expectError(await call('DELETE', `/v1/credentials/${theirs.id}`, as(keys.sandbox)), 404, 'invalid_request_error', 'resource_missing');
+    expectError(await call('DELETE', `/v1/credentials/${liveKey.id}`, as(keys.sandbox)), 404, 'invalid_request_error', 'resource_missing');
+    expectError(await call('DELETE', '/v1/credentials/cred_doesnotexist', as(keys.sandbox)), 404, 'invalid_request_error', 'resource_missing');
+    expect((await call('GET', '/v1/payment-links', as(theirs.secret))).status).toBe(200);
+    expect((await call('GET', '/v1/payment-links', as(liveKey.secret))).status).toBe(200);
+  });
+
+  it('validates the create body', async () => {
+    expectError(await call('POST', '/v1/credentials', as(keys.sandbox), {}), 400, 'invalid_request_error', 'validation_failed');
+    expectError(await call('POST', '/v1/credentials', as(keys.sandbox), { name: 'x', permission: 'admin' }), 400, 'invalid_request_error', 'validation_failed');
+    expectError(await call('POST', '/v1/credentials', as(keys.sandbox), { name: 'x', environment: 'live' }), 400, 'invalid_request_error', 'validation_failed');
+  });
+});

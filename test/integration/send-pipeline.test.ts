@@ -1,0 +1,291 @@
+// The invoice.send pipeline end to end: HTTP send -> outbox -> BullMQ -> PDF -> SMTP, against
+// real Postgres, Redis and an SMTP server on loopback.
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { ParsedMail } from 'mailparser';
+import { createServer } from 'node:net';
+import { Queue } from 'bullmq';
+import { redisOptions } from '../../src/queue/redis.js';
+import { JOB_INVOICE_SEND, SEND_QUEUE } from '../../src/queue/names.js';
+import { SEND_JOB_OPTIONS } from '../../src/queue/outbox-relay.js';
+import { createLogger } from '../../src/log.js';
+import { createApiRuntime } from '../../src/runtime/api-runtime.js';
+import type { WorkerRuntime } from '../../src/runtime/worker-runtime.js';
+import { startApiFixture, type ApiFixture } from '../helpers/context.js';
+import { extractPdfText } from '../helpers/pdf-text.js';
+import { startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
+import { spawnWorker, startWorker, waitUntil, type WorkerProcess } from '../helpers/worker.js';
+
+let fx: ApiFixture;
+let sink: SmtpSink;
+const cleanups: (() => Promise<unknown>)[] = [];
+
+beforeAll(async () => {
+  sink = await startSmtpSink({ onRcpt: (a) => (a.startsWith('reject') ? 550 : null) });
+  fx = await startApiFixture({ SMTP_URL: sink.url });
+});
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()!().catch(() => undefined);
+});
+afterAll(async () => {
+  await fx?.close();
+  await sink?.close();
+});
+
+function key() {
+  return fx.merchant.keys.sandbox;
+}
+
+async function createDraft(body: Record<string, unknown>): Promise<string> {
+  const res = await fx.api.app.inject({ method: 'POST', url: '/v1/invoices', headers: { 'api-key': key() }, payload: body });
+  expect(res.statusCode, res.body).toBe(200);
+  return res.json().data.id;
+}
+
+async function send(id: string): Promise<{ code: string }> {
+  const res = await fx.api.app.inject({ method: 'POST', url: `/v1/invoices/${id}/send`, headers: { 'api-key': key() } });
+  expect(res.statusCode, res.body).toBe(200);
+  return res.json().data;
+}
+
+async function worker(overrides: Record<string, string> = {}): Promise<WorkerRuntime> {
+  const w = await startWorker(fx.env.config({ SMTP_URL: sink.url, OUTBOX_RELAY_INTERVAL_MS: '100', ...overrides }));
+  cleanups.push(() => w.close());
+  return w;
+}
+
+const to = (m: ParsedMail) => (Array.isArray(m.to) ? m.to : [m.to]).flatMap((a) => a?.value.map((v) => v.address) ?? []);
+const messagesTo = (email: string) => sink.messages.filter((m) => to(m).includes(email));
+
+async function deliveries(invoiceId: string) {
+  const { rows } = await fx.api.pool.query<{ status: string; attempt: number; error: string | null; message_id: string }>(
+    `select status, attempt, error, message_id from deliveries where invoice_id = $1 and kind = 'invoice'`,
+    [invoiceId],
+  );
+  return rows;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+describe('invoice.send', () => {
+  it('emails the customer once with the PDF, whose text holds the code, the name, each line and the total', async () => {
+    await worker();
+    const email = 'athina@example.test';
+    const id = await createDraft({
+      customer_email: email,
+      customer_name: 'Αθηνά Παπαδοπούλου',
+      memo: 'Pay soon <script>alert(1)</script>',
+      footer: 'Acme Widgets Ltd · 1 Main St',
+      tax_id: 'GB123456789',
+      due_at: new Date(Date.now() + 10 * 86_400_000).toISOString(),
+      line_items: [
+        { description: 'Widgets — Дмитрий edition', quantity: 3, unit_amount: '19.99' },
+        { description: 'Shipping', quantity: 1, unit_amount: '5.03' },
+      ],
+    });
+    const { code } = await send(id);
+    await sink.waitFor(1, 10_000);
+    await waitUntil(async () => (await deliveries(id))[0]?.status === 'sent');
+    const mine = messagesTo(email);
+    expect(mine).toHaveLength(1);
+    const msg = mine[0];
+    const [delivery] = await deliveries(id);
+    expect(msg.messageId).toBe(delivery.message_id);
+    expect(msg.subject).toContain(code);
+    expect(msg.replyTo?.value[0]?.address).toBe('billing@acme.test');
+    expect(msg.from?.value[0]?.address).toBe('billing@example.test');
+    // A memo with HTML arrives as text, escaped, never as markup.
+    expect(msg.html).not.toContain('<script>');
+    expect(msg.html).toContain('&lt;script&gt;');
+    expect(msg.text).toContain(`https://pay.example.test/`);
+
+    expect(msg.attachments).toHaveLength(1);
+    const pdf = msg.attachments[0];
+    expect(pdf.filename).toBe(`invoice-${code}.pdf`);
+    expect(pdf.contentType).toBe('application/pdf');
+    const text = (await extractPdfText(pdf.content)).join('\n');
+    expect(text).toContain(code);
+    expect(text).toContain('Αθηνά Παπαδοπούλου');
+    expect(text).toContain('Widgets — Дмитрий edition');
+    expect(text).toContain('Shipping');
+    expect(text).toMatch(/65\.00/); // 3 x 19.99 + 5.03
+    expect(text).toContain('USDC');
+    expect(text).toContain('GB123456789');
+  });
+
+  it('a 300-line invoice gives a multi-page PDF', async () => {
+    await worker();
+    const email = 'long@example.test';
+    const id = await createDraft({
+      customer_email: email,
+      customer_name: 'Long Invoice Co',
+      line_items: Array.from({ length: 300 }, (_, i) => ({ description: `Line item number ${i + 1}`, quantity: 1, unit_amount: '1.00' })),
+    });
+    await send(id);
+    await waitUntil(async () => messagesTo(email).length === 1, 15_000);
+    const pages = await extractPdfText(messagesTo(email)[0].attachments[0].content);
+    expect(pages.length).toBeGreaterThan(1);
+    const all = pages.join('\n');
+    expect(all).toContain('Line item number 1\n'.trim());
+    expect(all).toContain('Line item number 300');
+  });
+
+  it('a job run twice, or twice at once, sends one message', async () => {
+    const w = await worker();
+    const email = 'twice@example.test';
+    const id = await createDraft({ customer_email: email, amount: '10' });
+    await send(id);
+    await waitUntil(async () => (await deliveries(id))[0]?.status === 'sent');
+    const { rows } = await fx.api.pool.query<{ payload: { invoiceId: string; deliveryId: string } }>(
+      'select payload from outbox where payload->>$2 = $1',
+      [id, 'invoiceId'],
+    );
+    const payload = rows[0].payload;
+    // Duplicates under new job ids, so BullMQ runs each: the delivery row is what dedups.
+    const dups = await Promise.all(
+      [1, 2, 3].map((n) => w.queues.send.add(JOB_INVOICE_SEND, payload, { ...SEND_JOB_OPTIONS, jobId: `dup-${n}-${id}` })),
+    );
+    await waitUntil(async () => (await Promise.all(dups.map((j) => j.getState()))).every((s) => s === 'completed'));
+    expect(messagesTo(email)).toHaveLength(1);
+    expect((await deliveries(id))[0]).toMatchObject({ status: 'sent', attempt: 1 });
+    // And adding the original job id again is a no-op.
+    const again = await w.queues.send.add(JOB_INVOICE_SEND, payload, { jobId: `${JOB_INVOICE_SEND}-${payload.invoiceId}-${payload.deliveryId}` });
+    expect(await again.getState()).toBe('completed');
+  });
+
+  it('a permanent SMTP rejection is recorded and not retried', async () => {
+    const w = await worker();
+    const id = await createDraft({ customer_email: 'reject-me@example.test', amount: '5' });
+    await send(id);
+    await waitUntil(async () => (await deliveries(id))[0]?.status === 'failed', 10_000);
+    const [d] = await deliveries(id);
+    expect(d.attempt).toBe(1);
+    expect(d.error).toMatch(/550/);
+    const failed = await w.queues.send.getFailed();
+    const job = failed.find((j) => j.data.invoiceId === id);
+    expect(job?.attemptsMade).toBe(1);
+    expect(job?.failedReason).toMatch(/permanent/i);
+  });
+
+  it('SMTP down then up delivers everything, once', async () => {
+    const port = await freePort();
+    await worker({ SMTP_URL: `smtp://127.0.0.1:${port}` });
+    const emails = ['down1@example.test', 'down2@example.test', 'down3@example.test'];
+    const ids: string[] = [];
+    for (const email of emails) {
+      const id = await createDraft({ customer_email: email, amount: '7.5' });
+      await send(id);
+      ids.push(id);
+    }
+    await waitUntil(async () => (await Promise.all(ids.map(deliveries))).every(([d]) => d?.status === 'retrying'), 10_000);
+    const late = await startSmtpSink({ port });
+    cleanups.push(() => late.close());
+    await late.waitFor(3, 20_000);
+    await waitUntil(async () => (await Promise.all(ids.map(deliveries))).every(([d]) => d?.status === 'sent'), 10_000);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(late.messages.flatMap(to).sort()).toEqual([...emails].sort());
+  });
+
+  it('Redis down at send time: the send answers 200, and the email goes out once Redis is back', async () => {
+    const deadRedis = `redis://127.0.0.1:${await freePort()}`;
+    // An API process whose Redis is unreachable.
+    const api = await createApiRuntime(fx.env.config({ REDIS_URL: deadRedis }), createLogger('silent'));
+    cleanups.push(() => api.close());
+    const email = 'redis-down@example.test';
+    const created = await api.app.inject({ method: 'POST', url: '/v1/invoices', headers: { 'api-key': key() }, payload: { customer_email: email, amount: '3' } });
+    const id = created.json().data.id;
+    const started = Date.now();
+    const res = await api.app.inject({ method: 'POST', url: `/v1/invoices/${id}/send`, headers: { 'api-key': key() } });
+    expect(res.statusCode).toBe(200);
+    expect(Date.now() - started).toBeLessThan(3_000);
+    const pending = await fx.api.pool.query('select 1 from outbox where enqueued_at is null and payload->>$2 = $1', [id, 'invoiceId']);
+    expect(pending.rowCount).toBe(1);
+    // Redis "back": a worker on the real Redis relays the outbox row.
+    await worker();
+    await waitUntil(async () => messagesTo(email).length === 1, 10_000);
+    await waitUntil(async () => (await deliveries(id))[0]?.status === 'sent');
+    expect(messagesTo(email)).toHaveLength(1);
+  });
+});
+
+describe('worker processes', () => {
+  function workerEnv(extra: Record<string, string> = {}): Record<string, string> {
+    const c = fx.env.config();
+    return {
+      DATABASE_URL: c.databaseUrl,
+      REDIS_URL: c.redisUrl,
+      REDIS_PREFIX: c.redisPrefix,
+      PAYMENT_PAGE_BASE: c.paymentPageBase,
+      MAIL_FROM: c.mailFrom,
+      SMTP_URL: sink.url,
+      WORKER_PORT: '0',
+      ...extra,
+    };
+  }
+
+  function spawned(extra: Record<string, string> = {}): WorkerProcess {
+    const p = spawnWorker(workerEnv(extra));
+    cleanups.push(() => p.stop('SIGKILL'));
+    return p;
+  }
+
+  it('two worker processes and 200 sends give 200 messages, one per invoice', async () => {
+    const a = spawned();
+    const b = spawned();
+    await Promise.all([a, b].map((p) => p.waitForLine((l) => l.msg === 'worker started')));
+    const ids: string[] = [];
+    for (let i = 0; i < 200; i++) ids.push(await createDraft({ customer_email: `bulk-${i}@example.test`, amount: '1.5' }));
+    const before = sink.messages.length;
+    for (const id of ids) await send(id);
+    await sink.waitFor(before + 200, 60_000);
+    await waitUntil(async () => {
+      const { rows } = await fx.api.pool.query<{ n: number }>(
+        `select count(*)::int as n from deliveries where invoice_id = any($1) and status = 'sent'`,
+        [ids],
+      );
+      return rows[0].n === 200;
+    }, 20_000);
+    await new Promise((r) => setTimeout(r, 500));
+    const bulk = sink.messages.filter((m) => to(m).some((t) => t?.startsWith('bulk-')));
+    expect(bulk).toHaveLength(200);
+    expect(new Set(bulk.flatMap(to)).size).toBe(200);
+    expect(new Set(bulk.map((m) => m.messageId)).size).toBe(200);
+    // Both processes took part.
+    const workedBy = (p: WorkerProcess) => p.lines.filter((l) => l.includes('"job_name":"invoice.send"') && l.includes('job completed')).length;
+    expect(workedBy(a)).toBeGreaterThan(0);
+    expect(workedBy(b)).toBeGreaterThan(0);
+    expect(await a.stop('SIGTERM')).toBe(0);
+    expect(await b.stop('SIGTERM')).toBe(0);
+  }, 120_000);
+
+  it('a worker killed with SIGKILL mid-job loses nothing: the stalled job is retried and yields one email', async () => {
+    const slow = await startSmtpSink({ rcptDelayMs: 3_000 });
+    cleanups.push(() => slow.close());
+    const env = { SMTP_URL: slow.url, WORKER_LOCK_DURATION_MS: '2000', WORKER_STALLED_INTERVAL_MS: '1000' };
+    const victim = spawned(env);
+    await victim.waitForLine((l) => l.msg === 'worker started');
+    const email = 'crash@example.test';
+    const id = await createDraft({ customer_email: email, amount: '9.99' });
+    await send(id);
+    // Kill it while it waits on the SMTP server (after RCPT, before DATA).
+    const queue = new Queue(SEND_QUEUE, { connection: redisOptions(fx.env.redisUrl), prefix: fx.env.redisPrefix });
+    cleanups.push(() => queue.close());
+    await waitUntil(async () => (await queue.getActiveCount()) === 1, 10_000);
+    await new Promise((r) => setTimeout(r, 300));
+    victim.child.kill('SIGKILL');
+    expect(slow.messages).toHaveLength(0);
+    const rescuer = spawned(env);
+    await waitUntil(async () => slow.messages.length === 1, 30_000);
+    await waitUntil(async () => (await deliveries(id))[0]?.status === 'sent', 10_000);
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(slow.messages.flatMap(to)).toEqual([email]);
+    await rescuer.stop();
+  }, 60_000);
+});
