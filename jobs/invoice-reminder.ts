@@ -43,7 +43,10 @@ export const invoiceReminder: JobHandler<ReminderJobData, JobContext> = async (p
     delivery.id,
     (messageId) => invoiceMessage(ctx.config, loaded, email, pdf, messageId),
     (tx) => lockIfRemindersRun(tx, payload.invoiceId),
-  );
+  ).catch((err: unknown) => {
+    ctx.countEmail?.(kind, 'failed');
+    throw err;
+  });
   if (!result.sent) {
     ctx.countEmail?.(kind, 'skipped');
     if (result.reason === 'no_longer_due') await ctx.reminders.stop(payload.invoiceId);

@@ -20,7 +20,10 @@ export const invoiceSend: JobHandler<InvoiceSendPayload, JobContext> = async (pa
     const email = renderEmail('invoice', loaded.doc);
     const result = await deliverOnce(ctx.pool, ctx.mail, payload.deliveryId, (messageId) =>
       invoiceMessage(ctx.config, loaded, email, pdf, messageId),
-    );
+    ).catch((err: unknown) => {
+      ctx.countEmail?.('invoice', 'failed');
+      throw err;
+    });
     if (result.sent) {
       outcome = 'sent';
       ctx.log.info({ message_id: result.messageId, ...(result.location ? { eml: result.location } : {}) }, 'invoice emailed');

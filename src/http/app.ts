@@ -10,6 +10,13 @@ import type { OutboxJob } from '../queue/outbox-relay.js';
 import { ApiError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { authenticate } from './auth.js';
+import swagger from '@fastify/swagger';
+import rateLimit from '@fastify/rate-limit';
+import type { Redis } from 'ioredis';
+import { hashApiKey } from '../domain/api-keys.js';
+import type { Metrics } from '../observability/metrics.js';
+import { registerHealth } from './plugins/health.js';
+import { registerMetrics } from './plugins/metrics.js';
 import { credentialRoutes } from './routes/credentials.js';
 import { invoiceRoutes } from './routes/invoices.js';
 import { paymentLinkRoutes } from './routes/payment-links.js';
@@ -34,7 +41,11 @@ export interface AppDeps {
   log: Logger;
   outbox?: OutboxPublisher;
   reminders?: ReminderControl;
-  /** Extra plugins (dashboard, metrics...) registered before the routes. */
+  /** Prometheus metrics: /metrics and the HTTP duration histogram. */
+  metrics?: Metrics;
+  /** Redis client pinged by /readyz. */
+  redis?: Redis;
+  /** Extra plugins (the queue dashboard) registered before the routes. */
   plugins?: ((app: FastifyInstance) => Promise<void>)[];
 }
 
@@ -150,9 +161,39 @@ export async function buildApp(deps: AppDeps): Promise<Api> {
     sendError(reply, new ApiError('route_not_found', `No route ${req.method} ${req.url.split('?')[0]}.`)),
   );
 
-  for (const plugin of deps.plugins ?? []) await plugin(app as unknown as FastifyInstance);
+  // Before any route: the OpenAPI document is generated from the routes' schemas.
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'Stablecoin payments: invoices, payment links, products, subscriptions, keys', version: '1.0.0' },
+      components: {
+        securitySchemes: {
+          ApiKey: { type: 'apiKey', in: 'header', name: 'Api-Key' },
+          XApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
+        },
+      },
+      security: [{ ApiKey: [] }, { XApiKey: [] }],
+    },
+  });
+  const root = app as unknown as FastifyInstance;
+  if (deps.metrics) registerMetrics(root, deps.metrics);
+  if (deps.redis) registerHealth(root, { db: deps.pool, redis: deps.redis });
+  for (const plugin of deps.plugins ?? []) await plugin(root);
+  app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   await app.register(async (v1) => {
+    await v1.register(rateLimit, {
+      max: deps.config.rateLimitMax,
+      timeWindow: deps.config.rateLimitWindowMs,
+      // Per key (hashed: raw keys never sit in memory longer than a request); per IP without one.
+      keyGenerator: (req) => {
+        const raw = req.headers['api-key'] ?? req.headers['x-api-key'];
+        const key = Array.isArray(raw) ? raw[0] : raw;
+        return key ? `k:${hashApiKey(key).toString('base64')}` : `ip:${req.ip}`;
+      },
+      errorResponseBuilder: (_req, ctx) =>
+        new ApiError('rate_limited', `Too many requests: at most ${ctx.max} per ${ctx.after}. Retry after the Retry-After delay.`),
+    });
     v1.decorateRequest('auth', null as never);
     v1.addHook('onRequest', async (req) => {
       req.auth = await authenticate(deps.pool, req);

@@ -9,6 +9,8 @@ import { REMINDER_QUEUE, SEND_QUEUE } from '../queue/names.js';
 import { reminderSchedulerSettings } from '../queue/reminder-schedulers.js';
 import { createReminderService } from '../queue/reminder-service.js';
 import { Redis } from 'ioredis';
+import { createMetrics } from '../observability/metrics.js';
+import { DASHBOARD_PATH, registerDashboard } from '../http/plugins/dashboard.js';
 import { createOutboxRelay } from '../queue/outbox-relay.js';
 import { producerRedisOptions } from '../queue/redis.js';
 
@@ -39,14 +41,28 @@ export async function createApiRuntime(config: Config, log: Logger, extra: Parti
   send.on('error', (err) => log.debug({ err }, 'send queue connection error'));
   const reminderQueue = new Queue(REMINDER_QUEUE, { connection, prefix: config.redisPrefix, settings: reminderSchedulerSettings });
   reminderQueue.on('error', (err) => log.debug({ err }, 'reminder queue connection error'));
-  // The API never reconciles; this client only connects if it ever does.
-  const redis = new Redis({ ...connection, lazyConnect: true });
+  // For /readyz pings (fail fast while Redis is away) and the reminder service's reads.
+  const redis = new Redis(connection);
+  redis.on('error', (err) => log.debug({ err }, 'redis connection error'));
   const reminders = createReminderService(pool, reminderQueue, redis, config.reminders);
   const relay = createOutboxRelay(pool, { send });
+  const queues = [send, reminderQueue];
+  const metrics = createMetrics({ queues, db: pool });
+  const plugins: AppDeps['plugins'] = [];
+  if (config.adminUser && config.adminPassword) {
+    const credentials = { user: config.adminUser, password: config.adminPassword };
+    plugins.push((app) => registerDashboard(app, queues, credentials));
+    log.info({ path: DASHBOARD_PATH }, 'queue dashboard on');
+  } else {
+    log.info('queue dashboard off: set ADMIN_USER and ADMIN_PASSWORD to turn it on');
+  }
   const app = await buildApp({
     config,
     pool,
     log,
+    metrics,
+    redis,
+    plugins,
     outbox: { publish: (jobs) => withTimeout(relay.publish(jobs), FAST_PATH_TIMEOUT_MS, 'enqueue') },
     reminders: {
       stop: (id) => withTimeout(reminders.stop(id), FAST_PATH_TIMEOUT_MS, 'reminder stop'),

@@ -3,6 +3,9 @@
 // Redis and one Postgres.
 import { Queue, Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
+import type { FastifyInstance } from 'fastify';
+import { createMetrics, type Metrics } from '../observability/metrics.js';
+import { startWorkerHttp } from './worker-http.js';
 import { reminderQueueHandlers, sendQueueHandlers } from '../../jobs/index.js';
 import type { JobContext } from '../../jobs/context.js';
 import type { Config } from '../config.js';
@@ -23,6 +26,9 @@ export interface WorkerRuntime {
   queues: { send: Queue; reminders: Queue };
   workers: Worker[];
   reminders: ReminderService;
+  metrics: Metrics;
+  /** The worker's health and metrics port. */
+  http: FastifyInstance;
   /** Runs the outbox relay once now (also runs on its timer). */
   relayOutbox(): Promise<number>;
   close(): Promise<void>;
@@ -32,8 +38,6 @@ export interface WorkerRuntimeOptions {
   observer?: JobObserver;
   /** A transport to use instead of the configured one. */
   mail?: MailTransport;
-  /** Extra context for handlers (metrics hooks). */
-  hooks?: Pick<JobContext, 'countEmail' | 'observeReminderLateness'>;
 }
 
 export const REMINDER_CHANNEL = 'invoice_reminders_stop';
@@ -48,7 +52,21 @@ export async function createWorkerRuntime(config: Config, log: Logger, opts: Wor
   for (const emitter of [send, reminderQueue, redis]) emitter.on('error', (err: Error) => log.warn({ err }, 'redis connection error'));
 
   const reminders = createReminderService(pool, reminderQueue, redis, config.reminders);
-  const ctx: JobContext = { config, pool, mail, reminders, ...opts.hooks };
+  const metrics = createMetrics({ queues: [send, reminderQueue], db: pool });
+  const observer: JobObserver = {
+    onOutcome(name, outcome, durationMs) {
+      metrics.jobDuration.observe({ name, outcome }, durationMs / 1000);
+      opts.observer?.onOutcome?.(name, outcome, durationMs);
+    },
+  };
+  const ctx: JobContext = {
+    config,
+    pool,
+    mail,
+    reminders,
+    countEmail: (kind, outcome) => metrics.emails.inc({ kind, outcome }),
+    observeReminderLateness: (seconds) => metrics.reminderLateness.observe(seconds),
+  };
   const common = {
     connection,
     prefix: config.redisPrefix,
@@ -57,14 +75,14 @@ export async function createWorkerRuntime(config: Config, log: Logger, opts: Wor
     stalledInterval: config.workerStalledIntervalMs,
     maxStalledCount: 5,
   };
-  const sendWorker = new Worker(SEND_QUEUE, createProcessor(sendQueueHandlers, ctx, log, plannedAtOfDelayed, opts.observer), common);
+  const sendWorker = new Worker(SEND_QUEUE, createProcessor(sendQueueHandlers, ctx, log, plannedAtOfDelayed, observer), common);
 
   const reminderProcessor = createProcessor(
     reminderQueueHandlers,
     ctx,
     log,
     (job) => (job.name === REMINDER_JOB ? plannedInstantOf(job) : plannedAtOfDelayed(job)),
-    opts.observer,
+    observer,
   );
   const reminderWorker = new Worker(
     REMINDER_QUEUE,
@@ -128,7 +146,16 @@ export async function createWorkerRuntime(config: Config, log: Logger, opts: Wor
   }, config.outboxRelayIntervalMs);
   timer.unref();
 
-  log.info({ concurrency: config.workerConcurrency, mail: config.smtpUrl ? 'smtp' : `files in ${config.outboxDir}` }, 'worker started');
+  const http = await startWorkerHttp({ port: config.workerPort, host: config.host, db: pool, redis, metrics }, log);
+  const address = http.server.address();
+  log.info(
+    {
+      concurrency: config.workerConcurrency,
+      mail: config.smtpUrl ? 'smtp' : `files in ${config.outboxDir}`,
+      port: typeof address === 'object' && address ? address.port : config.workerPort,
+    },
+    'worker started',
+  );
 
   return {
     pool,
@@ -137,8 +164,11 @@ export async function createWorkerRuntime(config: Config, log: Logger, opts: Wor
     workers,
     reminders,
     relayOutbox,
+    metrics,
+    http,
     async close() {
       clearInterval(timer);
+      await http.close();
       // Worker.close() lets active jobs finish; the caller bounds the total time.
       await Promise.all(workers.map((w) => w.close()));
       await stopListener.close();

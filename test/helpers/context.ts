@@ -86,6 +86,9 @@ export async function createTestEnv(): Promise<TestEnv> {
         REDIS_PREFIX: redisPrefix,
         LOG_LEVEL: 'silent',
         PAYMENT_PAGE_BASE: 'https://pay.example.test',
+        // Several workers run in one test process: each takes a free port.
+        WORKER_PORT: '0',
+        HOST: '127.0.0.1',
         MAIL_FROM: 'Billing <billing@example.test>',
         ...overrides,
       }),

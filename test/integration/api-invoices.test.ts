@@ -118,6 +118,21 @@ describe('create and retrieve', () => {
     expect((await call('POST', '/v1/invoices', keys.sandbox, { customer_email: 'a@example.test', network: 'sepolia', currency: 'USDC', amount: '1.0000001' })).body.error.code).toBe('amount_too_precise');
   });
 
+  it('creates a draft from line items; a disagreeing amount is amount_mismatch', async () => {
+    const lines = [
+      { description: 'Seat', quantity: 4, unit_amount: '12.25' },
+      { description: 'Setup', quantity: 1, unit_amount: '0.5' },
+    ];
+    const inv = await createInvoice({ amount: undefined, line_items: lines });
+    expect(inv).toMatchObject({ amount: '49.5', amount_atomic: '49500000', fee_atomic: '247500' });
+    expect(await storedLines(inv.id)).toEqual([
+      { position: 1, description: 'Seat', quantity: 4, unit_amount: '12.25' },
+      { position: 2, description: 'Setup', quantity: 1, unit_amount: '0.5' },
+    ]);
+    expect((await createInvoice({ amount: '49.50', line_items: lines })).amount).toBe('49.5');
+    expectError(await call('POST', '/v1/invoices', keys.sandbox, { customer_email: 'a@example.test', amount: '50', line_items: lines }), 400, 'invalid_request_error', 'amount_mismatch');
+  });
+
   it('creates a draft without an amount (null money fields)', async () => {
     const res = await call('POST', '/v1/invoices', keys.sandbox, { customer_email: 'noamount@example.test' });
     expect(res.status).toBe(200);
@@ -233,6 +248,7 @@ describe('send', () => {
     expect(data).toMatchObject({ id: inv.id, status: 'open', amount: '99.99', amount_atomic: '99990000' });
     expect(data.code).toMatch(/^TEST-INV-\d{6}$/);
     expect(data.sent_at).toMatch(ISO);
+    expect(data.updated_at).toBe(data.sent_at);
 
     const { rows: deliveries } = await fx.api.pool.query('select id, kind, status, slot_at from deliveries where invoice_id = $1', [inv.id]);
     expect(deliveries).toHaveLength(1);

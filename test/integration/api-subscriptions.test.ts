@@ -107,6 +107,33 @@ describe('start and retrieve', () => {
     expect(rows[0].n).toBe(0);
   });
 
+  it("takes the platform fee of the account (125 bps for the other merchant)", async () => {
+    const product = await call('POST', '/v1/products', other.sandbox, { name: 'Theirs', prices: [{ amount: '3', cadence: 'daily' }] });
+    const sub = await subscribe(product.body.data.prices[0].id, other.sandbox);
+    expect(sub.body.data).toMatchObject({ platform_fee_bps: 125, interval_seconds: 86_400, amount_atomic: '3000000' });
+    const inv = await call('POST', '/v1/invoices', other.sandbox, { customer_email: 'a@example.test', amount: '1' });
+    expect(inv.body.data).toMatchObject({ amount_atomic: '1000000', fee_atomic: '12500' });
+  });
+
+  it('deactivating a product races subscription starts without errors, and refuses every later start', async () => {
+    for (let round = 0; round < 10; round++) {
+      const product = (await call('POST', '/v1/products', keys.sandbox, { name: `race ${round}`, prices: [{ amount: '1', cadence: 'daily' }] })).body.data;
+      const priceId = product.prices[0].id;
+      const [off, ...starts] = await Promise.all([
+        call('PATCH', `/v1/products/${product.id}`, keys.sandbox, { active: false }),
+        subscribe(priceId),
+        subscribe(priceId),
+      ]);
+      expect(off.status).toBe(200);
+      for (const s of starts) {
+        if (s.status !== 200) expectError(s, 400, 'invalid_request_error', 'product_inactive');
+      }
+      const { rows } = await fx.api.pool.query('select count(*)::int as n from subscriptions where price_id = $1', [priceId]);
+      expect(rows[0].n).toBe(starts.filter((s) => s.status === 200).length);
+      expectError(await subscribe(priceId), 400, 'invalid_request_error', 'product_inactive');
+    }
+  });
+
   it("another account's subscription and the other environment's are 404", async () => {
     const sub = (await subscribe(prices.monthly)).body.data;
     for (const key of [other.sandbox, keys.live, other.live]) {

@@ -1,0 +1,327 @@
+// Shared plumbing of the hand-run benchmarks (bench/send.ts, bench/api.ts). Never imported by the
+// service or the tests. Every benchmark gets its own database, Redis prefix and SMTP sink, and
+// removes them at the end.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import net, { type AddressInfo } from 'node:net';
+import os from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import { SMTPServer } from 'smtp-server';
+import { migrate } from '../src/db/migrate.js';
+
+export const ROOT = fileURLToPath(new URL('../', import.meta.url));
+export const DEFAULT_PG = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+const started = performance.now();
+export function note(msg: string): void {
+  process.stderr.write(`[${((performance.now() - started) / 1000).toFixed(1).padStart(6)} s] ${msg}\n`);
+}
+
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** "load 1.23 1.10 0.90 (2 cpus)", like uptime. */
+export function loadAvg(): string {
+  return `load ${os
+    .loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ')}`;
+}
+
+export function randomSuffix(): string {
+  return randomBytes(4).toString('hex');
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Postgres and Redis of one run
+
+export interface BenchDatabase {
+  name: string;
+  url: string;
+  drop(): Promise<void>;
+}
+
+export async function createBenchDatabase(): Promise<BenchDatabase> {
+  const name = `invoices_bench_${randomSuffix()}`;
+  const url = new URL(DEFAULT_PG);
+  url.pathname = `/${name}`;
+  await migrate(url.toString());
+  return {
+    name,
+    url: url.toString(),
+    async drop() {
+      const admin = new pg.Client({ connectionString: DEFAULT_PG });
+      await admin.connect();
+      try {
+        await admin.query(`drop database if exists ${pg.escapeIdentifier(name)} with (force)`);
+      } finally {
+        await admin.end();
+      }
+    },
+  };
+}
+
+/** Deletes every key under `<prefix>:`; returns how many. */
+export async function deleteRedisPrefix(prefix: string): Promise<number> {
+  const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
+  let deleted = 0;
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length > 0) deleted += await redis.unlink(...keys);
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
+  return deleted;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Child processes (the service's own entrypoints, run the way `npm start` / `npm run worker` do)
+
+export interface Child {
+  label: string;
+  child: ChildProcess;
+  pid: number;
+  /** Last output lines, for diagnostics when it dies. */
+  tail(): string;
+  stop(timeoutMs?: number): Promise<void>;
+}
+
+export function spawnTs(label: string, script: string, args: string[], env: Record<string, string>): Child {
+  const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const lines: string[] = [];
+  const keep = (chunk: Buffer) => {
+    for (const l of chunk.toString('utf8').split('\n')) if (l.trim()) lines.push(l);
+    if (lines.length > 50) lines.splice(0, lines.length - 50);
+  };
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
+  let stopping = false;
+  const exited = new Promise<void>((resolve) =>
+    child.once('exit', (code, signal) => {
+      if (!stopping) note(`${label} (pid ${child.pid}) exited unexpectedly: code ${code} signal ${signal}\n${lines.slice(-15).join('\n')}`);
+      resolve();
+    }),
+  );
+  return {
+    label,
+    child,
+    pid: child.pid!,
+    tail: () => lines.join('\n'),
+    async stop(timeoutMs = 15_000) {
+      stopping = true;
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** Runs `script args` to completion and returns the last stdout line parsed as JSON. */
+export async function runTsJson<T>(script: string, args: string[], env: Record<string, string> = {}): Promise<T> {
+  const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let out = '';
+  child.stdout!.on('data', (c: Buffer) => (out += c.toString('utf8')));
+  const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+  const last = out.trim().split('\n').pop() ?? '';
+  if (code !== 0) throw new Error(`${script} ${args.join(' ')} exited with ${code}: ${out.slice(-2000)}`);
+  return JSON.parse(last) as T;
+}
+
+export async function waitForHttp(url: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      await fetch(url);
+      return;
+    } catch {
+      if (Date.now() > deadline) throw new Error(`${url} not answering after ${timeoutMs} ms`);
+      await sleep(100);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// /proc readings
+
+/** VmHWM (peak RSS) and VmRSS of a process, in MiB. */
+export function memoryOf(pid: number): { peakMiB: number; rssMiB: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
+  return { peakMiB: kb('VmHWM') / 1024, rssMiB: kb('VmRSS') / 1024 };
+}
+
+const CLK_TCK = 100; // getconf CLK_TCK on Linux x86_64/arm64
+
+/** CPU time (user + system) a process used so far, in ms. */
+export function cpuMsOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
+}
+
+/** CPU time of every process whose command name matches, in ms (e.g. all postgres backends). */
+export function cpuMsOfCommand(match: RegExp): number {
+  let total = 0;
+  for (const entry of readdirSafe('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      if (!match.test(comm)) continue;
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      total += ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  return total;
+}
+
+function readdirSafe(dir: string): string[] {
+  try {
+    return readdirSync(dir);
+  } catch {
+    return [];
+  }
+}
+
+/** Machine-wide busy and total jiffies (first line of /proc/stat). */
+export function machineCpu(): { busy: number; total: number } {
+  const line = readFileSync('/proc/stat', 'utf8').split('\n')[0];
+  const v = line.trim().split(/\s+/).slice(1).map(Number);
+  const idle = v[3] + (v[4] ?? 0);
+  const total = v.reduce((a, b) => a + b, 0);
+  return { busy: total - idle, total };
+}
+
+export function busyPercent(a: { busy: number; total: number }, b: { busy: number; total: number }): number {
+  const dt = b.total - a.total;
+  return dt > 0 ? ((b.busy - a.busy) / dt) * 100 : NaN;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Statistics and printing
+
+export function percentile(values: number[], p: number): number {
+  if (values.length === 0) return NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[i];
+}
+
+export function fmt(n: number, digits = 1): string {
+  return Number.isFinite(n) ? n.toFixed(digits) : '-';
+}
+
+export function table(headers: string[], rows: (string | number)[][]): string {
+  const cells = [headers, ...rows.map((r) => r.map(String))];
+  const widths = headers.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));
+  const line = (r: string[]) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
+  return [line(cells[0]), widths.map((w) => '-'.repeat(w)).join('  '), ...cells.slice(1).map(line)].join('\n');
+}
+
+// ---------------------------------------------------------------------------------------------
+// Loopback SMTP sink: accepts everything, keeps no message, records when each recipient's
+// message was accepted (the moment the 250 reply to DATA is given).
+
+export interface SmtpSink {
+  port: number;
+  url: string;
+  /** performance.now() of acceptance, per recipient address (lower-cased). */
+  arrivals: Map<string, number>;
+  count(): number;
+  bytes(): number;
+  /** Resolves once every address is in `arrivals`. */
+  waitForAll(addresses: string[], timeoutMs: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startSmtpSink(): Promise<SmtpSink> {
+  const arrivals = new Map<string, number>();
+  let messages = 0;
+  let bytes = 0;
+  const waiters = new Set<() => void>();
+  const server = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ['STARTTLS'],
+    disableReverseLookup: true,
+    logger: false,
+    closeTimeout: 500,
+    onData(stream, session, callback) {
+      let size = 0;
+      stream.on('data', (chunk: Buffer) => (size += chunk.length));
+      stream.on('error', callback);
+      stream.on('end', () => {
+        const now = performance.now();
+        messages++;
+        bytes += size;
+        for (const rcpt of session.envelope.rcptTo) arrivals.set(rcpt.address.toLowerCase(), now);
+        callback();
+        for (const wake of waiters) wake();
+      });
+    },
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const { port } = server.server.address() as AddressInfo;
+  return {
+    port,
+    url: `smtp://127.0.0.1:${port}`,
+    arrivals,
+    count: () => messages,
+    bytes: () => bytes,
+    waitForAll(addresses, timeoutMs) {
+      const missing = () => addresses.filter((a) => !arrivals.has(a.toLowerCase())).length;
+      if (missing() === 0) return Promise.resolve();
+      return new Promise((resolve, reject) => {
+        let pending = missing();
+        const wake = () => {
+          // Cheap check first; recount only when the count could have reached zero.
+          if (--pending > 0) return;
+          pending = missing();
+          if (pending > 0) return;
+          clearTimeout(timer);
+          waiters.delete(wake);
+          resolve();
+        };
+        const timer = setTimeout(() => {
+          waiters.delete(wake);
+          reject(new Error(`smtp sink: ${missing()} of ${addresses.length} messages still missing after ${timeoutMs} ms`));
+        }, timeoutMs);
+        waiters.add(wake);
+      });
+    },
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}

@@ -1,0 +1,36 @@
+// The queue dashboard (bull-board) at /admin/queues, behind HTTP basic auth from config. Job data
+// shown there is ids only ({invoiceId, deliveryId}): no customer email bodies, no secrets.
+import { timingSafeEqual } from 'node:crypto';
+import { createBullBoard } from '@bull-board/api';
+import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
+import { FastifyAdapter } from '@bull-board/fastify';
+import type { Queue } from 'bullmq';
+import type { FastifyInstance } from 'fastify';
+
+export const DASHBOARD_PATH = '/admin/queues';
+
+function safeEqual(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+export async function registerDashboard(app: FastifyInstance, queues: Queue[], credentials: { user: string; password: string }): Promise<void> {
+  const serverAdapter = new FastifyAdapter();
+  serverAdapter.setBasePath(DASHBOARD_PATH);
+  createBullBoard({ queues: queues.map((q) => new BullMQAdapter(q)), serverAdapter });
+  await app.register(async (scope) => {
+    scope.addHook('onRequest', async (req, reply) => {
+      const header = req.headers.authorization ?? '';
+      const [scheme, encoded] = header.split(' ');
+      const [user, ...rest] = scheme === 'Basic' && encoded ? Buffer.from(encoded, 'base64').toString('utf8').split(':') : [];
+      if (!user || !safeEqual(user, credentials.user) || !safeEqual(rest.join(':'), credentials.password)) {
+        return reply
+          .status(401)
+          .header('www-authenticate', 'Basic realm="queues", charset="UTF-8"')
+          .send({ error: { type: 'authentication_error', code: 'dashboard_auth_required', message: 'The queue dashboard needs the admin credentials.' } });
+      }
+    });
+    await scope.register(serverAdapter.registerPlugin(), { prefix: DASHBOARD_PATH });
+  });
+}

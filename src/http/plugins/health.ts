@@ -1,0 +1,36 @@
+// /healthz: the process is alive. /readyz: Postgres and Redis answer; 503 names the failing part.
+// Shared by the API and the worker's own small HTTP port.
+import type { FastifyInstance } from 'fastify';
+import type { Redis } from 'ioredis';
+import type { Queryable } from '../../db/pool.js';
+
+const CHECK_TIMEOUT_MS = 1_000;
+
+async function check(name: string, probe: () => Promise<unknown>): Promise<[string, string]> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      probe(),
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer within ${CHECK_TIMEOUT_MS} ms`)), CHECK_TIMEOUT_MS);
+      }),
+    ]);
+    return [name, 'ok'];
+  } catch (err) {
+    return [name, `unavailable: ${err instanceof Error ? err.message : String(err)}`];
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export function registerHealth(app: FastifyInstance, deps: { db: Queryable; redis: Redis }): void {
+  app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
+  app.get('/readyz', { schema: { hide: true } }, async (_req, reply) => {
+    const checks = Object.fromEntries(
+      await Promise.all([check('postgres', () => deps.db.query('select 1')), check('redis', () => deps.redis.ping())]),
+    );
+    const failing = Object.entries(checks).filter(([, v]) => v !== 'ok').map(([k]) => k);
+    if (failing.length) return reply.status(503).send({ status: 'unavailable', failing, checks });
+    return { status: 'ok', checks };
+  });
+}

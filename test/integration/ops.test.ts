@@ -1,0 +1,234 @@
+// Operating it: dashboard, health, metrics, rate limit, log redaction, OpenAPI.
+import { createServer, connect, type Server, type Socket } from 'node:net';
+import { Writable } from 'node:stream';
+import { Validator } from '@seriousme/openapi-schema-validator';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/log.js';
+import { createApiRuntime } from '../../src/runtime/api-runtime.js';
+import { provisionMerchant } from '../../src/runtime/provision.js';
+import { startApiFixture, type ApiFixture } from '../helpers/context.js';
+import { startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
+import { startWorker, waitUntil } from '../helpers/worker.js';
+
+let fx: ApiFixture;
+let sink: SmtpSink;
+
+beforeAll(async () => {
+  sink = await startSmtpSink();
+  fx = await startApiFixture({ ADMIN_USER: 'ops', ADMIN_PASSWORD: 's3cret:pass', SMTP_URL: sink.url, RATE_LIMIT_MAX: '1000' });
+});
+afterAll(async () => {
+  await fx?.close();
+  await sink?.close();
+});
+
+const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
+
+describe('queue dashboard', () => {
+  it('refuses without credentials, lists every queue with its counts with them', async () => {
+    const anonymous = await fx.api.app.inject({ method: 'GET', url: '/admin/queues' });
+    expect(anonymous.statusCode).toBe(401);
+    expect(anonymous.headers['www-authenticate']).toMatch(/^Basic/);
+    const wrong = await fx.api.app.inject({ method: 'GET', url: '/admin/queues/api/queues', headers: { authorization: basic('ops', 'nope') } });
+    expect(wrong.statusCode).toBe(401);
+
+    const page = await fx.api.app.inject({ method: 'GET', url: '/admin/queues', headers: { authorization: basic('ops', 's3cret:pass') } });
+    expect(page.statusCode).toBe(200);
+    expect(page.headers['content-type']).toMatch(/html/);
+    const api = await fx.api.app.inject({ method: 'GET', url: '/admin/queues/api/queues', headers: { authorization: basic('ops', 's3cret:pass') } });
+    expect(api.statusCode).toBe(200);
+    const queues = api.json().queues as { name: string; counts: Record<string, number> }[];
+    expect(queues.map((q) => q.name).sort()).toEqual(['invoice-reminders', 'invoice-send']);
+    for (const q of queues) expect(q.counts).toHaveProperty('waiting');
+  });
+
+  it('is off, and says so, when no credentials are configured', async () => {
+    const lines: string[] = [];
+    const log = createLogger('info', new Writable({ write: (chunk, _enc, cb) => (lines.push(String(chunk)), cb()) }));
+    const api = await createApiRuntime(fx.env.config(), log);
+    try {
+      const res = await api.app.inject({ method: 'GET', url: '/admin/queues' });
+      expect(res.statusCode).toBe(404);
+      expect(lines.join('')).toContain('queue dashboard off');
+    } finally {
+      await api.close();
+    }
+  });
+});
+
+/** A TCP proxy to Redis that the test can cut and restore. */
+async function redisProxy(target: string): Promise<{ url: string; cut(): Promise<void>; restore(): Promise<void>; close(): Promise<void> }> {
+  const t = new URL(target);
+  const sockets = new Set<Socket>();
+  let server: Server | null = null;
+  let port = 0;
+  const listen = () =>
+    new Promise<void>((resolve) => {
+      server = createServer((client) => {
+        const upstream = connect(Number(t.port || 6379), t.hostname);
+        sockets.add(client).add(upstream);
+        client.pipe(upstream).pipe(client);
+        const drop = () => {
+          client.destroy();
+          upstream.destroy();
+        };
+        client.on('error', drop).on('close', drop);
+        upstream.on('error', drop).on('close', drop);
+      });
+      server.listen(port, '127.0.0.1', () => {
+        port = (server!.address() as { port: number }).port;
+        resolve();
+      });
+    });
+  const stop = () =>
+    new Promise<void>((resolve) => {
+      for (const s of sockets) s.destroy();
+      sockets.clear();
+      if (server) server.close(() => resolve());
+      else resolve();
+      server = null;
+    });
+  await listen();
+  return { url: `redis://127.0.0.1:${port}`, cut: stop, restore: listen, close: stop };
+}
+
+describe('health', () => {
+  it('healthz answers; readyz goes 503 naming redis when Redis is unreachable, and back to 200', async () => {
+    const proxy = await redisProxy(fx.env.redisUrl);
+    const api = await createApiRuntime(fx.env.config({ REDIS_URL: proxy.url }), createLogger('silent'));
+    try {
+      expect((await api.app.inject({ method: 'GET', url: '/healthz' })).json()).toEqual({ status: 'ok' });
+      await waitUntil(async () => (await api.app.inject({ method: 'GET', url: '/readyz' })).statusCode === 200);
+      await proxy.cut();
+      await waitUntil(async () => (await api.app.inject({ method: 'GET', url: '/readyz' })).statusCode === 503);
+      const down = (await api.app.inject({ method: 'GET', url: '/readyz' })).json();
+      expect(down.failing).toEqual(['redis']);
+      expect(down.checks.postgres).toBe('ok');
+      await proxy.restore();
+      await waitUntil(async () => (await api.app.inject({ method: 'GET', url: '/readyz' })).statusCode === 200, 15_000);
+    } finally {
+      await api.close();
+      await proxy.close();
+    }
+  });
+
+  it('the worker answers healthz, readyz and metrics on its own port', async () => {
+    const worker = await startWorker(fx.env.config({ SMTP_URL: sink.url }));
+    try {
+      const port = (worker.http.server.address() as { port: number }).port;
+      expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
+      const ready = await fetch(`http://127.0.0.1:${port}/readyz`);
+      expect(ready.status).toBe(200);
+      expect(await ready.json()).toMatchObject({ checks: { postgres: 'ok', redis: 'ok' } });
+      const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      expect(metrics).toContain('invoice_queue_jobs{queue="invoice-send",state="waiting"}');
+    } finally {
+      await worker.close();
+    }
+  });
+});
+
+describe('metrics', () => {
+  const value = (text: string, series: string): number => {
+    const line = text.split('\n').find((l) => l.startsWith(series + ' '));
+    return line ? Number(line.slice(series.length + 1)) : 0;
+  };
+
+  it('after a send, the counters moved', async () => {
+    const worker = await startWorker(fx.env.config({ SMTP_URL: sink.url }));
+    try {
+      const key = fx.merchant.keys.sandbox;
+      const apiBefore = (await fx.api.app.inject({ method: 'GET', url: '/metrics' })).body;
+      const created = await fx.api.app.inject({ method: 'POST', url: '/v1/invoices', headers: { 'api-key': key }, payload: { customer_email: 'metrics@example.test', amount: '1' } });
+      const id = created.json().data.id;
+      expect((await fx.api.app.inject({ method: 'POST', url: `/v1/invoices/${id}/send`, headers: { 'api-key': key } })).statusCode).toBe(200);
+      await waitUntil(async () => sink.messages.some((m) => m.subject?.includes('INV-')));
+      const workerMetrics = () => worker.metrics.registry.metrics();
+      await waitUntil(async () => value(await workerMetrics(), 'invoice_emails_total{kind="invoice",outcome="sent"}') === 1);
+      const w = await workerMetrics();
+      expect(value(w, 'invoice_job_duration_seconds_count{name="invoice.send",outcome="completed"}')).toBe(1);
+      const apiAfter = (await fx.api.app.inject({ method: 'GET', url: '/metrics' })).body;
+      const series = 'http_request_duration_seconds_count{method="POST",route="/v1/invoices/:invoiceId/send",status="200"}';
+      expect(value(apiAfter, series)).toBe(value(apiBefore, series) + 1);
+      expect(apiAfter).toMatch(/invoice_outbox_backlog 0/);
+    } finally {
+      await worker.close();
+    }
+  });
+});
+
+describe('rate limit', () => {
+  it('answers 429 in the error envelope once a key used its budget; other keys are unaffected', async () => {
+    const limited = await startApiFixture({ RATE_LIMIT_MAX: '3', RATE_LIMIT_WINDOW_MS: '60000' });
+    try {
+      const get = (key: string) => limited.api.app.inject({ method: 'GET', url: '/v1/payment-links', headers: { 'api-key': key } });
+      for (let i = 0; i < 3; i++) expect((await get(limited.merchant.keys.sandbox)).statusCode).toBe(200);
+      const res = await get(limited.merchant.keys.sandbox);
+      expect(res.statusCode).toBe(429);
+      expect(res.json()).toEqual({ error: { type: 'invalid_request_error', code: 'rate_limited', message: expect.any(String) } });
+      expect(res.headers['retry-after']).toBeDefined();
+      expect((await get(limited.merchant.keys.live)).statusCode).toBe(200);
+    } finally {
+      await limited.close();
+    }
+  });
+});
+
+describe('logs', () => {
+  it('a request with a key logs no key, and every line of the request carries its request id', async () => {
+    const lines: string[] = [];
+    const log = createLogger('debug', new Writable({ write: (chunk, _enc, cb) => (lines.push(String(chunk)), cb()) }));
+    const api = await createApiRuntime(fx.env.config(), log);
+    try {
+      const merchant = await provisionMerchant(api.pool, { id: 'acct_logtest', name: 'Log Test', email: null });
+      for (const header of ['api-key', 'x-api-key']) {
+        const res = await api.app.inject({ method: 'GET', url: '/v1/invoices/inv_missing', headers: { [header]: merchant.keys.sandbox, 'x-request-id': `req-${header}` } });
+        expect(res.statusCode).toBe(404);
+      }
+      await api.app.inject({ method: 'GET', url: '/v1/payment-links', headers: { 'api-key': 'sp_sandbox_' + 'x'.repeat(40) } });
+      const all = lines.join('');
+      expect(all).not.toContain(merchant.keys.sandbox);
+      expect(all).not.toContain('x'.repeat(40));
+      const requestLines = lines.map((l) => JSON.parse(l) as { reqId?: string; msg: string }).filter((l) => l.reqId === 'req-api-key');
+      expect(requestLines.length).toBeGreaterThanOrEqual(2);
+    } finally {
+      await api.close();
+    }
+  });
+});
+
+describe('OpenAPI', () => {
+  it('GET /v1/openapi.json is a valid OpenAPI 3 document, version 1.0.0, covering every endpoint with its errors', async () => {
+    const res = await fx.api.app.inject({ method: 'GET', url: '/v1/openapi.json' });
+    expect(res.statusCode).toBe(200);
+    const doc = res.json();
+    const validator = new Validator();
+    const result = await validator.validate(doc);
+    expect(result.errors ?? []).toEqual([]);
+    expect(result.valid).toBe(true);
+    expect(doc.info.version).toBe('1.0.0');
+    const ops = Object.entries(doc.paths as Record<string, Record<string, { responses: Record<string, unknown> }>>).flatMap(([path, methods]) =>
+      Object.entries(methods).map(([method, op]) => ({ id: `${method.toUpperCase()} ${path}`, op })),
+    );
+    const ids = ops.map((o) => o.id);
+    for (const expected of [
+      'PATCH /v1/invoices/{invoiceId}',
+      'POST /v1/invoices/{invoiceId}/reminders',
+      'POST /v1/invoices/{invoiceId}/send',
+      'GET /v1/invoices/{invoiceId}',
+      'GET /v1/subscriptions/{subscriptionId}',
+      'PATCH /v1/payment-links/{id}',
+      'GET /v1/payment-links',
+      'DELETE /v1/payment-links/{id}',
+      'PATCH /v1/products/{productId}',
+      'DELETE /v1/credentials/{credentialId}',
+      'POST /v1/invoices',
+      'POST /v1/products',
+      'POST /v1/payment-links',
+      'POST /v1/credentials',
+    ]) {
+      expect(ids).toContain(expected);
+    }
+    for (const { op } of ops) expect(Object.keys(op.responses)).toContain('401');
+  });
+});
