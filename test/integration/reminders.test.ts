@@ -1,0 +1,378 @@
+// Reminders end to end with second-sized policies: HTTP send -> invoice.send -> job scheduler ->
+// invoice.reminder -> SMTP, and invoice.due, against real Postgres, Redis and an SMTP server on
+// loopback. Pay (test helper, or a bare SQL UPDATE caught by the LISTEN path), reminders off/on,
+// the reminder timeline, and the rules of POST /reminders on drafts and closed invoices.
+import type { ParsedMail } from 'mailparser';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { planReminderSlots, type ReminderSlot } from '../../src/domain/reminder-schedule.js';
+import { formatDocumentDate } from '../../src/pdf/render-invoice-pdf.js';
+import { reminderSchedulerId } from '../../src/queue/reminder-schedulers.js';
+import { dueJobId } from '../../src/queue/reminder-service.js';
+import type { WorkerRuntime } from '../../src/runtime/worker-runtime.js';
+import { startApiFixture, type ApiFixture } from '../helpers/context.js';
+import { extractPdfText } from '../helpers/pdf-text.js';
+import { startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
+import { startWorker, waitUntil } from '../helpers/worker.js';
+
+// Slots: due-3s, due-2s, due-1s, then due+1s, due+2s, due+3s.
+const POLICY = {
+  REMINDERS_BEFORE_START: 'PT3S',
+  REMINDERS_BEFORE_EVERY: 'PT1S',
+  REMINDERS_AFTER_START: 'PT1S',
+  REMINDERS_AFTER_EVERY: 'PT1S',
+  REMINDERS_AFTER_MAX: '3',
+  RECONCILE_EVERY: 'PT2S',
+};
+const TIME_ZONE = 'Europe/Paris'; // the fixture merchant's zone; customers here have none
+/** How far ahead invoices fall due: the invoice email and the first schedule land well before due-3s. */
+const DUE_IN_MS = 6_000;
+
+let fx: ApiFixture;
+let sink: SmtpSink;
+let worker: WorkerRuntime;
+/** When each message reached the sink (parsed), by message object. */
+const arrivedAt = new Map<ParsedMail, number>();
+
+beforeAll(async () => {
+  sink = await startSmtpSink();
+  // Stamp each message as the sink stores it: arrival times without touching the helper.
+  const push = sink.messages.push.bind(sink.messages);
+  sink.messages.push = (...items: ParsedMail[]) => {
+    for (const m of items) arrivedAt.set(m, Date.now());
+    return push(...items);
+  };
+  fx = await startApiFixture({ ...POLICY, SMTP_URL: sink.url });
+  worker = await startWorker(fx.env.config({ ...POLICY, SMTP_URL: sink.url, OUTBOX_RELAY_INTERVAL_MS: '200' }));
+});
+afterAll(async () => {
+  await worker?.close();
+  await fx?.close();
+  await sink?.close();
+});
+
+const policy = () => fx.env.config(POLICY).reminders;
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, Math.max(0, ms)));
+const sleepUntil = (t: number) => sleep(t - Date.now());
+const kindOf = (s: ReminderSlot) => (s.phase === 'before' ? 'reminder_before' : 'reminder_after');
+
+type Res = { status: number; body: any };
+async function call(method: 'GET' | 'POST', url: string, body?: unknown): Promise<Res> {
+  const res = await fx.api.app.inject({
+    method,
+    url,
+    headers: { 'api-key': fx.merchant.keys.sandbox },
+    ...(body === undefined ? {} : { payload: body as object }),
+  });
+  return { status: res.statusCode, body: res.body ? JSON.parse(res.body) : null };
+}
+
+interface Sent {
+  id: string;
+  code: string;
+  reference: string;
+  email: string;
+  dueAt: Date;
+  plan: ReminderSlot[];
+}
+
+async function createDraft(email: string, dueAt: Date, extra: Record<string, unknown> = {}): Promise<any> {
+  const res = await call('POST', '/v1/invoices', { customer_email: email, amount: '1234.5', due_at: dueAt.toISOString(), ...extra });
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  return res.body.data;
+}
+
+/** A draft due in `dueInMs`, sent; resolves once the invoice email is out and the schedule is set. */
+async function createAndSend(email: string, dueInMs = DUE_IN_MS): Promise<Sent> {
+  const dueAt = new Date(Date.now() + dueInMs);
+  const draft = await createDraft(email, dueAt);
+  const sent = await call('POST', `/v1/invoices/${draft.id}/send`);
+  expect(sent.status, JSON.stringify(sent.body)).toBe(200);
+  const plan = planReminderSlots(policy(), dueAt, TIME_ZONE);
+  await waitUntil(async () => (await scheduler(draft.id)) !== undefined, 5_000, 20);
+  // The invoice went out before the first slot, so every slot of the plan is ahead.
+  expect(Date.now()).toBeLessThan(plan[0].at.getTime() - 300);
+  return { id: draft.id, code: sent.body.data.code, reference: draft.reference, email, dueAt, plan };
+}
+
+function recipients(m: ParsedMail): string[] {
+  return (Array.isArray(m.to) ? m.to : [m.to]).flatMap((a) => a?.value.map((v) => v.address ?? '') ?? []);
+}
+const mailsTo = (email: string) => sink.messages.filter((m) => recipients(m).includes(email));
+const remindersTo = (email: string) => mailsTo(email).filter((m) => /^(Reminder|Overdue):/.test(m.subject ?? ''));
+
+interface DeliveryRow {
+  kind: string;
+  slot_at: Date;
+  status: string;
+  attempt: number;
+  message_id: string;
+  sent_at: Date | null;
+}
+async function reminderRows(invoiceId: string): Promise<DeliveryRow[]> {
+  const { rows } = await fx.api.pool.query<DeliveryRow>(
+    `select kind, slot_at, status, attempt, message_id, sent_at from deliveries
+     where invoice_id = $1 and kind <> 'invoice' order by slot_at`,
+    [invoiceId],
+  );
+  return rows;
+}
+async function waitSlotSent(invoiceId: string, slot: ReminderSlot, timeoutMs = 3_000): Promise<void> {
+  await waitUntil(async () => (await reminderRows(invoiceId)).some((r) => r.slot_at.getTime() === slot.at.getTime() && r.status === 'sent'), timeoutMs, 20);
+}
+const scheduler = (invoiceId: string) => fx.api.queues.reminders.getJobScheduler(reminderSchedulerId(invoiceId));
+async function statusOf(invoiceId: string): Promise<string> {
+  const { rows } = await fx.api.pool.query<{ status: string }>('select status from invoices where id = $1', [invoiceId]);
+  return rows[0].status;
+}
+
+/** Samples the invoice's status every 20 ms: [query start, query end, status]. */
+function watchStatus(invoiceId: string) {
+  const samples: { start: number; end: number; status: string }[] = [];
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      const start = Date.now();
+      const status = await statusOf(invoiceId);
+      samples.push({ start, end: Date.now(), status });
+      await sleep(20);
+    }
+  })();
+  return { samples, stop: async () => { running = false; await loop; } };
+}
+
+describe('reminders on second-sized policies', () => {
+  it('pre-due reminders before due, overdue at due, post-due up to the max: exactly the planned slots, each email complete', async () => {
+    const inv = await createAndSend('lifecycle@example.test');
+    const { plan, dueAt } = inv;
+    expect(plan.map(kindOf)).toEqual(['reminder_before', 'reminder_before', 'reminder_before', 'reminder_after', 'reminder_after', 'reminder_after']);
+    expect(plan.map((s) => s.at.getTime() - dueAt.getTime())).toEqual([-3000, -2000, -1000, 1000, 2000, 3000]);
+    const status = watchStatus(inv.id);
+
+    // The scheduler points at the first planned slot; the timeline lists the whole plan ahead.
+    expect((await scheduler(inv.id))?.next).toBe(plan[0].at.getTime());
+    const t0 = await call('GET', `/v1/invoices/${inv.id}/reminders`);
+    expect(t0.status).toBe(200);
+    expect(t0.body.data).toMatchObject({ invoice_id: inv.id, reminders_enabled: true, status: 'open', due_at: dueAt.toISOString(), time_zone: TIME_ZONE, past: [] });
+    expect(t0.body.data.upcoming).toEqual(plan.map((s) => ({ kind: kindOf(s), scheduled_for: s.at.toISOString() })));
+
+    // Mid-way: two reminders past, with their delivery status; four ahead.
+    await waitSlotSent(inv.id, plan[1], plan[1].at.getTime() - Date.now() + 1_500);
+    const t1 = (await call('GET', `/v1/invoices/${inv.id}/reminders`)).body.data;
+    expect(t1.past.map((p: any) => [p.kind, p.scheduled_for, p.status, p.attempt])).toEqual(
+      plan.slice(0, 2).map((s) => [kindOf(s), s.at.toISOString(), 'sent', 1]),
+    );
+    expect(t1.upcoming).toEqual(plan.slice(2).map((s) => ({ kind: kindOf(s), scheduled_for: s.at.toISOString() })));
+
+    await sleepUntil(plan[plan.length - 1].at.getTime() + 1_500);
+    await status.stop();
+
+    // Postgres: one delivery per planned slot, at exactly the planned instant, each sent once.
+    const rows = await reminderRows(inv.id);
+    expect(rows.map((r) => [r.kind, r.slot_at.getTime(), r.status, r.attempt])).toEqual(plan.map((s) => [kindOf(s), s.at.getTime(), 'sent', 1]));
+
+    // The sink: the invoice email, then one email per slot, arriving after its slot (within a second),
+    // pre-due ones before the due date, each with its kind's subject.
+    const all = mailsTo(inv.email);
+    expect(all.map((m) => m.subject)).toEqual([
+      `Invoice ${inv.code} from Acme Widgets Ltd`,
+      ...plan.map((s) =>
+        s.phase === 'before'
+          ? `Reminder: invoice ${inv.code} is due on ${formatDocumentDate(dueAt.toISOString(), TIME_ZONE)}`
+          : `Overdue: invoice ${inv.code} was due on ${formatDocumentDate(dueAt.toISOString(), TIME_ZONE)}`,
+      ),
+    ]);
+    const reminders = all.slice(1);
+    const lateness = reminders.map((m, i) => arrivedAt.get(m)! - plan[i].at.getTime());
+    console.info(`reminder arrival after its slot (ms): ${JSON.stringify(lateness)}`);
+    for (const l of lateness) {
+      expect(l).toBeGreaterThanOrEqual(0);
+      expect(l).toBeLessThan(1_000);
+    }
+    for (const [i, m] of reminders.entries()) {
+      if (plan[i].phase === 'before') expect(arrivedAt.get(m)!).toBeLessThan(dueAt.getTime());
+      else expect(arrivedAt.get(m)!).toBeGreaterThan(dueAt.getTime());
+    }
+    // Each message is its delivery row's (Message-ID recorded before sending).
+    expect(reminders.map((m) => m.messageId)).toEqual(rows.map((r) => r.message_id));
+
+    // Content: amount, due date, pay link, and the invoice PDF attached.
+    const dueDate = formatDocumentDate(dueAt.toISOString(), TIME_ZONE);
+    for (const m of reminders) {
+      expect(m.text).toContain('Amount: 1,234.50 USDC on base-sepolia');
+      expect(m.text).toContain(`due on ${dueDate}`);
+      expect(m.text).toContain(`Pay online: https://pay.example.test/${inv.reference}`);
+      expect(m.html).toContain(`https://pay.example.test/${inv.reference}`);
+      expect(m.attachments).toHaveLength(1);
+      expect(m.attachments[0].contentType).toBe('application/pdf');
+      expect(m.attachments[0].filename).toBe(`invoice-${inv.code}.pdf`);
+    }
+    for (const m of [reminders[0], reminders[reminders.length - 1]]) {
+      const text = (await extractPdfText(m.attachments[0].content)).join('\n');
+      expect(text).toContain(inv.code);
+      expect(text).toContain('1,234.50');
+    }
+
+    // Overdue at due: never before it, and within half a second after it.
+    const samples = status.samples;
+    expect(samples.length).toBeGreaterThan(50);
+    expect(samples.filter((s) => s.end < dueAt.getTime()).every((s) => s.status === 'open')).toBe(true);
+    const firstOverdue = samples.find((s) => s.status === 'overdue');
+    expect(firstOverdue).toBeDefined();
+    expect(firstOverdue!.end).toBeGreaterThanOrEqual(dueAt.getTime());
+    const lastOpen = samples.filter((s) => s.status === 'open').pop()!;
+    console.info(`open until at least due${lastOpen.start - dueAt.getTime() >= 0 ? '+' : ''}${lastOpen.start - dueAt.getTime()} ms, overdue seen at due+${firstOverdue!.end - dueAt.getTime()} ms`);
+    expect(firstOverdue!.end - dueAt.getTime()).toBeLessThan(500);
+    expect(samples.slice(samples.indexOf(firstOverdue!)).every((s) => s.status === 'overdue')).toBe(true);
+
+    // last_reminder_at is the last reminder's; the used-up schedule is gone from Redis.
+    const got = (await call('GET', `/v1/invoices/${inv.id}`)).body.data;
+    expect(got.status).toBe('overdue');
+    expect(new Date(got.last_reminder_at).getTime()).toBeGreaterThanOrEqual(plan[plan.length - 1].at.getTime());
+    expect(new Date(got.last_reminder_at).getTime()).toBeLessThanOrEqual(Date.now());
+    expect(await scheduler(inv.id)).toBeUndefined();
+
+    const t2 = (await call('GET', `/v1/invoices/${inv.id}/reminders`)).body.data;
+    expect(t2.status).toBe('overdue');
+    expect(t2.upcoming).toEqual([]);
+    expect(t2.past).toHaveLength(plan.length);
+    for (const [i, p] of t2.past.entries()) {
+      expect(p).toMatchObject({ kind: kindOf(plan[i]), scheduled_for: plan[i].at.toISOString(), status: 'sent', attempt: 1, error: null });
+      expect(new Date(p.sent_at).getTime()).toBeGreaterThanOrEqual(plan[i].at.getTime());
+    }
+  }, 20_000);
+
+  it('paying through the test helper stops them: schedule gone at the response, no email after, never overdue', async () => {
+    const inv = await createAndSend('pay-helper@example.test');
+    const { plan, dueAt } = inv;
+    await waitSlotSent(inv.id, plan[0], plan[0].at.getTime() - Date.now() + 1_500);
+    expect(remindersTo(inv.email)).toHaveLength(1);
+
+    const paid = await call('POST', `/v1/test_helpers/invoices/${inv.id}/pay`);
+    expect(paid.status, JSON.stringify(paid.body)).toBe(200);
+    expect(paid.body.data.status).toBe('paid');
+    // Removed before the response returned.
+    expect(await scheduler(inv.id)).toBeUndefined();
+
+    // Past two more pre-due slots, the due date and the first post-due slot.
+    await sleepUntil(plan[3].at.getTime() + 700);
+    expect(remindersTo(inv.email)).toHaveLength(1);
+    expect((await reminderRows(inv.id)).map((r) => r.slot_at.getTime())).toEqual([plan[0].at.getTime()]);
+    expect(await statusOf(inv.id)).toBe('paid'); // invoice.due ran at due and left it alone
+    expect(await scheduler(inv.id)).toBeUndefined(); // and did not put it on the post-due phase
+    expect(Date.now()).toBeGreaterThan(dueAt.getTime());
+
+    // Reminders of a paid invoice are closed.
+    for (const enabled of [true, false]) {
+      const res = await call('POST', `/v1/invoices/${inv.id}/reminders`, { enabled });
+      expect([res.status, res.body.error?.type, res.body.error?.code]).toEqual([400, 'invalid_request_error', 'invoice_reminders_closed']);
+    }
+  }, 15_000);
+
+  it('paying by a direct SQL UPDATE stops them within a second (trigger -> NOTIFY -> worker), no email after it', async () => {
+    const inv = await createAndSend('pay-sql@example.test');
+    const { plan } = inv;
+    await waitSlotSent(inv.id, plan[0], plan[0].at.getTime() - Date.now() + 1_500);
+    // Nothing in flight: the next slot is ~1 s away.
+    await sleepUntil(plan[0].at.getTime() + 300);
+    expect(await scheduler(inv.id)).toBeDefined();
+    const mailsBefore = remindersTo(inv.email).length;
+    expect(mailsBefore).toBe(1);
+
+    await fx.api.pool.query(`update invoices set status = 'paid', paid_at = now() where id = $1`, [inv.id]);
+    const committed = performance.now();
+    let gone = Infinity;
+    while (performance.now() - committed < 3_000) {
+      if ((await scheduler(inv.id)) === undefined) {
+        gone = performance.now() - committed;
+        break;
+      }
+      await sleep(20);
+    }
+    console.info(`SQL UPDATE paid -> scheduler gone: ${gone.toFixed(1)} ms`);
+    expect(gone).toBeLessThan(1_000);
+
+    await sleepUntil(plan[3].at.getTime() + 700);
+    expect(remindersTo(inv.email)).toHaveLength(mailsBefore);
+    expect((await reminderRows(inv.id)).map((r) => r.slot_at.getTime())).toEqual([plan[0].at.getTime()]);
+    expect(await statusOf(inv.id)).toBe('paid');
+    expect(await scheduler(inv.id)).toBeUndefined();
+  }, 15_000);
+
+  it('off removes the schedule before the response; on resumes at the next slot with no burst of the missed ones', async () => {
+    const inv = await createAndSend('off-on@example.test');
+    const { plan, dueAt } = inv;
+    await waitSlotSent(inv.id, plan[0], plan[0].at.getTime() - Date.now() + 1_500);
+    await sleepUntil(plan[0].at.getTime() + 200);
+
+    const off = await call('POST', `/v1/invoices/${inv.id}/reminders`, { enabled: false });
+    expect(off.status, JSON.stringify(off.body)).toBe(200);
+    expect(off.body.data).toMatchObject({ status: 'open', reminders_enabled: false });
+    expect(await scheduler(inv.id)).toBeUndefined();
+    const offTimeline = (await call('GET', `/v1/invoices/${inv.id}/reminders`)).body.data;
+    expect(offTimeline).toMatchObject({ reminders_enabled: false, upcoming: [] });
+    expect(offTimeline.past.map((p: any) => p.scheduled_for)).toEqual([plan[0].at.toISOString()]);
+
+    // plan[1] passes while off.
+    await sleepUntil(plan[1].at.getTime() + 400);
+    expect(remindersTo(inv.email)).toHaveLength(1);
+    const on = await call('POST', `/v1/invoices/${inv.id}/reminders`, { enabled: true });
+    const onAt = Date.now();
+    expect(on.status, JSON.stringify(on.body)).toBe(200);
+    expect(on.body.data.reminders_enabled).toBe(true);
+    expect((await scheduler(inv.id))?.next).toBe(plan[2].at.getTime());
+
+    // No burst: nothing goes out between "on" and the next planned slot.
+    await sleepUntil(plan[2].at.getTime() - 50);
+    expect(remindersTo(inv.email)).toHaveLength(1);
+
+    await sleepUntil(plan[plan.length - 1].at.getTime() + 1_500);
+    const expected = plan.filter((_, i) => i !== 1);
+    const rows = await reminderRows(inv.id);
+    expect(rows.map((r) => [r.kind, r.slot_at.getTime(), r.status])).toEqual(expected.map((s) => [kindOf(s), s.at.getTime(), 'sent']));
+    const mails = remindersTo(inv.email);
+    expect(mails).toHaveLength(expected.length);
+    for (const [i, m] of mails.entries()) {
+      const at = arrivedAt.get(m)!;
+      expect(at).toBeGreaterThanOrEqual(expected[i].at.getTime());
+      expect(at - expected[i].at.getTime()).toBeLessThan(1_000);
+      if (i > 0) expect(at).toBeGreaterThan(onAt);
+    }
+    expect(await statusOf(inv.id)).toBe('overdue');
+    expect(dueAt.getTime()).toBeLessThan(Date.now());
+  }, 20_000);
+
+  it('on a draft only the flag changes; sending it then plans no reminders until they are turned on', async () => {
+    const dueAt = new Date(Date.now() + 3_600_000);
+    const draft = await createDraft('draft-flag@example.test', dueAt, { memo: 'draft memo' });
+    const off = await call('POST', `/v1/invoices/${draft.id}/reminders`, { enabled: false });
+    expect(off.status, JSON.stringify(off.body)).toBe(200);
+    const { reminders_enabled: before, updated_at: _u1, ...restBefore } = draft;
+    const { reminders_enabled: after, updated_at: _u2, ...restAfter } = off.body.data;
+    expect([before, after]).toEqual([true, false]);
+    expect(restAfter).toEqual(restBefore);
+    expect(restAfter.status).toBe('draft');
+    expect(await scheduler(draft.id)).toBeUndefined();
+    expect(await fx.api.queues.reminders.getJob(dueJobId(draft.id, dueAt))).toBeUndefined();
+    const timeline = (await call('GET', `/v1/invoices/${draft.id}/reminders`)).body.data;
+    expect(timeline).toMatchObject({ status: 'draft', reminders_enabled: false, past: [], upcoming: [] });
+
+    // Sent with reminders off: the invoice email and the due-date job, no schedule.
+    expect((await call('POST', `/v1/invoices/${draft.id}/send`)).status).toBe(200);
+    await waitUntil(async () => (await fx.api.queues.reminders.getJob(dueJobId(draft.id, dueAt))) !== undefined, 5_000, 20);
+    await waitUntil(async () => mailsTo('draft-flag@example.test').length === 1, 5_000, 20);
+    expect(await scheduler(draft.id)).toBeUndefined();
+
+    // On: scheduled at the first slot; off again: gone by the time the response is read.
+    const plan = planReminderSlots(policy(), dueAt, TIME_ZONE);
+    expect((await call('POST', `/v1/invoices/${draft.id}/reminders`, { enabled: true })).status).toBe(200);
+    expect((await scheduler(draft.id))?.next).toBe(plan[0].at.getTime());
+    expect((await call('POST', `/v1/invoices/${draft.id}/reminders`, { enabled: false })).status).toBe(200);
+    expect(await scheduler(draft.id)).toBeUndefined();
+
+    // A void invoice (set in SQL) is closed too.
+    await fx.api.pool.query(`update invoices set status = 'void' where id = $1`, [draft.id]);
+    const res = await call('POST', `/v1/invoices/${draft.id}/reminders`, { enabled: true });
+    expect([res.status, res.body.error?.code]).toEqual([400, 'invoice_reminders_closed']);
+    expect(await scheduler(draft.id)).toBeUndefined();
+  }, 15_000);
+});
