@@ -14,8 +14,9 @@
 // Knobs (env): BENCH_N (default 2000), BENCH_WORKER_CONCURRENCY (comma list, default "8"),
 // BENCH_SEND_CONCURRENCY (HTTP sends in flight in the max pass, default 16), BENCH_HALF
 // ("1,2": worker counts that get a half-rate pass; "" for none), BENCH_RAW_MAIL (messages of the
-// raw nodemailer run, default 2000), BENCH_RAW_PDF_SECONDS (default 6).
-import { readFileSync, writeFileSync, rmSync, mkdtempSync } from 'node:fs';
+// raw nodemailer run, default 2000), BENCH_RAW_PDF_SECONDS (default 6), BENCH_CPU_PROF=1 (V8 CPU
+// profiles of the workers in the max passes, summarised per package; adds overhead).
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Queue, type Job } from 'bullmq';
@@ -31,8 +32,9 @@ import { provisionMerchant } from '../src/runtime/provision.js';
 import {
   REDIS_URL,
   busyPercent,
+  cpuDelta,
   cpuMsOf,
-  cpuMsOfCommand,
+  cpuSnapshot,
   createBenchDatabase,
   deleteRedisPrefix,
   fmt,
@@ -295,21 +297,83 @@ interface Env {
   api: Api;
   apiChild: Child;
   queue: Queue;
+  /** BENCH_CPU_PROF: directory for the workers' V8 CPU profiles of the max passes. */
+  profileDir: string | null;
 }
 
-function startWorkers(env: Env, count: number, concurrency: number): Child[] {
+function startWorkers(env: Env, count: number, concurrency: number, profileTag: string | null): Child[] {
   return Array.from({ length: count }, (_, i) =>
-    spawnTs(`worker ${i + 1}`, 'src/bin/worker.ts', [], {
+    spawnTs(
+      `worker ${i + 1}`,
+      'src/bin/worker.ts',
+      [],
+      {
       DATABASE_URL: env.db.url,
       REDIS_URL,
       REDIS_PREFIX: env.prefix,
       SMTP_URL: env.sink.url,
       WORKER_CONCURRENCY: String(concurrency),
       WORKER_PORT: '0',
-      LOG_LEVEL: 'warn',
-      PAYMENT_PAGE_BASE,
-    }),
+        LOG_LEVEL: 'warn',
+        PAYMENT_PAGE_BASE,
+      },
+      profileTag && env.profileDir ? ['--cpu-prof', '--cpu-prof-dir', path.join(env.profileDir, `${profileTag}-${i + 1}`)] : [],
+    ),
   );
+}
+
+// ---------------------------------------------------------------------------------------------
+// V8 CPU profiles of the workers (BENCH_CPU_PROF=1): self time per package, and inclusive time
+// of the two renderers. A profile covers the worker's whole life, start-up (tsx) included.
+
+interface CpuProfile {
+  nodes: { id: number; callFrame: { functionName: string; url: string }; children?: number[] }[];
+  samples: number[];
+  timeDeltas: number[];
+}
+
+function categoryOf(url: string, fn: string): string {
+  if (!url) return fn.startsWith('(') ? fn : '(native/other)';
+  const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)\/(?!.*node_modules\/)/.exec(url);
+  if (pkg) return pkg[1];
+  if (url.startsWith('node:')) return url.replace(/^node:internal\/(deps\/)?/, 'node:').split('/').slice(0, 2).join('/');
+  const mine = /\/work\/main\/(.*)$/.exec(url.replace(/^file:\/\//, ''));
+  if (mine) return mine[1].split('/').slice(0, 2).join('/');
+  return url;
+}
+
+function summarizeProfiles(files: string[], invoices: number): { rows: (string | number)[][]; totalMs: number; inclusive: Record<string, number> } {
+  const self = new Map<string, number>();
+  const inclusive: Record<string, number> = { renderInvoicePdf: 0, renderEmail: 0 };
+  let totalMs = 0;
+  for (const file of files) {
+    const prof = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
+    const byId = new Map(prof.nodes.map((n) => [n.id, n]));
+    const parent = new Map<number, number>();
+    for (const n of prof.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+    for (let i = 0; i < prof.samples.length; i++) {
+      const ms = (prof.timeDeltas[i] ?? 0) / 1000;
+      const node = byId.get(prof.samples[i]);
+      if (!node) continue;
+      const cat = categoryOf(node.callFrame.url, node.callFrame.functionName);
+      if (cat === '(idle)') continue;
+      totalMs += ms;
+      self.set(cat, (self.get(cat) ?? 0) + ms);
+      const seen = new Set<string>();
+      for (let id: number | undefined = node.id; id !== undefined; id = parent.get(id)) {
+        const fn = byId.get(id)!.callFrame.functionName;
+        if (fn in inclusive && !seen.has(fn)) {
+          seen.add(fn);
+          inclusive[fn] += ms;
+        }
+      }
+    }
+  }
+  const rows = [...self.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 18)
+    .map(([cat, ms]) => [cat, fmt(ms, 0), fmt((ms / totalMs) * 100, 1), fmt(ms / invoices, 2)]);
+  return { rows, totalMs, inclusive };
 }
 
 async function waitForWorkers(queue: Queue, count: number): Promise<void> {
@@ -340,7 +404,8 @@ async function runPass(
   const drafts = all.slice(warmCount);
 
   note(`${opts.label}: starting ${opts.workers} worker process(es), concurrency ${opts.concurrency}`);
-  const workers = startWorkers(env, opts.workers, opts.concurrency);
+  const profileTag = opts.rate === null && env.profileDir ? tag : null;
+  const workers = startWorkers(env, opts.workers, opts.concurrency, profileTag);
   try {
     await waitForWorkers(env.queue, opts.workers);
     // Warm-up (JIT, font parse, SMTP pool connections), not timed.
@@ -355,12 +420,13 @@ async function runPass(
     const load = loadAvg();
     note(`${opts.label}: timed phase, ${opts.n} sends ${opts.rate ? `at ${fmt(opts.rate)}/s` : `as fast as possible (${opts.sendConcurrency} in flight)`}; ${load}`);
     const pids = workers.map((w) => w.pid);
+    const pgBackends = new RegExp(`^postgres: .* ${env.db.name} `);
     const cpu0 = {
       workers: pids.map(cpuMsOf),
       api: cpuMsOf(env.apiChild.pid),
       bench: process.cpuUsage(),
-      postgres: cpuMsOfCommand(/^postgres/),
-      redis: cpuMsOfCommand(/^redis-server/),
+      postgres: cpuSnapshot(pgBackends),
+      redis: cpuSnapshot(/^redis-server/),
       machine: machineCpu(),
     };
     const sent = new Map<string, SendRecord>();
@@ -375,8 +441,8 @@ async function runPass(
       workers: pids.map(cpuMsOf),
       api: cpuMsOf(env.apiChild.pid),
       bench: process.cpuUsage(cpu0.bench),
-      postgres: cpuMsOfCommand(/^postgres/),
-      redis: cpuMsOfCommand(/^redis-server/),
+      postgres: cpuSnapshot(pgBackends),
+      redis: cpuSnapshot(/^redis-server/),
       machine: machineCpu(),
     };
     const arrivals = emails.map((e) => env.sink.arrivals.get(e)!).sort((a, b) => a - b);
@@ -418,16 +484,19 @@ async function runPass(
       workerCpuMsPerMsg: cpu1.workers.reduce((a, b, i) => a + b - cpu0.workers[i], 0) / n,
       apiCpuMsPerMsg: (cpu1.api - cpu0.api) / n,
       benchCpuMsPerMsg: (cpu1.bench.user + cpu1.bench.system) / 1000 / n,
-      postgresCpuMsPerMsg: (cpu1.postgres - cpu0.postgres) / n,
-      redisCpuMsPerMsg: (cpu1.redis - cpu0.redis) / n,
+      postgresCpuMsPerMsg: cpuDelta(cpu0.postgres, cpu1.postgres) / n,
+      redisCpuMsPerMsg: cpuDelta(cpu0.redis, cpu1.redis) / n,
       machineBusy: busyPercent(cpu0.machine, cpu1.machine),
       peakRssMiB,
       maxRateLagMs,
     };
   } finally {
     await Promise.all(workers.map((w) => w.stop()));
+    if (profileTag) profiles.push({ label: opts.label, tag: profileTag, invoices: opts.n + warmCount });
   }
 }
+
+const profiles: { label: string; tag: string; invoices: number }[] = [];
 
 async function measureRawPdf(docFile: string, processes: number, seconds: number): Promise<{ load: string; perProcess: RawPdfResult[]; total: number }> {
   const load = loadAvg();
@@ -488,7 +557,7 @@ async function main(): Promise<void> {
     });
     await waitForHttp(`http://127.0.0.1:${port}/v1/invoices/x`);
     const api = new Api(`http://127.0.0.1:${port}`, keys.sandbox);
-    const env: Env = { db, prefix, sink, api, apiChild, queue };
+    const env: Env = { db, prefix, sink, api, apiChild, queue, profileDir: process.env.BENCH_CPU_PROF ? path.join(tmp, 'profiles') : null };
 
     // The document every raw measurement uses: one of these drafts as the worker loads it, numbered.
     const [sample] = await api.createDrafts(`sample${randomSuffix()}`, 1);
@@ -610,6 +679,20 @@ async function main(): Promise<void> {
       out.push(
         `  ${r.label}: p99 ${fmt(r.latP99, 0)} ms at ${fmt(r.targetRate!)}/s (achieved ${fmt(r.perSecond)}/s, max schedule lag ${fmt(r.maxRateLagMs ?? NaN, 0)} ms) vs < 1000 ms: ${r.latP99 < 1000 ? 'met' : 'MISSED'}`,
       );
+    }
+    for (const p of profiles) {
+      const dir = env.profileDir!;
+      // One directory per worker process; one profile per thread (main, and tsx's loader thread).
+      const files = readdirSync(dir)
+        .filter((d) => d.startsWith(`${p.tag}-`))
+        .flatMap((d) => readdirSync(path.join(dir, d)).map((f) => path.join(dir, d, f)));
+      if (files.length === 0) continue;
+      const s = summarizeProfiles(files, p.invoices);
+      out.push('');
+      out.push(
+        `CPU profile of the worker(s), ${p.label}: ${fmt(s.totalMs, 0)} ms sampled (non-idle, whole process life incl. start-up) over ${p.invoices} invoices = ${fmt(s.totalMs / p.invoices, 2)} ms/invoice; inclusive: renderInvoicePdf ${fmt(s.inclusive.renderInvoicePdf / p.invoices, 2)} ms/invoice, renderEmail ${fmt(s.inclusive.renderEmail / p.invoices, 2)} ms/invoice`,
+      );
+      out.push(table(['self time by package/module', 'ms', '%', 'ms/invoice'], s.rows));
     }
     process.stdout.write(`${out.join('\n')}\n`);
   } finally {

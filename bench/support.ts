@@ -104,8 +104,8 @@ export interface Child {
   stop(timeoutMs?: number): Promise<void>;
 }
 
-export function spawnTs(label: string, script: string, args: string[], env: Record<string, string>): Child {
-  const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
+export function spawnTs(label: string, script: string, args: string[], env: Record<string, string>, nodeArgs: string[] = []): Child {
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', script, ...args], {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -188,21 +188,27 @@ export function cpuMsOf(pid: number): number {
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
 }
 
-/** CPU time of every process whose command name matches, in ms (e.g. all postgres backends). */
-export function cpuMsOfCommand(match: RegExp): number {
-  let total = 0;
+/** CPU ms so far of every process whose /proc/<pid>/cmdline matches (e.g. the postgres backends
+ * of one database: their title is "postgres: ... <user> <database> <client> <state>"). */
+export function cpuSnapshot(cmdline: RegExp): Map<number, number> {
+  const out = new Map<number, number>();
   for (const entry of readdirSafe('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      if (!match.test(comm)) continue;
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      total += ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
+      const cmd = readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' ');
+      if (!cmdline.test(cmd)) continue;
+      out.set(Number(entry), cpuMsOf(Number(entry)));
     } catch {
       // the process ended meanwhile
     }
   }
+  return out;
+}
+
+/** CPU ms used between two snapshots by the processes alive at the second (new ones count from 0). */
+export function cpuDelta(before: Map<number, number>, after: Map<number, number>): number {
+  let total = 0;
+  for (const [pid, ms] of after) total += ms - (before.get(pid) ?? 0);
   return total;
 }
 

@@ -13,8 +13,9 @@ import { provisionMerchant } from '../runtime/provision.js';
 
 const DEMO_ACCOUNT = 'acct_demo';
 
-const config = loadConfigOrExit();
-const log = createLogger(process.env.LOG_LEVEL ?? 'warn');
+// Quiet by default: the last line of stdout is the JSON a newcomer copies from.
+const config = loadConfigOrExit({ LOG_LEVEL: 'warn', ...process.env });
+const log = createLogger(config.logLevel);
 await migrate(config.databaseUrl);
 const api = await createApiRuntime(config, log);
 

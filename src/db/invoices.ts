@@ -57,6 +57,30 @@ const COLUMNS = `id, account_id, environment, customer_id, code, reference, stat
   attempt_count, next_attempt_at, paid_at, sent_at, reminders_enabled, last_reminder_at,
   failure_code, failure_message, metadata, due_at, memo, footer, tax_id, created_at, updated_at`;
 
+/**
+ * The invoice and the presented key's credential in one statement, for the hot GET: the key is
+ * checked on every request without a second round trip. No credential row: unknown key.
+ */
+export async function findInvoiceWithCredential<C>(
+  db: Queryable,
+  credentialSelect: string,
+  keyHash: Buffer,
+  id: string,
+): Promise<(C & { invoice: InvoiceRow | null }) | null> {
+  const { rows } = await db.query<C & InvoiceRow>(
+    `select ${credentialSelect}, ${QUALIFIED_COLUMNS}
+     from credentials c join accounts a on a.id = c.account_id
+     left join invoices i on i.id = $2 and i.account_id = c.account_id and i.environment = c.environment
+     where c.secret_hash = $1`,
+    [keyHash, id],
+  );
+  const row = rows[0];
+  if (!row) return null;
+  return { ...row, invoice: row.id === null ? null : row };
+}
+
+const QUALIFIED_COLUMNS = COLUMNS.split(',').map((c) => `i.${c.trim()}`).join(', ');
+
 export async function findInvoice(db: Queryable, scope: Scope, id: string, forUpdate = false): Promise<InvoiceRow | null> {
   const { rows } = await db.query<InvoiceRow>(
     `select ${COLUMNS} from invoices where id = $1 and account_id = $2 and environment = $3 ${forUpdate ? 'for update' : ''}`,

@@ -9,7 +9,7 @@ import type { Pool } from '../db/pool.js';
 import type { OutboxJob } from '../queue/outbox-relay.js';
 import { ApiError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { authenticate } from './auth.js';
+import { authenticate, presentKey } from './auth.js';
 import swagger from '@fastify/swagger';
 import rateLimit from '@fastify/rate-limit';
 import type { Redis } from 'ioredis';
@@ -195,8 +195,10 @@ export async function buildApp(deps: AppDeps): Promise<Api> {
         new ApiError('rate_limited', `Too many requests: at most ${ctx.max} per ${ctx.after}. Retry after the Retry-After delay.`),
     });
     v1.decorateRequest('auth', null as never);
+    v1.decorateRequest('presentedKey', null as never);
     v1.addHook('onRequest', async (req) => {
-      req.auth = await authenticate(deps.pool, req);
+      if (req.routeOptions.config.auth === 'in-query') req.presentedKey = presentKey(req);
+      else req.auth = await authenticate(deps.pool, req);
     });
     await invoiceRoutes(v1, deps);
     await paymentLinkRoutes(v1, deps);

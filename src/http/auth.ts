@@ -1,6 +1,7 @@
 // Authentication: the key decides the account, the environment and the permission. Looked up in
 // Postgres on every request (no cache), so a revoked key fails on its very next request on every
-// API process.
+// API process. Hot read routes look the key up in the same statement as their data (one round
+// trip, see credentialColumns), and apply the same checks through authorize().
 import type { FastifyRequest } from 'fastify';
 import { hashApiKey, hashesEqual, isWellFormedKey } from '../domain/api-keys.js';
 import { environmentOfKey, type Environment, type Permission } from '../domain/environment.js';
@@ -16,31 +17,26 @@ export interface AuthContext {
   accountTimeZone: string;
 }
 
+/** A well-formed key as presented, not yet checked against the database. */
+export interface PresentedKey {
+  hash: Buffer;
+  environment: Environment;
+}
+
 declare module 'fastify' {
   interface FastifyRequest {
     auth: AuthContext;
+    presentedKey: PresentedKey;
+  }
+  interface FastifyContextConfig {
+    /** 'in-query': the route authenticates inside its own query (one round trip). */
+    auth?: 'in-query';
   }
 }
 
-function presentedKey(req: FastifyRequest): string | null {
+export function presentKey(req: FastifyRequest): PresentedKey {
   const raw = req.headers['api-key'] ?? req.headers['x-api-key'];
-  const value = Array.isArray(raw) ? raw[0] : raw;
-  return value ? value.trim() : null;
-}
-
-interface Row {
-  id: string;
-  account_id: string;
-  environment: Environment;
-  permission: Permission;
-  secret_hash: Buffer;
-  revoked_at: Date | null;
-  platform_fee_bps: number;
-  time_zone: string;
-}
-
-export async function authenticate(db: Queryable, req: FastifyRequest): Promise<AuthContext> {
-  const key = presentedKey(req);
+  const key = (Array.isArray(raw) ? raw[0] : raw)?.trim();
   if (!key) {
     throw new ApiError('api_key_missing', 'No API key provided. Send your key in the Api-Key header.');
   }
@@ -48,27 +44,51 @@ export async function authenticate(db: Queryable, req: FastifyRequest): Promise<
   if (!environment || !isWellFormedKey(key)) {
     throw new ApiError('api_key_invalid', 'Invalid API key provided.');
   }
-  const hash = hashApiKey(key);
-  const { rows } = await db.query<Row>(
-    `select c.id, c.account_id, c.environment, c.permission, c.secret_hash, c.revoked_at, a.platform_fee_bps, a.time_zone
-     from credentials c join accounts a on a.id = c.account_id where c.secret_hash = $1`,
-    [hash],
-  );
-  const row = rows[0];
-  if (!row || !hashesEqual(row.secret_hash, hash) || row.environment !== environment) {
+  return { hash: hashApiKey(key), environment };
+}
+
+/** The credential columns a query must select (as these names) for authorize(). */
+export interface CredentialColumns {
+  cred_id: string | null;
+  cred_account_id: string | null;
+  cred_environment: Environment | null;
+  cred_permission: Permission | null;
+  cred_secret_hash: Buffer | null;
+  cred_revoked_at: Date | null;
+  cred_fee_bps: number | null;
+  cred_time_zone: string | null;
+}
+
+/** SQL select list over `credentials c join accounts a`, matching CredentialColumns. */
+export const CREDENTIAL_SELECT = `c.id as cred_id, c.account_id as cred_account_id, c.environment as cred_environment,
+  c.permission as cred_permission, c.secret_hash as cred_secret_hash, c.revoked_at as cred_revoked_at,
+  a.platform_fee_bps as cred_fee_bps, a.time_zone as cred_time_zone`;
+
+/** The checks every request passes: the key exists, matches, is of its prefix's environment, is not revoked. */
+export function authorize(key: PresentedKey, row: CredentialColumns | undefined): AuthContext {
+  if (!row || !row.cred_id || !row.cred_secret_hash || !hashesEqual(row.cred_secret_hash, key.hash) || row.cred_environment !== key.environment) {
     throw new ApiError('api_key_invalid', 'Invalid API key provided.');
   }
-  if (row.revoked_at) {
+  if (row.cred_revoked_at) {
     throw new ApiError('api_key_revoked', 'This API key was revoked.');
   }
   return {
-    credentialId: row.id,
-    accountId: row.account_id,
-    environment: row.environment,
-    permission: row.permission,
-    platformFeeBps: row.platform_fee_bps,
-    accountTimeZone: row.time_zone,
+    credentialId: row.cred_id,
+    accountId: row.cred_account_id!,
+    environment: row.cred_environment,
+    permission: row.cred_permission!,
+    platformFeeBps: row.cred_fee_bps!,
+    accountTimeZone: row.cred_time_zone!,
   };
+}
+
+export async function authenticate(db: Queryable, req: FastifyRequest): Promise<AuthContext> {
+  const key = presentKey(req);
+  const { rows } = await db.query<CredentialColumns>(
+    `select ${CREDENTIAL_SELECT} from credentials c join accounts a on a.id = c.account_id where c.secret_hash = $1`,
+    [key.hash],
+  );
+  return authorize(key, rows[0]);
 }
 
 /** Writes need a full-access key. */

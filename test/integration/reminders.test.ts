@@ -116,8 +116,12 @@ async function reminderRows(invoiceId: string): Promise<DeliveryRow[]> {
   );
   return rows;
 }
-async function waitSlotSent(invoiceId: string, slot: ReminderSlot, timeoutMs = 3_000): Promise<void> {
-  await waitUntil(async () => (await reminderRows(invoiceId)).some((r) => r.slot_at.getTime() === slot.at.getTime() && r.status === 'sent'), timeoutMs, 20);
+/** Until the slot's delivery row says sent and its email has reached the sink (parsed). */
+async function waitSlotSent(inv: Sent, slot: ReminderSlot, timeoutMs = slot.at.getTime() - Date.now() + 1_500): Promise<void> {
+  await waitUntil(async () => {
+    const row = (await reminderRows(inv.id)).find((r) => r.slot_at.getTime() === slot.at.getTime() && r.status === 'sent');
+    return row !== undefined && mailsTo(inv.email).some((m) => m.messageId === row.message_id);
+  }, timeoutMs, 20);
 }
 const scheduler = (invoiceId: string) => fx.api.queues.reminders.getJobScheduler(reminderSchedulerId(invoiceId));
 async function statusOf(invoiceId: string): Promise<string> {
@@ -156,7 +160,7 @@ describe('reminders on second-sized policies', () => {
     expect(t0.body.data.upcoming).toEqual(plan.map((s) => ({ kind: kindOf(s), scheduled_for: s.at.toISOString() })));
 
     // Mid-way: two reminders past, with their delivery status; four ahead.
-    await waitSlotSent(inv.id, plan[1], plan[1].at.getTime() - Date.now() + 1_500);
+    await waitSlotSent(inv, plan[1]);
     const t1 = (await call('GET', `/v1/invoices/${inv.id}/reminders`)).body.data;
     expect(t1.past.map((p: any) => [p.kind, p.scheduled_for, p.status, p.attempt])).toEqual(
       plan.slice(0, 2).map((s) => [kindOf(s), s.at.toISOString(), 'sent', 1]),
@@ -244,7 +248,7 @@ describe('reminders on second-sized policies', () => {
   it('paying through the test helper stops them: schedule gone at the response, no email after, never overdue', async () => {
     const inv = await createAndSend('pay-helper@example.test');
     const { plan, dueAt } = inv;
-    await waitSlotSent(inv.id, plan[0], plan[0].at.getTime() - Date.now() + 1_500);
+    await waitSlotSent(inv, plan[0]);
     expect(remindersTo(inv.email)).toHaveLength(1);
 
     const paid = await call('POST', `/v1/test_helpers/invoices/${inv.id}/pay`);
@@ -271,7 +275,7 @@ describe('reminders on second-sized policies', () => {
   it('paying by a direct SQL UPDATE stops them within a second (trigger -> NOTIFY -> worker), no email after it', async () => {
     const inv = await createAndSend('pay-sql@example.test');
     const { plan } = inv;
-    await waitSlotSent(inv.id, plan[0], plan[0].at.getTime() - Date.now() + 1_500);
+    await waitSlotSent(inv, plan[0]);
     // Nothing in flight: the next slot is ~1 s away.
     await sleepUntil(plan[0].at.getTime() + 300);
     expect(await scheduler(inv.id)).toBeDefined();
@@ -301,7 +305,7 @@ describe('reminders on second-sized policies', () => {
   it('off removes the schedule before the response; on resumes at the next slot with no burst of the missed ones', async () => {
     const inv = await createAndSend('off-on@example.test');
     const { plan, dueAt } = inv;
-    await waitSlotSent(inv.id, plan[0], plan[0].at.getTime() - Date.now() + 1_500);
+    await waitSlotSent(inv, plan[0]);
     await sleepUntil(plan[0].at.getTime() + 200);
 
     const off = await call('POST', `/v1/invoices/${inv.id}/reminders`, { enabled: false });

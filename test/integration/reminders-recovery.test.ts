@@ -1,0 +1,200 @@
+// Reminders when Redis loses everything (a FLUSHALL, simulated by deleting every key under this
+// file's prefix) and with two worker processes on one schedule, against real Postgres, Redis
+// and an SMTP server on loopback, with second-sized policies.
+import type { ParsedMail } from 'mailparser';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { planReminderSlots, type ReminderSlot } from '../../src/domain/reminder-schedule.js';
+import { reminderSchedulerId } from '../../src/queue/reminder-schedulers.js';
+import { dueJobId, RECONCILE_SCHEDULER_ID } from '../../src/queue/reminder-service.js';
+import { deleteRedisPrefix, startApiFixture, type ApiFixture } from '../helpers/context.js';
+import { startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
+import { spawnWorker, startWorker, waitUntil, type WorkerProcess } from '../helpers/worker.js';
+
+// Slots: due-3s, due-2s, due-1s, then due+1s, due+2s, due+3s.
+const POLICY = {
+  REMINDERS_BEFORE_START: 'PT3S',
+  REMINDERS_BEFORE_EVERY: 'PT1S',
+  REMINDERS_AFTER_START: 'PT1S',
+  REMINDERS_AFTER_EVERY: 'PT1S',
+  REMINDERS_AFTER_MAX: '3',
+  RECONCILE_EVERY: 'PT2S',
+};
+const RECONCILE_MS = 2_000;
+const TIME_ZONE = 'Europe/Paris';
+
+let fx: ApiFixture;
+let sink: SmtpSink;
+const arrivedAt = new Map<ParsedMail, number>();
+const cleanups: (() => Promise<unknown>)[] = [];
+
+beforeAll(async () => {
+  sink = await startSmtpSink();
+  const push = sink.messages.push.bind(sink.messages);
+  sink.messages.push = (...items: ParsedMail[]) => {
+    for (const m of items) arrivedAt.set(m, Date.now());
+    return push(...items);
+  };
+  fx = await startApiFixture({ ...POLICY, SMTP_URL: sink.url });
+});
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()!().catch(() => undefined);
+});
+afterAll(async () => {
+  await fx?.close();
+  await sink?.close();
+});
+
+const policy = () => fx.env.config(POLICY).reminders;
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, Math.max(0, ms)));
+const sleepUntil = (t: number) => sleep(t - Date.now());
+const kindOf = (s: ReminderSlot) => (s.phase === 'before' ? 'reminder_before' : 'reminder_after');
+
+async function call(method: 'GET' | 'POST', url: string, body?: unknown): Promise<{ status: number; body: any }> {
+  const res = await fx.api.app.inject({
+    method,
+    url,
+    headers: { 'api-key': fx.merchant.keys.sandbox },
+    ...(body === undefined ? {} : { payload: body as object }),
+  });
+  return { status: res.statusCode, body: res.body ? JSON.parse(res.body) : null };
+}
+
+interface Sent {
+  id: string;
+  email: string;
+  dueAt: Date;
+  plan: ReminderSlot[];
+}
+
+async function createAndSend(email: string, dueAt: Date): Promise<Sent> {
+  const created = await call('POST', '/v1/invoices', { customer_email: email, amount: '42', due_at: dueAt.toISOString() });
+  expect(created.status, JSON.stringify(created.body)).toBe(200);
+  const id = created.body.data.id;
+  const sent = await call('POST', `/v1/invoices/${id}/send`);
+  expect(sent.status, JSON.stringify(sent.body)).toBe(200);
+  return { id, email, dueAt, plan: planReminderSlots(policy(), dueAt, TIME_ZONE) };
+}
+
+function recipients(m: ParsedMail): string[] {
+  return (Array.isArray(m.to) ? m.to : [m.to]).flatMap((a) => a?.value.map((v) => v.address ?? '') ?? []);
+}
+const mailsTo = (email: string) => sink.messages.filter((m) => recipients(m).includes(email));
+const remindersTo = (email: string) => mailsTo(email).filter((m) => /^(Reminder|Overdue):/.test(m.subject ?? ''));
+
+interface DeliveryRow {
+  invoice_id: string;
+  kind: string;
+  slot_at: Date;
+  status: string;
+  attempt: number;
+  message_id: string;
+}
+async function reminderRows(invoiceIds: string[]): Promise<DeliveryRow[]> {
+  const { rows } = await fx.api.pool.query<DeliveryRow>(
+    `select invoice_id, kind, slot_at, status, attempt, message_id from deliveries
+     where invoice_id = any($1) and kind <> 'invoice' order by invoice_id, slot_at`,
+    [invoiceIds],
+  );
+  return rows;
+}
+const queue = () => fx.api.queues.reminders;
+const scheduler = (invoiceId: string) => queue().getJobScheduler(reminderSchedulerId(invoiceId));
+async function statusOf(invoiceId: string): Promise<string> {
+  const { rows } = await fx.api.pool.query<{ status: string }>('select status from invoices where id = $1', [invoiceId]);
+  return rows[0].status;
+}
+
+describe('reminders recovery and scale-out', () => {
+  it('after a FLUSHALL the reconciler restores the schedule, the due-date job and itself; each slot goes out at most once, no burst', async () => {
+    const worker = await startWorker(fx.env.config({ ...POLICY, SMTP_URL: sink.url, OUTBOX_RELAY_INTERVAL_MS: '200' }));
+    cleanups.push(() => worker.close());
+    const inv = await createAndSend('flush@example.test', new Date(Date.now() + 6_000));
+    const { plan, dueAt } = inv;
+    await waitUntil(async () => (await scheduler(inv.id)) !== undefined, 5_000, 20);
+    await waitUntil(async () => remindersTo(inv.email).length === 1, plan[0].at.getTime() - Date.now() + 1_500, 20);
+    await sleepUntil(plan[0].at.getTime() + 200);
+
+    // Redis loses everything of this service.
+    await deleteRedisPrefix(fx.env.redisUrl, fx.env.redisPrefix);
+    const flushedAt = Date.now();
+    expect(await scheduler(inv.id)).toBeUndefined();
+    expect(await queue().getJobScheduler(RECONCILE_SCHEDULER_ID)).toBeUndefined();
+    expect(await queue().getJob(dueJobId(inv.id, dueAt))).toBeUndefined();
+
+    // Within one reconcile period (plus slack), Postgres is copied back into Redis.
+    await waitUntil(async () => (await scheduler(inv.id)) !== undefined, 2 * RECONCILE_MS + 1_000, 20);
+    console.info(`schedule restored ${Date.now() - flushedAt} ms after the flush`);
+    await waitUntil(async () => (await queue().getJobScheduler(RECONCILE_SCHEDULER_ID)) !== undefined, 2 * RECONCILE_MS + 1_000, 50);
+    if ((await statusOf(inv.id)) === 'open') expect(await queue().getJob(dueJobId(inv.id, dueAt))).toBeDefined();
+
+    await sleepUntil(plan[plan.length - 1].at.getTime() + 1_500);
+    expect(await statusOf(inv.id)).toBe('overdue');
+
+    const rows = await reminderRows([inv.id]);
+    const slots = rows.map((r) => r.slot_at.getTime());
+    const planned = plan.map((s) => s.at.getTime());
+    // Every delivery is a planned slot, none twice, all sent once; the first slot and the whole
+    // post-due phase (restored well before it) went out.
+    expect(new Set(slots).size).toBe(slots.length);
+    for (const r of rows) {
+      expect(planned).toContain(r.slot_at.getTime());
+      expect(r.kind).toBe(kindOf(plan[planned.indexOf(r.slot_at.getTime())]));
+      expect([r.status, r.attempt]).toEqual(['sent', 1]);
+    }
+    expect(slots).toContain(planned[0]);
+    for (const s of plan.filter((p) => p.phase === 'after')) expect(slots).toContain(s.at.getTime());
+
+    // One email per delivery row; at most one slot missed during the outage is caught up (late),
+    // the rest arrive on time, and never two at once.
+    const mails = remindersTo(inv.email);
+    expect(mails.map((m) => m.messageId).sort()).toEqual(rows.map((r) => r.message_id).sort());
+    const byId = new Map(rows.map((r) => [r.message_id, r.slot_at.getTime()]));
+    const late = mails.filter((m) => arrivedAt.get(m)! - byId.get(m.messageId!)! > 1_000);
+    expect(late.length).toBeLessThanOrEqual(1);
+    const arrivals = mails.map((m) => arrivedAt.get(m)!).sort((a, b) => a - b);
+    for (let i = 1; i < arrivals.length; i++) expect(arrivals[i] - arrivals[i - 1]).toBeGreaterThan(300);
+    for (const m of mails) expect(arrivedAt.get(m)!).toBeGreaterThanOrEqual(byId.get(m.messageId!)!);
+  }, 20_000);
+
+  it('two worker processes never send one slot twice: every slot of every invoice is one row and one email', async () => {
+    const c = fx.env.config();
+    const env = {
+      ...POLICY,
+      DATABASE_URL: c.databaseUrl,
+      REDIS_URL: c.redisUrl,
+      REDIS_PREFIX: c.redisPrefix,
+      PAYMENT_PAGE_BASE: c.paymentPageBase,
+      MAIL_FROM: c.mailFrom,
+      SMTP_URL: sink.url,
+      WORKER_PORT: '0',
+      OUTBOX_RELAY_INTERVAL_MS: '200',
+    };
+    const procs: WorkerProcess[] = [spawnWorker(env), spawnWorker(env)];
+    for (const p of procs) cleanups.push(() => p.stop('SIGKILL'));
+    await Promise.all(procs.map((p) => p.waitForLine((l) => l.msg === 'worker started', 30_000)));
+
+    const start = Date.now();
+    const invoices: Sent[] = [];
+    for (let i = 0; i < 8; i++) invoices.push(await createAndSend(`two-workers-${i}@example.test`, new Date(start + 6_000 + i * 53)));
+    const last = Math.max(...invoices.map((inv) => inv.plan[inv.plan.length - 1].at.getTime()));
+    await waitUntil(async () => (await Promise.all(invoices.map((inv) => scheduler(inv.id)))).every((s) => s !== undefined), 5_000, 50);
+    expect(Date.now()).toBeLessThan(Math.min(...invoices.map((inv) => inv.plan[0].at.getTime())) - 200);
+    await sleepUntil(last + 1_500);
+
+    const rows = await reminderRows(invoices.map((inv) => inv.id));
+    for (const inv of invoices) {
+      const mine = rows.filter((r) => r.invoice_id === inv.id);
+      expect(mine.map((r) => [r.kind, r.slot_at.getTime(), r.status, r.attempt])).toEqual(inv.plan.map((s) => [kindOf(s), s.at.getTime(), 'sent', 1]));
+      const mails = remindersTo(inv.email);
+      expect(mails.map((m) => m.messageId)).toEqual(mine.map((r) => r.message_id));
+      expect(mailsTo(inv.email)).toHaveLength(1 + inv.plan.length);
+      expect(await statusOf(inv.id)).toBe('overdue');
+    }
+    // Both processes took part (the earlier test's invoice may still be finishing its schedule here).
+    const ids = invoices.map((inv) => inv.id);
+    const emailed = procs.map((p) => p.lines.filter((l) => l.includes('"reminder emailed"') && ids.some((id) => l.includes(`"${id}"`))).length);
+    console.info(`reminders emailed per worker process: ${JSON.stringify(emailed)}`);
+    expect(emailed.reduce((a, b) => a + b, 0)).toBe(rows.length);
+    for (const n of emailed) expect(n).toBeGreaterThan(0);
+  }, 45_000);
+});
