@@ -115,6 +115,8 @@ export function resolveAmountEdit(
     }
     return ok({ amount: sum, lines });
   }
-  if (lines !== undefined) return ok({ amount: amount ?? null, lines });
+  // `line_items: []` drops the lines: a total that came from them goes with them, a plain
+  // amount of an invoice that had no lines stays.
+  if (lines !== undefined) return ok({ amount: amount ?? (currentLines.length > 0 ? null : undefined), lines });
   return ok(amount === undefined ? {} : { amount });
 }

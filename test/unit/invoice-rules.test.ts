@@ -114,6 +114,9 @@ describe('resolveAmountEdit', () => {
   it('line_items: [] drops the lines; with an amount the amount is the total', () => {
     expect(okEdit(resolveAmountEdit({ amount: '7', line_items: [] }, 6, [line(2, '5')]))).toEqual({ amount: '7', lines: [] });
     expect(okEdit(resolveAmountEdit({ line_items: [] }, 6, [line(2, '5')]))).toEqual({ amount: null, lines: [] });
+    // A plain amount of an invoice that had no lines is not wiped by an empty list.
+    const kept = resolveAmountEdit({ line_items: [] }, 6, []);
+    expect(kept.ok && kept.value.amount).toBeUndefined();
   });
 
   it('refuses lines that add up to zero, but accepts a zero-priced line among others', () => {
