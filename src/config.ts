@@ -2,6 +2,7 @@
 // a bad value throws ConfigError naming the variable, and the entrypoint turns that into one
 // line on stderr and exit code 1.
 import { Duration } from 'luxon';
+import type { ReminderPolicy } from './domain/reminder-schedule.js';
 
 export class ConfigError extends Error {
   constructor(
@@ -39,15 +40,7 @@ export interface Config {
   adminPassword: string | null;
   outboxRelayIntervalMs: number;
   shutdownTimeoutMs: number;
-  reminders: {
-    beforeStart: Duration;
-    beforeEvery: Duration;
-    afterStart: Duration;
-    afterEvery: Duration;
-    afterMax: number;
-    localHour: number;
-    defaultTimeZone: string;
-  };
+  reminders: ReminderPolicy & { defaultTimeZone: string };
   reconcileEvery: Duration;
 }
 
