@@ -188,6 +188,8 @@ describe('reminders on second-sized policies', () => {
     const reminders = all.slice(1);
     const lateness = reminders.map((m, i) => arrivedAt.get(m)! - plan[i].at.getTime());
     console.info(`reminder arrival after its slot (ms): ${JSON.stringify(lateness)}`);
+    const dbg = await fx.api.pool.query(`select slot_at, created_at, sent_at from deliveries where invoice_id = $1 and kind <> 'invoice' order by slot_at`, [inv.id]);
+    console.info('DEBUG', JSON.stringify(dbg.rows.map((r: any) => [r.created_at.getTime() - r.slot_at.getTime(), r.sent_at.getTime() - r.slot_at.getTime()])));
     for (const l of lateness) {
       expect(l).toBeGreaterThanOrEqual(0);
       expect(l).toBeLessThan(1_000);
