@@ -42,6 +42,35 @@ describe('queue dashboard', () => {
     for (const q of queues) expect(q.counts).toHaveProperty('waiting');
   });
 
+  it('retries and cleans failed jobs', async () => {
+    const worker = await startWorker(fx.env.config({ SMTP_URL: sink.url }));
+    try {
+      const auth = { authorization: basic('ops', 's3cret:pass') };
+      // A send whose invoice does not exist fails permanently: one failed job.
+      const job = await fx.api.queues.send.add('invoice.send', { invoiceId: 'inv_gone', deliveryId: 'dlv_gone' }, { jobId: 'ops-failing-send' });
+      await waitUntil(async () => (await job.getState()) === 'failed', 15_000);
+      const firstFinish = (await fx.api.queues.send.getJob(job.id!))!.finishedOn!;
+
+      const retry = await fx.api.app.inject({ method: 'PUT', url: '/admin/queues/api/queues/invoice-send/retry/failed', headers: auth });
+      expect(retry.statusCode).toBe(200);
+      // Retried: it ran again (and failed again, the invoice still does not exist).
+      await waitUntil(async () => {
+        const j = await fx.api.queues.send.getJob(job.id!);
+        return (await j?.getState()) === 'failed' && (j?.finishedOn ?? 0) > firstFinish;
+      });
+
+      // bull-board cleans jobs older than its 5 s grace time: press "clean" until it took.
+      await waitUntil(async () => {
+        const clean = await fx.api.app.inject({ method: 'PUT', url: '/admin/queues/api/queues/invoice-send/clean/failed', headers: auth });
+        expect(clean.statusCode).toBe(200);
+        return (await fx.api.queues.send.getFailedCount()) === 0;
+      }, 15_000, 500);
+      expect(await fx.api.queues.send.getJob(job.id!)).toBeUndefined();
+    } finally {
+      await worker.close();
+    }
+  });
+
   it('is off, and says so, when no credentials are configured', async () => {
     const lines: string[] = [];
     const log = createLogger('info', new Writable({ write: (chunk, _enc, cb) => (lines.push(String(chunk)), cb()) }));
