@@ -1,8 +1,9 @@
 // Bad input of every kind: unknown routes, broken JSON, wrong content types, oversized bodies,
 // schema violations, bad amounts, unicode, SQL-ish strings, NUL characters, absurd ids. Every
 // answer is the error envelope with a status that matches its type, and never a 5xx.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { startApiFixture, type ApiFixture } from '../helpers/context.js';
+import { request, useApiFixture, type ApiResponse, type HttpMethod as Method } from '../helpers/http.js';
 
 const TYPE_OF_STATUS: Record<number, string> = {
   400: 'invalid_request_error',
@@ -15,34 +16,23 @@ const TYPE_OF_STATUS: Record<number, string> = {
   403: 'permission_error',
 };
 
-let fx: ApiFixture;
+// The sweep sends a few thousand requests with one key: lift the per-key rate limit, so each
+// of them reaches validation and the handlers instead of stopping at 429.
+const { fx, keys } = useApiFixture({ overrides: { RATE_LIMIT_MAX: '1000000' }, otherMerchant: false });
 let key: string;
 let ids: { invoice: string; sentInvoice: string; link: string; product: string; price: string; subscription: string };
 
-type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE' | 'PUT' | 'OPTIONS';
-type Res = { status: number; body: any; raw: string };
-async function send(
+/** A request with the file's key unless told otherwise; a response that is not JSON has a null body. */
+function send(
   method: Method,
   url: string,
   opts: { body?: unknown; payload?: string | Buffer; headers?: Record<string, string>; key?: string | null; app?: ApiFixture } = {},
-): Promise<Res> {
+): Promise<ApiResponse> {
   const headers: Record<string, string> = { ...(opts.key === null ? {} : { 'api-key': opts.key ?? key }), ...opts.headers };
-  const res = await (opts.app ?? fx).api.app.inject({
-    method,
-    url,
-    headers,
-    ...(opts.body !== undefined ? { payload: opts.body as object } : opts.payload !== undefined ? { payload: opts.payload } : {}),
-  });
-  let body: any = null;
-  try {
-    body = res.body ? JSON.parse(res.body) : null;
-  } catch {
-    body = null;
-  }
-  return { status: res.statusCode, body, raw: res.body };
+  return request((opts.app ?? fx).api.app, method, url, { headers, body: opts.body, payload: opts.payload, lenientJson: true });
 }
 /** The envelope, with a status that matches its type; optionally the exact status and code. */
-function expectEnvelope(res: Res, status?: number, code?: string): void {
+function expectEnvelope(res: ApiResponse, status?: number, code?: string): void {
   const where = `${res.status} ${res.raw.slice(0, 300)}`;
   expect(res.status, where).toBeLessThan(500);
   expect(res.status, where).toBeGreaterThanOrEqual(400);
@@ -62,10 +52,7 @@ async function memoOf(invoiceId: string): Promise<string | null> {
 }
 
 beforeAll(async () => {
-  // The sweep sends a few thousand requests with one key: lift the per-key rate limit, so each
-  // of them reaches validation and the handlers instead of stopping at 429.
-  fx = await startApiFixture({ RATE_LIMIT_MAX: '1000000' });
-  key = fx.merchant.keys.sandbox;
+  key = keys.sandbox;
   const ok = async (method: Method, url: string, body?: unknown) => {
     const res = await send(method, url, { body });
     expect(res.status, res.raw).toBe(200);
@@ -78,9 +65,6 @@ beforeAll(async () => {
   const product = await ok('POST', '/v1/products', { name: 'Plan', prices: [{ amount: '5', cadence: 'monthly' }] });
   const subscription = await ok('POST', '/v1/test_helpers/subscriptions', { price_id: product.prices[0].id, customer_email: 's@example.test' });
   ids = { invoice: invoice.id, sentInvoice: sentInvoice.id, link: link.id, product: product.id, price: product.prices[0].id, subscription: subscription.id };
-});
-afterAll(async () => {
-  await fx?.close();
 });
 
 describe('routing', () => {

@@ -1,29 +1,15 @@
 // Races on one object: PATCH vs send, send vs send, PATCH vs PATCH, payment vs delete, payments
 // vs max_payments. No update is lost, a sent invoice is never edited after it was sent, exactly
 // one send wins, and invoice codes stay unique and gapless per account and environment.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { newId } from '../../src/domain/ids.js';
-import { provisionMerchant, type MerchantKeys } from '../../src/runtime/provision.js';
-import { startApiFixture, type ApiFixture } from '../helpers/context.js';
+import { provisionMerchant } from '../../src/runtime/provision.js';
+import { useApiFixture, type ApiResponse } from '../helpers/http.js';
 
 const ROUNDS = 20;
 
-let fx: ApiFixture;
-let keys: MerchantKeys;
+const { fx, keys, call } = useApiFixture({ otherMerchant: false });
 
-beforeAll(async () => {
-  fx = await startApiFixture();
-  keys = fx.merchant.keys;
-});
-afterAll(async () => {
-  await fx?.close();
-});
-
-type Res = { status: number; body: any };
-async function call(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, key: string, body?: unknown): Promise<Res> {
-  const res = await fx.api.app.inject({ method, url, headers: { 'api-key': key }, ...(body === undefined ? {} : { payload: body as object }) });
-  return { status: res.statusCode, body: res.body ? JSON.parse(res.body) : null };
-}
 async function draft(amount: string | undefined, key = keys.sandbox): Promise<string> {
   const res = await call('POST', '/v1/invoices', key, { customer_email: 'race@example.test', ...(amount === undefined ? {} : { amount }) });
   expect(res.status).toBe(200);
@@ -124,7 +110,7 @@ describe('invoice races', () => {
 
   it('invoice codes are unique and gapless per account and environment under concurrent sends', async () => {
     const second = await provisionMerchant(fx.api.pool, { id: newId('acct'), name: 'Second', email: null });
-    const jobs: Promise<Res>[] = [];
+    const jobs: Promise<ApiResponse>[] = [];
     const expectSent = { mine: 0, mineLive: 0, second: 0 };
     for (let i = 0; i < 15; i++) {
       const mine = await draft('3');

@@ -1,45 +1,16 @@
 // Authentication and API keys: both headers, every kind of bad key, read-only keys, creating and
 // revoking keys (seen at once by a second API process over the same database).
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newId } from '../../src/domain/ids.js';
+import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log.js';
 import { createApiRuntime } from '../../src/runtime/api-runtime.js';
-import { provisionMerchant, type MerchantKeys } from '../../src/runtime/provision.js';
-import { startApiFixture, type ApiFixture } from '../helpers/context.js';
+import { apiClient, expectError as expectApiError, useApiFixture, type ApiResponse, type JsonBody } from '../helpers/http.js';
 
 const CREDENTIAL_FIELDS = ['id', 'name', 'permission', 'environment', 'last4', 'revoked', 'revoked_at', 'created_at'].sort();
 
-let fx: ApiFixture;
-let keys: MerchantKeys;
-let other: MerchantKeys;
-
-beforeAll(async () => {
-  fx = await startApiFixture();
-  keys = fx.merchant.keys;
-  other = (await provisionMerchant(fx.api.pool, { id: newId('acct'), name: 'Other Co', email: null })).keys;
-});
-afterAll(async () => {
-  await fx?.close();
-});
-
-type Res = { status: number; body: any };
-async function call(
-  method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
-  url: string,
-  headers: Record<string, string>,
-  body?: unknown,
-  app = fx.api.app,
-): Promise<Res> {
-  const res = await app.inject({ method, url, headers, ...(body === undefined ? {} : { payload: body as object }) });
-  return { status: res.statusCode, body: res.body ? JSON.parse(res.body) : null };
-}
+const { fx, keys, other, call } = useApiFixture();
 const as = (key: string) => ({ 'api-key': key });
-function expectError(res: Res, status: number, type: string, code: string): void {
-  expect({ status: res.status, type: res.body?.error?.type, code: res.body?.error?.code }).toEqual({ status, type, code });
-  expect(res.body.error.message.length).toBeGreaterThan(0);
-  expect(res.body.data).toBeUndefined();
-}
-async function createKey(body: Record<string, unknown>, key = keys.sandbox): Promise<any> {
+const expectError = (res: ApiResponse, status: number, type: string, code: string) => expectApiError(res, status, type, code, { noData: true });
+async function createKey(body: Record<string, unknown>, key = keys.sandbox): Promise<JsonBody> {
   const res = await call('POST', '/v1/credentials', as(key), body);
   expect(res.status, JSON.stringify(res.body)).toBe(200);
   return res.body.data;
@@ -139,12 +110,13 @@ describe('credentials', () => {
 
   it('a revoked key fails with 401 on its very next request, on this and on a second API process', async () => {
     const second = await createApiRuntime(fx.env.config(), createLogger('silent'));
+    const onSecond = apiClient(second.app);
     try {
       await second.app.ready();
       const victim = await createKey({ name: 'to revoke' });
       // Both processes accept it before the revocation.
       expect((await call('GET', '/v1/payment-links', as(victim.secret))).status).toBe(200);
-      expect((await call('GET', '/v1/payment-links', as(victim.secret), undefined, second.app)).status).toBe(200);
+      expect((await onSecond.call('GET', '/v1/payment-links', as(victim.secret))).status).toBe(200);
 
       const revoked = await call('DELETE', `/v1/credentials/${victim.id}`, as(keys.sandbox));
       expect(revoked.status).toBe(200);
@@ -153,13 +125,13 @@ describe('credentials', () => {
       expect(revoked.body.data.revoked_at).toMatch(/Z$/);
       expect(revoked.body.data).not.toHaveProperty('secret');
 
-      expectError(await call('GET', '/v1/payment-links', as(victim.secret), undefined, second.app), 401, 'authentication_error', 'api_key_revoked');
+      expectError(await onSecond.call('GET', '/v1/payment-links', as(victim.secret)), 401, 'authentication_error', 'api_key_revoked');
       expectError(await call('GET', '/v1/payment-links', as(victim.secret)), 401, 'authentication_error', 'api_key_revoked');
-      expectError(await call('GET', '/v1/payment-links', { 'x-api-key': victim.secret }, undefined, second.app), 401, 'authentication_error', 'api_key_revoked');
+      expectError(await onSecond.call('GET', '/v1/payment-links', { 'x-api-key': victim.secret }), 401, 'authentication_error', 'api_key_revoked');
       expectError(await call('POST', '/v1/credentials', as(victim.secret), { name: 'resurrect' }), 401, 'authentication_error', 'api_key_revoked');
 
       // Revoking again keeps the first instant.
-      const again = await call('DELETE', `/v1/credentials/${victim.id}`, as(keys.sandbox), undefined, second.app);
+      const again = await onSecond.call('DELETE', `/v1/credentials/${victim.id}`, as(keys.sandbox));
       expect(again.status).toBe(200);
       expect(again.body.data.revoked_at).toBe(revoked.body.data.revoked_at);
     } finally {

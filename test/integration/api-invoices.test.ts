@@ -1,10 +1,8 @@
 // Invoices over HTTP: create, retrieve, update, send, reminders (on/off and timeline), the
 // sandbox pay helper, and the rules the spec puts on them.
 import { existsSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newId } from '../../src/domain/ids.js';
-import { provisionMerchant, type MerchantKeys } from '../../src/runtime/provision.js';
-import { startApiFixture, type ApiFixture } from '../helpers/context.js';
+import { describe, expect, it } from 'vitest';
+import { expectError as expectApiError, useApiFixture, type ApiResponse, type JsonBody } from '../helpers/http.js';
 
 // Spec 2.1, exactly.
 const INVOICE_FIELDS = [
@@ -14,36 +12,10 @@ const INVOICE_FIELDS = [
 ].sort();
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/;
 
-let fx: ApiFixture;
-let keys: MerchantKeys;
-let other: MerchantKeys;
-
-beforeAll(async () => {
-  fx = await startApiFixture();
-  keys = fx.merchant.keys;
-  other = (await provisionMerchant(fx.api.pool, { id: newId('acct'), name: 'Other Co', email: null })).keys;
-});
-afterAll(async () => {
-  await fx?.close();
-});
-
-type Res = { status: number; body: any };
-async function call(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, key: string | null, body?: unknown): Promise<Res> {
-  const res = await fx.api.app.inject({
-    method,
-    url,
-    headers: key === null ? {} : { 'api-key': key },
-    ...(body === undefined ? {} : { payload: body as object }),
-  });
-  return { status: res.statusCode, body: res.body ? JSON.parse(res.body) : null };
-}
-function expectError(res: Res, status: number, type: string, code: string): void {
-  expect({ status: res.status, type: res.body?.error?.type, code: res.body?.error?.code }).toEqual({ status, type, code });
-  expect(typeof res.body.error.message).toBe('string');
-  expect(res.body.error.message.length).toBeGreaterThan(0);
-  expect(res.body.data).toBeUndefined();
-}
-async function createInvoice(body: Record<string, unknown> = {}, key = keys.sandbox): Promise<any> {
+const { fx, keys, other, call } = useApiFixture();
+const expectError = (res: ApiResponse, status: number, type: string, code: string) =>
+  expectApiError(res, status, type, code, { messageIsString: true, noData: true });
+async function createInvoice(body: Record<string, unknown> = {}, key = keys.sandbox): Promise<JsonBody> {
   const res = await call('POST', '/v1/invoices', key, { customer_email: 'payer@example.test', amount: '25', ...body });
   expect(res.status, JSON.stringify(res.body)).toBe(200);
   return res.body.data;

@@ -1,9 +1,10 @@
 // Payment links over HTTP: create, retrieve, update (inactive keeps payments), list (every link
 // of the key's environment, nothing else), delete (only without payments), the payment helper.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { newId } from '../../src/domain/ids.js';
-import { provisionMerchant, type MerchantKeys } from '../../src/runtime/provision.js';
-import { startApiFixture, type ApiFixture } from '../helpers/context.js';
+import { provisionMerchant } from '../../src/runtime/provision.js';
+import { startApiFixture } from '../helpers/context.js';
+import { expectError, useApiFixture, type ApiResponse, type JsonBody } from '../helpers/http.js';
 
 // Spec 2.5, exactly.
 const LINK_FIELDS = [
@@ -12,39 +13,14 @@ const LINK_FIELDS = [
   'redirect_url', 'fee_payer', 'created_at', 'updated_at',
 ].sort();
 
-let fx: ApiFixture;
-let keys: MerchantKeys;
-let other: MerchantKeys;
+const { fx, keys, other, call } = useApiFixture();
 
-beforeAll(async () => {
-  fx = await startApiFixture();
-  keys = fx.merchant.keys;
-  other = (await provisionMerchant(fx.api.pool, { id: newId('acct'), name: 'Other Co', email: null })).keys;
-});
-afterAll(async () => {
-  await fx?.close();
-});
-
-type Res = { status: number; body: any };
-async function call(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, key: string | null, body?: unknown): Promise<Res> {
-  const res = await fx.api.app.inject({
-    method,
-    url,
-    headers: key === null ? {} : { 'api-key': key },
-    ...(body === undefined ? {} : { payload: body as object }),
-  });
-  return { status: res.statusCode, body: res.body ? JSON.parse(res.body) : null };
-}
-function expectError(res: Res, status: number, type: string, code: string): void {
-  expect({ status: res.status, type: res.body?.error?.type, code: res.body?.error?.code }).toEqual({ status, type, code });
-  expect(res.body.error.message.length).toBeGreaterThan(0);
-}
-async function createLink(body: Record<string, unknown> = {}, key = keys.sandbox): Promise<any> {
+async function createLink(body: Record<string, unknown> = {}, key = keys.sandbox): Promise<JsonBody> {
   const res = await call('POST', '/v1/payment-links', key, { name: 'Donations', ...body });
   expect(res.status, JSON.stringify(res.body)).toBe(200);
   return res.body.data;
 }
-async function pay(linkId: string, body?: Record<string, unknown>, key = keys.sandbox): Promise<Res> {
+async function pay(linkId: string, body?: Record<string, unknown>, key = keys.sandbox): Promise<ApiResponse> {
   return call('POST', `/v1/test_helpers/payment-links/${linkId}/payments`, key, body);
 }
 async function paymentRows(linkId: string) {

@@ -1,9 +1,7 @@
 // Products and their prices over HTTP: create, retrieve, update (returns its prices); an inactive
 // product starts no new subscription and leaves the running ones untouched.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newId } from '../../src/domain/ids.js';
-import { provisionMerchant, type MerchantKeys } from '../../src/runtime/provision.js';
-import { startApiFixture, type ApiFixture } from '../helpers/context.js';
+import { describe, expect, it } from 'vitest';
+import { expectError, useApiFixture, type JsonBody } from '../helpers/http.js';
 
 // Spec 2.3 and 2.4, exactly.
 const PRODUCT_FIELDS = ['id', 'name', 'description', 'active', 'deletable', 'metadata', 'prices', 'created_at', 'updated_at'].sort();
@@ -12,34 +10,9 @@ const PRICE_FIELDS = [
   'token_address', 'token_decimals', 'active', 'metadata', 'created_at', 'updated_at',
 ].sort();
 
-let fx: ApiFixture;
-let keys: MerchantKeys;
-let other: MerchantKeys;
+const { fx, keys, other, call } = useApiFixture();
 
-beforeAll(async () => {
-  fx = await startApiFixture();
-  keys = fx.merchant.keys;
-  other = (await provisionMerchant(fx.api.pool, { id: newId('acct'), name: 'Other Co', email: null })).keys;
-});
-afterAll(async () => {
-  await fx?.close();
-});
-
-type Res = { status: number; body: any };
-async function call(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, key: string | null, body?: unknown): Promise<Res> {
-  const res = await fx.api.app.inject({
-    method,
-    url,
-    headers: key === null ? {} : { 'api-key': key },
-    ...(body === undefined ? {} : { payload: body as object }),
-  });
-  return { status: res.statusCode, body: res.body ? JSON.parse(res.body) : null };
-}
-function expectError(res: Res, status: number, type: string, code: string): void {
-  expect({ status: res.status, type: res.body?.error?.type, code: res.body?.error?.code }).toEqual({ status, type, code });
-  expect(res.body.error.message.length).toBeGreaterThan(0);
-}
-async function createProduct(body: Record<string, unknown> = {}, key = keys.sandbox): Promise<any> {
+async function createProduct(body: Record<string, unknown> = {}, key = keys.sandbox): Promise<JsonBody> {
   const res = await call('POST', '/v1/products', key, { name: 'Pro plan', prices: [{ amount: '9.99', cadence: 'monthly' }], ...body });
   expect(res.status, JSON.stringify(res.body)).toBe(200);
   return res.body.data;

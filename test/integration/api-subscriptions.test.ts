@@ -1,8 +1,6 @@
 // Subscriptions: started with the sandbox helper, retrieved with their period dates.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newId } from '../../src/domain/ids.js';
-import { provisionMerchant, type MerchantKeys } from '../../src/runtime/provision.js';
-import { startApiFixture, type ApiFixture } from '../helpers/context.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { expectError, useApiFixture } from '../helpers/http.js';
 
 // Spec 2.6, exactly.
 const SUBSCRIPTION_FIELDS = [
@@ -11,32 +9,13 @@ const SUBSCRIPTION_FIELDS = [
 ].sort();
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/;
 
-let fx: ApiFixture;
-let keys: MerchantKeys;
-let other: MerchantKeys;
+const { fx, keys, other, call } = useApiFixture({ otherMerchant: { platformFeeBps: 125 } });
 let prices: { monthly: string; daiWeekly: string; custom: string; once: string; live: string };
 
-type Res = { status: number; body: any };
-async function call(method: 'GET' | 'POST' | 'PATCH', url: string, key: string | null, body?: unknown): Promise<Res> {
-  const res = await fx.api.app.inject({
-    method,
-    url,
-    headers: key === null ? {} : { 'api-key': key },
-    ...(body === undefined ? {} : { payload: body as object }),
-  });
-  return { status: res.statusCode, body: res.body ? JSON.parse(res.body) : null };
-}
-function expectError(res: Res, status: number, type: string, code: string): void {
-  expect({ status: res.status, type: res.body?.error?.type, code: res.body?.error?.code }).toEqual({ status, type, code });
-  expect(res.body.error.message.length).toBeGreaterThan(0);
-}
 const subscribe = (priceId: string, key = keys.sandbox) =>
   call('POST', '/v1/test_helpers/subscriptions', key, { price_id: priceId, customer_email: 'subscriber@example.test' });
 
 beforeAll(async () => {
-  fx = await startApiFixture();
-  keys = fx.merchant.keys;
-  other = (await provisionMerchant(fx.api.pool, { id: newId('acct'), name: 'Other Co', email: null, platformFeeBps: 125 })).keys;
   const product = await call('POST', '/v1/products', keys.sandbox, {
     name: 'Plan',
     prices: [
@@ -49,9 +28,6 @@ beforeAll(async () => {
   const live = await call('POST', '/v1/products', keys.live, { name: 'Plan', prices: [{ amount: '9.99', cadence: 'monthly' }] });
   const [monthly, daiWeekly, custom, once] = product.body.data.prices.map((p: { id: string }) => p.id);
   prices = { monthly, daiWeekly, custom, once, live: live.body.data.prices[0].id };
-});
-afterAll(async () => {
-  await fx?.close();
 });
 
 describe('start and retrieve', () => {
