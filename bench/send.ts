@@ -46,6 +46,7 @@ import {
   percentile,
   randomSuffix,
   runTsJson,
+  summarizeProfiles,
   sleep,
   spawnTs,
   startSmtpSink,
@@ -322,59 +323,7 @@ function startWorkers(env: Env, count: number, concurrency: number, profileTag: 
   );
 }
 
-// ---------------------------------------------------------------------------------------------
-// V8 CPU profiles of the workers (BENCH_CPU_PROF=1): self time per package, and inclusive time
-// of the two renderers. A profile covers the worker's whole life, start-up (tsx) included.
 
-interface CpuProfile {
-  nodes: { id: number; callFrame: { functionName: string; url: string }; children?: number[] }[];
-  samples: number[];
-  timeDeltas: number[];
-}
-
-function categoryOf(url: string, fn: string): string {
-  if (!url) return fn.startsWith('(') ? fn : '(native/other)';
-  const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)\/(?!.*node_modules\/)/.exec(url);
-  if (pkg) return pkg[1];
-  if (url.startsWith('node:')) return url.replace(/^node:internal\/(deps\/)?/, 'node:').split('/').slice(0, 2).join('/');
-  const mine = /\/work\/main\/(.*)$/.exec(url.replace(/^file:\/\//, ''));
-  if (mine) return mine[1].split('/').slice(0, 2).join('/');
-  return url;
-}
-
-function summarizeProfiles(files: string[], invoices: number): { rows: (string | number)[][]; totalMs: number; inclusive: Record<string, number> } {
-  const self = new Map<string, number>();
-  const inclusive: Record<string, number> = { renderInvoicePdf: 0, renderEmail: 0 };
-  let totalMs = 0;
-  for (const file of files) {
-    const prof = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
-    const byId = new Map(prof.nodes.map((n) => [n.id, n]));
-    const parent = new Map<number, number>();
-    for (const n of prof.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
-    for (let i = 0; i < prof.samples.length; i++) {
-      const ms = (prof.timeDeltas[i] ?? 0) / 1000;
-      const node = byId.get(prof.samples[i]);
-      if (!node) continue;
-      const cat = categoryOf(node.callFrame.url, node.callFrame.functionName);
-      if (cat === '(idle)') continue;
-      totalMs += ms;
-      self.set(cat, (self.get(cat) ?? 0) + ms);
-      const seen = new Set<string>();
-      for (let id: number | undefined = node.id; id !== undefined; id = parent.get(id)) {
-        const fn = byId.get(id)!.callFrame.functionName;
-        if (fn in inclusive && !seen.has(fn)) {
-          seen.add(fn);
-          inclusive[fn] += ms;
-        }
-      }
-    }
-  }
-  const rows = [...self.entries()]
-    .sort((a, b) => b[1] - a[1])
-    .slice(0, 18)
-    .map(([cat, ms]) => [cat, fmt(ms, 0), fmt((ms / totalMs) * 100, 1), fmt(ms / invoices, 2)]);
-  return { rows, totalMs, inclusive };
-}
 
 async function waitForWorkers(queue: Queue, count: number): Promise<void> {
   const deadline = Date.now() + 60_000;
@@ -687,10 +636,12 @@ async function main(): Promise<void> {
         .filter((d) => d.startsWith(`${p.tag}-`))
         .flatMap((d) => readdirSync(path.join(dir, d)).map((f) => path.join(dir, d, f)));
       if (files.length === 0) continue;
-      const s = summarizeProfiles(files, p.invoices);
+      const s = summarizeProfiles(files, p.invoices, ['renderInvoicePdf', 'renderEmail', 'formatDocumentDate', 'loadInvoiceForMail', 'deliverOnce', 'afterSend']);
       out.push('');
       out.push(
-        `CPU profile of the worker(s), ${p.label}: ${fmt(s.totalMs, 0)} ms sampled (non-idle, whole process life incl. start-up) over ${p.invoices} invoices = ${fmt(s.totalMs / p.invoices, 2)} ms/invoice; inclusive: renderInvoicePdf ${fmt(s.inclusive.renderInvoicePdf / p.invoices, 2)} ms/invoice, renderEmail ${fmt(s.inclusive.renderEmail / p.invoices, 2)} ms/invoice`,
+        `CPU profile of the worker(s), ${p.label}: ${fmt(s.totalMs, 0)} ms sampled (non-idle, whole process life incl. start-up) over ${p.invoices} invoices = ${fmt(s.totalMs / p.invoices, 2)} ms/invoice; inclusive (sync parts) ms/invoice: ${Object.entries(s.inclusive)
+          .map(([f, ms]) => `${f} ${fmt(ms / p.invoices, 2)}`)
+          .join(', ')} (sampled time is wall time between samples: inflated when the machine is oversubscribed)`,
       );
       out.push(table(['self time by package/module', 'ms', '%', 'ms/invoice'], s.rows));
     }

@@ -331,3 +331,57 @@ export async function startSmtpSink(): Promise<SmtpSink> {
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
+
+// ---------------------------------------------------------------------------------------------
+// V8 CPU profiles (node --cpu-prof): self time per package, and inclusive time of named
+// functions. A profile covers the process's whole life, start-up (tsx) included.
+
+interface CpuProfile {
+  nodes: { id: number; callFrame: { functionName: string; url: string }; children?: number[] }[];
+  samples: number[];
+  timeDeltas: number[];
+}
+
+function categoryOf(url: string, fn: string): string {
+  if (!url) return fn.startsWith('(') ? fn : `native ${fn || '(anonymous)'}`;
+  const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)\/(?!.*node_modules\/)/.exec(url);
+  if (pkg) return pkg[1];
+  if (url.startsWith('node:')) return url.replace(/^node:internal\/(deps\/)?/, 'node:').split('/').slice(0, 2).join('/');
+  const mine = /\/work\/main\/(.*)$/.exec(url.replace(/^file:\/\//, ''));
+  if (mine) return mine[1].split('/').slice(0, 2).join('/');
+  return url;
+}
+
+export function summarizeProfiles(files: string[], units: number, functions: string[]): { rows: (string | number)[][]; totalMs: number; inclusive: Record<string, number> } {
+  const self = new Map<string, number>();
+  const inclusive: Record<string, number> = Object.fromEntries(functions.map((f) => [f, 0]));
+  let totalMs = 0;
+  for (const file of files) {
+    const prof = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
+    const byId = new Map(prof.nodes.map((n) => [n.id, n]));
+    const parent = new Map<number, number>();
+    for (const n of prof.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+    for (let i = 0; i < prof.samples.length; i++) {
+      const ms = (prof.timeDeltas[i] ?? 0) / 1000;
+      const node = byId.get(prof.samples[i]);
+      if (!node) continue;
+      const cat = categoryOf(node.callFrame.url, node.callFrame.functionName);
+      if (cat === '(idle)') continue;
+      totalMs += ms;
+      self.set(cat, (self.get(cat) ?? 0) + ms);
+      const seen = new Set<string>();
+      for (let id: number | undefined = node.id; id !== undefined; id = parent.get(id)) {
+        const fn = byId.get(id)!.callFrame.functionName;
+        if (Object.hasOwn(inclusive, fn) && !seen.has(fn)) {
+          seen.add(fn);
+          inclusive[fn] += ms;
+        }
+      }
+    }
+  }
+  const rows = [...self.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 18)
+    .map(([cat, ms]) => [cat, fmt(ms, 0), fmt((ms / totalMs) * 100, 1), fmt(ms / units, 2)]);
+  return { rows, totalMs, inclusive };
+}

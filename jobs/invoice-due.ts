@@ -10,8 +10,13 @@ import type { JobContext } from './context.js';
 export const invoiceDue: JobHandler<InvoiceDuePayload, JobContext> = async (payload, ctx) => {
   const turned = await markOverdue(ctx.pool, payload.invoiceId);
   const t = await findReminderTarget(ctx.pool, payload.invoiceId);
-  if (t && t.due_at && remindersShouldRun({ status: t.status, remindersEnabled: t.reminders_enabled, dueAt: t.due_at })) {
+  const runs = (r: typeof t) => !!r && remindersShouldRun({ status: r.status, remindersEnabled: r.reminders_enabled, dueAt: r.due_at });
+  if (t && t.due_at && runs(t)) {
     await ctx.reminders.schedulers.switchToAfter({ id: t.id, dueAt: t.due_at, timeZone: t.time_zone }, new Date());
+    // Paid (or reminders off) between the read above and the upsert: the stop notification may
+    // have removed the old scheduler before the upsert made a new one. Read again; a change
+    // committed after this read notifies the workers after the upsert, so it cannot be missed.
+    if (!runs(await findReminderTarget(ctx.pool, payload.invoiceId))) await ctx.reminders.stop(payload.invoiceId);
   }
   return turned ? 'overdue' : `unchanged (${t?.status ?? 'missing'})`;
 };

@@ -49,7 +49,9 @@ export interface ReminderService {
 
 /** `redis` is a plain client on the queue's server, for the reconciler's bulk reads. */
 export function createReminderService(db: Queryable, queue: Queue, redis: Redis, policy: ReminderPolicy): ReminderService {
-  const schedulers = createReminderSchedulers(queue, policy);
+  // A reminder that hits a transient SMTP failure is retried (a few attempts, backing off)
+  // rather than losing its slot; the handler dedups by slot, so a retry never sends twice.
+  const schedulers = createReminderSchedulers(queue, policy, { attempts: 5, backoff: { type: 'exponential', delay: 2_000 } });
   const target = (t: ReminderTarget) => ({ id: t.id, dueAt: t.due_at!, timeZone: t.time_zone });
   const runs = (t: ReminderTarget) => remindersShouldRun({ status: t.status, remindersEnabled: t.reminders_enabled, dueAt: t.due_at });
 
@@ -82,9 +84,13 @@ export function createReminderService(db: Queryable, queue: Queue, redis: Redis,
       if (t && runs(t)) await schedulers.schedule(target(t), new Date());
     },
     async reconcile() {
-      const targets = await listReminderTargets(db);
-      // Scheduler ids live in the queue's `repeat` sorted set; one read for all of them.
+      // Scheduler ids live in the queue's `repeat` sorted set; one read for all of them. Redis is
+      // read BEFORE Postgres: an invoice paid (and its scheduler removed) between the two reads is
+      // then seen paid and left alone; read the other way round it would look qualifying and
+      // missing, and be put back on a schedule. Likewise a schedule created between the reads is
+      // at worst upserted again, never removed.
       const present = new Set(await redis.zrange(queue.keys.repeat, '0', '-1'));
+      const targets = await listReminderTargets(db);
       const report: ReconcileReport = { qualifying: 0, schedulersCreated: 0, schedulersRemoved: 0, dueJobsCreated: 0 };
       const wanted = new Set<string>();
       const now = Date.now();

@@ -13,6 +13,7 @@ import { listen } from '../db/listen.js';
 import { createPool, type Pool } from '../db/pool.js';
 import type { Logger } from '../log.js';
 import { createMailTransport, type MailTransport } from '../mail/transport.js';
+import { loadEmailTemplates } from '../mail/render-email.js';
 import { createProcessor, plannedAtOfDelayed, type JobObserver } from '../queue/dispatcher.js';
 import { REMINDER_QUEUE, SEND_QUEUE } from '../queue/names.js';
 import { createOutboxRelay } from '../queue/outbox-relay.js';
@@ -43,6 +44,8 @@ export interface WorkerRuntimeOptions {
 export const REMINDER_CHANNEL = 'invoice_reminders_stop';
 
 export async function createWorkerRuntime(config: Config, log: Logger, opts: WorkerRuntimeOptions = {}): Promise<WorkerRuntime> {
+  // Compile the email templates now: a missing or broken one fails the start, not a send.
+  loadEmailTemplates();
   const pool = createPool(config.databaseUrl, config.workerConcurrency * 2 + 5);
   const mail = opts.mail ?? createMailTransport({ smtpUrl: config.smtpUrl, poolSize: config.smtpPoolSize, outboxDir: config.outboxDir });
   const connection = redisOptions(config.redisUrl);
@@ -113,9 +116,22 @@ export async function createWorkerRuntime(config: Config, log: Logger, opts: Wor
   // The reconciler runs on its own scheduler (one per queue, whatever the number of workers),
   // and once at start: a worker that starts after a Redis loss repairs it straight away.
   const reconcileEveryMs = config.reconcileEvery.toMillis();
-  await reminderQueue
-    .upsertJobScheduler(RECONCILE_SCHEDULER_ID, { every: reconcileEveryMs }, { name: JOB_RECONCILE, data: {}, opts: { removeOnComplete: 50, removeOnFail: 50 } })
-    .catch((err) => log.warn({ err }, 'could not set up the reconciler scheduler; will retry at the next start'));
+  const upsertReconciler = () =>
+    reminderQueue.upsertJobScheduler(
+      RECONCILE_SCHEDULER_ID,
+      { every: reconcileEveryMs },
+      { name: JOB_RECONCILE, data: {}, opts: { removeOnComplete: 50, removeOnFail: 50 } },
+    );
+  await upsertReconciler().catch((err) => log.warn({ err }, 'could not set up the reconciler scheduler; will retry'));
+  // A Redis loss takes the reconciler's own scheduler with it: put it back, or nothing would
+  // ever repair Redis until a worker restarts.
+  const reconcilerGuard = setInterval(() => {
+    reminderQueue
+      .getJobScheduler(RECONCILE_SCHEDULER_ID)
+      .then((found) => (found ? undefined : upsertReconciler().then(() => log.warn('reconciler scheduler was missing from Redis; re-created'))))
+      .catch((err) => log.warn({ err }, 'could not check the reconciler scheduler; will retry'));
+  }, reconcileEveryMs);
+  reconcilerGuard.unref();
   reminders.reconcile().then(
     (report) => log.info({ ...report }, 'reminders reconciled at start'),
     (err) => log.warn({ err }, 'reconcile at start failed'),
@@ -168,6 +184,7 @@ export async function createWorkerRuntime(config: Config, log: Logger, opts: Wor
     http,
     async close() {
       clearInterval(timer);
+      clearInterval(reconcilerGuard);
       await http.close();
       // Worker.close() lets active jobs finish; the caller bounds the total time.
       await Promise.all(workers.map((w) => w.close()));

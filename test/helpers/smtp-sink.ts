@@ -64,6 +64,8 @@ export async function startSmtpSink(opts: SmtpSinkOptions = {}): Promise<SmtpSin
     server.once('error', reject);
     server.listen(opts.port ?? 0, '127.0.0.1', () => resolve());
   });
+  // A client that dies mid-conversation (a SIGKILLed worker) resets its socket: not a test failure.
+  server.on('error', () => undefined);
   const { port } = server.server.address() as AddressInfo;
 
   return {

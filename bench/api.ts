@@ -1,0 +1,339 @@
+// `npm run bench:api`: drives GET /v1/invoices/{id} and PATCH /v1/invoices/{id} with 50
+// connections (autocannon) for 10 s each against the service started the way `npm start` runs it
+// (src/bin/start.ts in a child process: migrations, API and a worker), and, in the same run, a
+// bare Fastify route (another child process, logger off) returning the same bytes as the GET. It
+// prints req/s and p50/p99 for each and the ratio to the bare route, plus a pooled pg
+// primary-key select rate for context.
+//
+// Self-contained: own database (invoices_bench_<random>, dropped at the end), own Redis prefix
+// (keys deleted at the end). Run by hand, never as a test.
+//
+// Knobs (env): BENCH_DURATION (seconds per run, default 10), BENCH_CONNECTIONS (default 50),
+// BENCH_CPU_PROF=1 (profile the service with node --cpu-prof over warm-up + the GET run only, skip
+// the PATCH runs, and print where the service's CPU went per GET).
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import autocannon from 'autocannon';
+import Fastify from 'fastify';
+import type { FastifyRequest } from 'fastify';
+import pg from 'pg';
+import { findInvoice } from '../src/db/invoices.js';
+import { hashApiKey } from '../src/domain/api-keys.js';
+import { authenticate } from '../src/http/auth.js';
+import { provisionMerchant } from '../src/runtime/provision.js';
+import {
+  REDIS_URL,
+  busyPercent,
+  cpuDelta,
+  cpuMsOf,
+  cpuSnapshot,
+  createBenchDatabase,
+  deleteRedisPrefix,
+  fmt,
+  freePort,
+  loadAvg,
+  machineCpu,
+  note,
+  randomSuffix,
+  spawnTs,
+  summarizeProfiles,
+  table,
+  waitForHttp,
+  type Child,
+} from './support.js';
+
+const SELF = 'bench/api.ts';
+
+// =============================================================================================
+// Child mode: the bare route.
+
+async function bare(port: number, bodyFile: string, contentType: string): Promise<void> {
+  const bytes = readFileSync(bodyFile);
+  const app = Fastify({ logger: false });
+  app.get('/v1/invoices/:invoiceId', (_req, reply) => {
+    reply.header('content-type', contentType).send(bytes);
+  });
+  await app.listen({ port, host: '127.0.0.1' });
+  const stop = () => void app.close().then(() => process.exit(0));
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+}
+
+// =============================================================================================
+
+interface Run {
+  label: string;
+  load: string;
+  rps: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+  errors: number;
+  total: number;
+  serverCpu: number;
+  benchCpu: number;
+  postgresCpu: number;
+  machineBusy: number;
+}
+
+async function cannon(
+  label: string,
+  opts: autocannon.Options,
+  pids: { server: number; pgBackends: RegExp },
+): Promise<Run> {
+  const load = loadAvg();
+  note(`${label}: ${opts.connections} connections, ${opts.duration} s; ${load}`);
+  const cpu0 = { server: cpuMsOf(pids.server), bench: process.cpuUsage(), pg: cpuSnapshot(pids.pgBackends), machine: machineCpu() };
+  const t0 = performance.now();
+  const r = await autocannon(opts);
+  const wallMs = performance.now() - t0;
+  const cpu1 = { server: cpuMsOf(pids.server), bench: process.cpuUsage(cpu0.bench), pg: cpuSnapshot(pids.pgBackends), machine: machineCpu() };
+  return {
+    label,
+    load,
+    rps: r.requests.average,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    non2xx: r.non2xx,
+    errors: r.errors,
+    total: r.requests.total,
+    serverCpu: ((cpu1.server - cpu0.server) / wallMs) * 100,
+    benchCpu: ((cpu1.bench.user + cpu1.bench.system) / 1000 / wallMs) * 100,
+    postgresCpu: (cpuDelta(cpu0.pg, cpu1.pg) / wallMs) * 100,
+    machineBusy: busyPercent(cpu0.machine, cpu1.machine),
+  };
+}
+
+/** `concurrency` loops calling fn for `seconds`; returns calls per second. */
+async function rate(seconds: number, concurrency: number, fn: () => Promise<unknown>): Promise<number> {
+  let count = 0;
+  const deadline = performance.now() + seconds * 1000;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (performance.now() < deadline) {
+        await fn();
+        count++;
+      }
+    }),
+  );
+  return count / ((performance.now() - t0) / 1000);
+}
+
+async function main(): Promise<void> {
+  const duration = Number(process.env.BENCH_DURATION ?? 10);
+  const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
+  const startLoad = loadAvg();
+  note(`bench:api ${connections} connections x ${duration} s, ${os.cpus().length} cpus, node ${process.version}; ${startLoad}`);
+
+  const db = await createBenchDatabase();
+  const prefix = `bench_api_${randomSuffix()}`;
+  const tmp = mkdtempSync(path.join(os.tmpdir(), 'bench-api-'));
+  // The same pool size as the API's (createPool's default of 20).
+  const pool = new pg.Pool({ connectionString: db.url, max: 20 });
+  const children: Child[] = [];
+  const cleanup = async () => {
+    for (const c of children.reverse()) await c.stop().catch(() => undefined);
+    await pool.end().catch(() => undefined);
+    await db.drop().catch((err) => note(`could not drop ${db.name}: ${err}`));
+    const keys = await deleteRedisPrefix(prefix).catch(() => -1);
+    rmSync(tmp, { recursive: true, force: true });
+    note(`cleaned up: database ${db.name} dropped, ${keys} Redis keys under ${prefix}: deleted`);
+  };
+  process.once('SIGINT', () => {
+    note('interrupted; cleaning up');
+    void cleanup().finally(() => process.exit(130));
+  });
+
+  try {
+    const { accountId, keys } = await provisionMerchant(pool, { id: 'acct_bench', name: 'Bench Merchant GmbH', email: 'billing@bench-merchant.example', timeZone: 'Europe/Berlin' });
+    const key = keys.sandbox;
+    const port = await freePort();
+    const profileDir = process.env.BENCH_CPU_PROF ? path.join(tmp, 'profile') : null;
+    const service = spawnTs('service (src/bin/start.ts)', 'src/bin/start.ts', [], {
+      DATABASE_URL: db.url,
+      REDIS_URL,
+      REDIS_PREFIX: prefix,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+      RATE_LIMIT_MAX: '1000000000',
+      WORKER_PORT: '0',
+      MAIL_OUTBOX_DIR: path.join(tmp, 'outbox'),
+    }, profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : []);
+    children.push(service);
+    const base = `http://127.0.0.1:${port}`;
+    await waitForHttp(`${base}/v1/invoices/x`);
+
+    const headers = { 'api-key': key, 'content-type': 'application/json' };
+    const createDraft = async (i: number): Promise<string> => {
+      const res = await fetch(`${base}/v1/invoices`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({
+          customer_email: `customer-${i}@bench.example`,
+          customer_name: `Customer ${i}`,
+          due_at: new Date(Date.now() + 30 * 86_400_000).toISOString(),
+          memo: 'Thank you for your business.',
+          metadata: { order: `ord_${1000 + i}` },
+          line_items: [
+            { description: 'Backend integration', quantity: 12, unit_amount: '125.00' },
+            { description: 'Checkout UI design', quantity: 4, unit_amount: '98.50' },
+            { description: 'Support (monthly)', quantity: 1, unit_amount: '300.00' },
+          ],
+        }),
+      });
+      if (res.status !== 200) throw new Error(`create draft: ${res.status} ${await res.text()}`);
+      return ((await res.json()) as { data: { id: string } }).data.id;
+    };
+    const invoiceId = await createDraft(0);
+    const spread: string[] = [];
+    for (let i = 1; i <= connections; i++) spread.push(await createDraft(i));
+
+    const got = await fetch(`${base}/v1/invoices/${invoiceId}`, { headers: { 'api-key': key } });
+    const bodyBytes = Buffer.from(await got.arrayBuffer());
+    const contentType = got.headers.get('content-type') ?? 'application/json; charset=utf-8';
+    const bodyFile = path.join(tmp, 'get-body.json');
+    writeFileSync(bodyFile, bodyBytes);
+
+    const barePort = await freePort();
+    const bareChild = spawnTs('bare fastify', SELF, ['--bare', String(barePort), bodyFile, contentType], {});
+    children.push(bareChild);
+    const bareBase = `http://127.0.0.1:${barePort}`;
+    await waitForHttp(`${bareBase}/v1/invoices/x`);
+    const check = await fetch(`${bareBase}/v1/invoices/${invoiceId}`);
+    if (!Buffer.from(await check.arrayBuffer()).equals(bodyBytes)) throw new Error('bare route does not return the same bytes');
+
+    const pgBackends = new RegExp(`^postgres: .* ${db.name} `);
+    const svc = { server: service.pid, pgBackends };
+    const bareIds = { server: bareChild.pid, pgBackends };
+    const getOpts = (url: string): autocannon.Options => ({ url: `${url}/v1/invoices/${invoiceId}`, connections, duration, headers: { 'api-key': key } });
+    const patchBody = JSON.stringify({ memo: 'bench' });
+    const patchOne: autocannon.Options = { url: `${base}/v1/invoices/${invoiceId}`, connections, duration, method: 'PATCH', headers, body: patchBody };
+    let next = 0;
+    const patchSpread: autocannon.Options = {
+      url: base,
+      connections,
+      duration,
+      requests: [
+        {
+          method: 'PATCH',
+          headers,
+          body: patchBody,
+          setupRequest: (req) => ({ ...req, path: `/v1/invoices/${spread[next++ % spread.length]}` }),
+        },
+      ],
+    };
+
+    // Warm-up (JIT, pools), not reported.
+    note('warm-up, 2 s each');
+    const warmGets = (await autocannon({ ...getOpts(base), duration: 2 })).requests.total;
+    if (!profileDir) await autocannon({ ...patchOne, duration: 2 });
+    await autocannon({ ...getOpts(bareBase), duration: 2 });
+
+    const runs: Run[] = [];
+    runs.push(await cannon('GET /v1/invoices/{id} (service)', getOpts(base), svc));
+    let profileLines: string[] = [];
+    if (profileDir) {
+      await service.stop();
+      const files = readdirSync(profileDir).map((f) => path.join(profileDir, f));
+      const gets = warmGets + runs[0].total;
+      const s = summarizeProfiles(files, gets, ['authenticate', 'findInvoice', 'presentInvoice', 'hashApiKey', 'containsNul']);
+      profileLines = [
+        '',
+        `CPU profile of the service (start-up + ${gets} GETs, no PATCH): ${fmt(s.totalMs, 0)} ms sampled (non-idle) = ${fmt((s.totalMs / gets) * 1000, 0)} us per GET; inclusive (sync part only) us/GET: ${Object.entries(
+          s.inclusive,
+        )
+          .map(([f, ms]) => `${f} ${fmt((ms / gets) * 1000, 1)}`)
+          .join(', ')}`,
+        table(['self time by package/module', 'ms', '%', 'ms/GET'], s.rows),
+      ];
+    } else {
+      runs.push(await cannon('PATCH /v1/invoices/{id} (service, one draft)', patchOne, svc));
+      runs.push(await cannon(`PATCH /v1/invoices/{id} (service, ${spread.length} drafts)`, patchSpread, svc));
+    }
+    runs.push(await cannon('GET bare Fastify, same bytes', getOpts(bareBase), bareIds));
+
+    // Context: what Postgres answers through a pooled client (pool of 20, 50 callers, this process).
+    const pgLoad = loadAvg();
+    note(`pg rates, 5 s each; ${pgLoad}`);
+    const scope = { accountId, environment: 'sandbox' as const };
+    const fakeReq = { headers: { 'api-key': key } } as unknown as FastifyRequest;
+    const pkRate = await rate(5, connections, () => findInvoice(pool, scope, invoiceId));
+    const bareSelectRate = await rate(5, connections, () => pool.query('select 1'));
+    const getDbRate = await rate(5, connections, async () => {
+      const auth = await authenticate(pool, fakeReq);
+      await findInvoice(pool, auth, invoiceId);
+    });
+    // What-ifs for the suggestions: the same primary-key select as a named (server-side prepared)
+    // statement, and the key lookup and the invoice read in one round trip.
+    const pkSql = 'select * from invoices where id = $1 and account_id = $2 and environment = $3';
+    const pkUnnamedRate = await rate(5, connections, () => pool.query(pkSql, [invoiceId, accountId, 'sandbox']));
+    const pkNamedRate = await rate(5, connections, () => pool.query({ name: 'bench_pk', text: pkSql, values: [invoiceId, accountId, 'sandbox'] }));
+    const keyHash = hashApiKey(key);
+    const oneTripSql = `select c.id as credential_id, c.environment as key_environment, c.permission, c.revoked_at, a.platform_fee_bps, a.time_zone, i.*
+      from credentials c join accounts a on a.id = c.account_id
+      left join invoices i on i.id = $2 and i.account_id = c.account_id and i.environment = c.environment
+      where c.secret_hash = $1`;
+    const oneTripRate = await rate(5, connections, () => pool.query({ name: 'bench_one_trip', text: oneTripSql, values: [keyHash, invoiceId] }));
+
+    const bareRun = runs[runs.length - 1];
+    const out: string[] = [];
+    out.push('');
+    out.push(`bench:api  ${connections} connections, ${duration} s per run, ${os.cpus().length} cpus (${os.cpus()[0]?.model ?? '?'}), node ${process.version}`);
+    out.push(`load at start: ${startLoad}; at end: ${loadAvg()}`);
+    out.push(`GET body: ${bodyBytes.length} bytes; service = src/bin/start.ts (API + worker, LOG_LEVEL=warn); bare = Fastify, logger off; autocannon in the bench process`);
+    out.push('');
+    out.push(
+      table(
+        ['target', 'req/s', 'p50 ms', 'p99 ms', 'x bare', 'requests', 'non-2xx', 'errors', 'server cpu %', 'pg cpu %', 'autocannon cpu %', 'machine busy %', 'load'],
+        runs.map((r) => [
+          r.label,
+          fmt(r.rps, 0),
+          fmt(r.p50, 0),
+          fmt(r.p99, 0),
+          fmt(r.rps / bareRun.rps, 3),
+          r.total,
+          r.non2xx,
+          r.errors,
+          fmt(r.serverCpu, 0),
+          fmt(r.postgresCpu, 0),
+          fmt(r.benchCpu, 0),
+          fmt(r.machineBusy, 0),
+          r.load.replace('load ', ''),
+        ]),
+      ),
+    );
+    out.push('');
+    out.push(`Postgres context (pg.Pool max 20, ${connections} concurrent callers, in the bench process; ${pgLoad}):`);
+    out.push(
+      table(
+        ['query', 'per second'],
+        [
+          ['select 1', fmt(bareSelectRate, 0)],
+          ['findInvoice: primary-key select of the invoice row', fmt(pkRate, 0)],
+          ["GET's database work: authenticate (key lookup) + findInvoice", fmt(getDbRate, 0)],
+          ['what-if: select * by primary key, unnamed statement (as today)', fmt(pkUnnamedRate, 0)],
+          ['what-if: select * by primary key, named prepared statement', fmt(pkNamedRate, 0)],
+          ['what-if: key lookup + invoice in one named statement (one round trip)', fmt(oneTripRate, 0)],
+        ],
+      ),
+    );
+    const get = runs[0];
+    out.push('');
+    out.push('Targets');
+    out.push(`  GET invoice ${fmt(get.rps, 0)} req/s = ${fmt(get.rps / bareRun.rps, 3)}x bare (${fmt(bareRun.rps, 0)} req/s) vs >= 0.35x: ${get.rps / bareRun.rps >= 0.35 ? 'met' : 'MISSED'}`);
+    out.push(`  GET invoice p99 ${fmt(get.p99, 0)} ms vs < 20 ms: ${get.p99 < 20 ? 'met' : 'MISSED'}`);
+    out.push(...profileLines);
+    process.stdout.write(`${out.join('\n')}\n`);
+  } finally {
+    await cleanup();
+  }
+}
+
+if (process.argv[2] === '--bare') {
+  await bare(Number(process.argv[3]), process.argv[4], process.argv[5]);
+} else {
+  await main();
+}

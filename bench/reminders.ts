@@ -1,0 +1,399 @@
+// `npm run bench:reminders [N ...]` (or BENCH_REMINDERS_N="10000,100000"): puts N open invoices on
+// their reminder schedules with the service's own code and prints, per N:
+//   - time to schedule all (createReminderService().schedulers.schedule, 200 calls in flight);
+//   - Redis memory per scheduled invoice: MEMORY USAGE (SAMPLES 0) of every key of the invoices'
+//     schedules (scheduler hash + pending job hash) plus the queue's `repeat` and `delayed` sorted
+//     sets, divided by N; beside it the same figure for a bare BullMQ job scheduler (plain
+//     upsertJobScheduler with `every` and a minimal template, same ids, same count, own prefix);
+//   - lateness of fired reminders: 1,000 more schedules whose first slot falls in one second,
+//     fired by a BullMQ Worker built with the real reminderWorkerOptions and the configured worker
+//     concurrency, recording Date.now() - plannedInstantOf(job) when each job starts (with the N
+//     schedules still in Redis);
+//   - cancel latency: for 200 sampled invoices, one at a time, the time from issuing
+//     `UPDATE invoices SET status = 'paid', paid_at = now()` to the scheduler being gone from Redis,
+//     removed by a running worker runtime (createWorkerRuntime) through its LISTEN on the
+//     reminder-stop trigger; then the time for one UPDATE paying all the others to leave no
+//     scheduler behind (same path), and for the bare schedulers the time to remove them all
+//     directly (removeJobScheduler, 200 in flight).
+// Targets: < 2 KB per scheduled invoice, lateness p99 < 500 ms, cancel p99 < 100 ms.
+//
+// Self-contained: own database (invoices_bench_<random>, dropped at the end), own Redis prefixes
+// (keys deleted at the end), default reminder policy (P3D/P1D before, P1D/P7D x4 after, 09:00
+// local), invoices due in 10-40 days across five time zones. Run by hand, never as a test.
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Queue, Worker, type Job } from 'bullmq';
+import { Redis } from 'ioredis';
+import { Duration } from 'luxon';
+import pg from 'pg';
+import { loadConfig, type Config } from '../src/config.js';
+import { newId, newInvoiceReference } from '../src/domain/ids.js';
+import type { ReminderPolicy } from '../src/domain/reminder-schedule.js';
+import { createLogger } from '../src/log.js';
+import { REMINDER_QUEUE } from '../src/queue/names.js';
+import { redisOptions } from '../src/queue/redis.js';
+import {
+  createReminderSchedulers,
+  plannedInstantOf,
+  REMINDER_JOB,
+  reminderSchedulerId,
+  reminderSchedulerSettings,
+  reminderWorkerOptions,
+  type ReminderInvoice,
+} from '../src/queue/reminder-schedulers.js';
+import { createReminderService } from '../src/queue/reminder-service.js';
+import { provisionMerchant } from '../src/runtime/provision.js';
+import { createWorkerRuntime, type WorkerRuntime } from '../src/runtime/worker-runtime.js';
+import { createBenchDatabase, deleteRedisPrefix, fmt, loadAvg, note, percentile, REDIS_URL, sleep, table, type BenchDatabase } from './support.js';
+
+const IN_FLIGHT = 200;
+const CANCEL_SAMPLE = 200;
+const LATENESS_SCHEDULES = 1_000;
+const ZONES = ['Europe/Paris', 'America/New_York', 'Asia/Kolkata', 'Australia/Sydney', 'UTC'];
+const TARGET = { bytes: 2048, latenessP99: 500, cancelP99: 100 };
+
+const sizes = (process.argv.slice(2).length ? process.argv.slice(2) : (process.env.BENCH_REMINDERS_N ?? '10000,100000').split(','))
+  .map((s) => Number(s.replace(/[_,]/g, '')))
+  .filter((n) => Number.isInteger(n) && n > CANCEL_SAMPLE);
+if (sizes.length === 0) throw new Error(`give invoice counts above ${CANCEL_SAMPLE}, e.g. npm run bench:reminders -- 10000 100000`);
+
+/** Runs fn over items with at most `limit` calls in flight. */
+async function pooled<T>(items: T[], limit: number, fn: (item: T) => Promise<unknown>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(limit, items.length) }, async () => {
+      while (next < items.length) await fn(items[next++]);
+    }),
+  );
+}
+
+interface MemoryReading {
+  /** Keys of the schedules (scheduler hashes and their pending jobs). */
+  keys: number;
+  keyBytes: number;
+  /** `repeat` + `delayed` sorted sets of the queue. */
+  zsetBytes: number;
+  /** Every key under the queue (adds the events stream, meta, id counter...). */
+  allBytes: number;
+}
+
+/** MEMORY USAGE of every key under `<prefix>:<queue>:`, split as above. */
+async function measureMemory(redis: Redis, prefix: string, queueName: string): Promise<MemoryReading> {
+  const base = `${prefix}:${queueName}:`;
+  const reading: MemoryReading = { keys: 0, keyBytes: 0, zsetBytes: 0, allBytes: 0 };
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${base}*`, 'COUNT', 2000);
+    cursor = next;
+    if (keys.length === 0) continue;
+    const pipe = redis.pipeline();
+    for (const k of keys) pipe.memory('USAGE', k, 'SAMPLES', 0);
+    const sizesOf = (await pipe.exec()) ?? [];
+    for (const [i, k] of keys.entries()) {
+      const bytes = Number(sizesOf[i]?.[1] ?? 0);
+      reading.allBytes += bytes;
+      if (k.startsWith(`${base}repeat:rem-`)) {
+        reading.keys++;
+        reading.keyBytes += bytes;
+      } else if (k === `${base}repeat` || k === `${base}delayed`) {
+        reading.zsetBytes += bytes;
+      }
+    }
+  } while (cursor !== '0');
+  return reading;
+}
+
+const perInvoice = (m: MemoryReading, n: number) => (m.keyBytes + m.zsetBytes) / n;
+
+async function usedMemory(redis: Redis): Promise<number> {
+  const info = await redis.info('memory');
+  return Number(/^used_memory:(\d+)/m.exec(info)?.[1] ?? NaN);
+}
+
+interface Invoice extends ReminderInvoice {
+  customerId: string;
+}
+
+interface RunResult {
+  n: number;
+  scheduleS: number;
+  memory: MemoryReading;
+  usedDelta: number;
+  bare: { scheduleS: number; memory: MemoryReading; usedDelta: number; cancelAllS: number };
+  lateness: number[];
+  latenessWorkerConcurrency: number;
+  cancelSample: number[];
+  cancelAllS: number;
+  cancelAllUpdateS: number;
+}
+
+async function insertInvoices(db: pg.Pool, accountId: string, customers: { id: string; zone: string }[], n: number): Promise<Invoice[]> {
+  const now = Date.now();
+  const invoices: Invoice[] = [];
+  for (let i = 0; i < n; i++) {
+    const c = customers[i % customers.length];
+    // Due 10-40 days ahead at any minute: the first slot (due - 3 days at 09:00 local) is days away.
+    const dueAt = new Date(now + 10 * 86_400_000 + Math.floor(Math.random() * 30 * 86_400_000 / 60_000) * 60_000);
+    invoices.push({ id: newId('inv'), dueAt, timeZone: c.zone, customerId: c.id });
+  }
+  for (let i = 0; i < n; i += 10_000) {
+    const batch = invoices.slice(i, i + 10_000);
+    await db.query(
+      `insert into invoices (id, account_id, environment, customer_id, reference, status, amount, amount_atomic, fee_atomic,
+         currency, network, chain_id, token_address, token_decimals, due_at, sent_at)
+       select t.id, $1, 'sandbox', t.customer_id, t.reference, 'open', 10, 10000000, 50000,
+         'USDC', 'base-sepolia', 84532, '0x036CbD53842c5426634e7929541eC2318f3dCF7e', 6, t.due_at, now()
+       from unnest($2::text[], $3::text[], $4::text[], $5::timestamptz[]) as t(id, customer_id, reference, due_at)`,
+      [accountId, batch.map((x) => x.id), batch.map((x) => x.customerId), batch.map(() => newInvoiceReference()), batch.map((x) => x.dueAt)],
+    );
+  }
+  return invoices;
+}
+
+/** Resolves when the scheduler of every id is gone from the `repeat` set; returns ms per id from `t0`. */
+async function timeUntilGone(redis: Redis, repeatKey: string, id: string, t0: number, timeoutMs = 5_000): Promise<number> {
+  for (;;) {
+    if ((await redis.zscore(repeatKey, reminderSchedulerId(id))) === null) return performance.now() - t0;
+    if (performance.now() - t0 > timeoutMs) return Infinity;
+  }
+}
+
+async function remSchedulerCount(redis: Redis, repeatKey: string): Promise<number> {
+  // The queue's repeat set also holds the reconciler's scheduler.
+  return (await redis.zcard(repeatKey)) - ((await redis.zscore(repeatKey, 'reminders-reconcile')) === null ? 0 : 1);
+}
+
+async function measureLateness(config: Config, prefix: string, policy: ReminderPolicy): Promise<number[]> {
+  const connection = redisOptions(config.redisUrl);
+  const name = `${REMINDER_QUEUE}-lateness`;
+  const queue = new Queue(name, { connection, prefix, settings: reminderSchedulerSettings });
+  // One slot per invoice: 10 s before due, then nothing until a day after due.
+  const latenessPolicy: ReminderPolicy = { ...policy, beforeStart: Duration.fromISO('PT10S'), beforeEvery: Duration.fromISO('PT1H') };
+  const schedulers = createReminderSchedulers(queue, latenessPolicy);
+  const fired: number[] = [];
+  let done: () => void = () => undefined;
+  const all = new Promise<void>((resolve) => (done = resolve));
+  const worker = new Worker(
+    name,
+    async (job: Job) => {
+      fired.push(Date.now() - plannedInstantOf(job).getTime());
+      if (fired.length === LATENESS_SCHEDULES) done();
+    },
+    {
+      connection,
+      prefix,
+      concurrency: config.workerConcurrency,
+      lockDuration: config.workerLockDurationMs,
+      stalledInterval: config.workerStalledIntervalMs,
+      ...reminderWorkerOptions,
+    },
+  );
+  worker.on('error', (err) => note(`lateness worker error: ${err.message}`));
+  await worker.waitUntilReady();
+  // Every first slot inside one whole second, ~4 s from now (scheduling 1,000 takes well under that).
+  const second = Math.ceil((Date.now() + 4_000) / 1000) * 1000;
+  const invoices = Array.from({ length: LATENESS_SCHEDULES }, () => ({
+    id: newId('inv'),
+    dueAt: new Date(second + Math.floor(Math.random() * 1000) + 10_000),
+    timeZone: ZONES[Math.floor(Math.random() * ZONES.length)],
+  }));
+  const now = new Date();
+  await pooled(invoices, IN_FLIGHT, (inv) => schedulers.schedule(inv, now));
+  if (Date.now() >= second) note('warning: scheduling the lateness set ran into its firing second');
+  await Promise.race([all, sleep(second + 30_000 - Date.now())]);
+  await worker.close();
+  await queue.obliterate({ force: true }).catch(() => undefined);
+  await queue.close();
+  if (fired.length < LATENESS_SCHEDULES) note(`warning: only ${fired.length} of ${LATENESS_SCHEDULES} lateness reminders fired within 30 s`);
+  return fired;
+}
+
+async function runBare(redis: Redis, invoices: Invoice[], policy: ReminderPolicy): Promise<RunResult['bare']> {
+  const prefix = `bench-rem-bare-${randomBytes(4).toString('hex')}`;
+  const queue = new Queue(REMINDER_QUEUE, { connection: redisOptions(REDIS_URL), prefix });
+  try {
+    const before = await usedMemory(redis);
+    const t0 = performance.now();
+    // Same ids, a daily `every` starting at the invoice's first slot (a delayed job, as ours), the
+    // same template data; nothing else.
+    const firstOffset = policy.beforeStart.toMillis();
+    await pooled(invoices, IN_FLIGHT, (inv) =>
+      queue.upsertJobScheduler(
+        reminderSchedulerId(inv.id),
+        { every: 86_400_000, startDate: new Date(inv.dueAt.getTime() - firstOffset) },
+        { name: REMINDER_JOB, data: { invoiceId: inv.id, phase: 'before' } },
+      ),
+    );
+    const scheduleS = (performance.now() - t0) / 1000;
+    const usedDelta = (await usedMemory(redis)) - before;
+    const memory = await measureMemory(redis, prefix, REMINDER_QUEUE);
+    const t1 = performance.now();
+    await pooled(invoices, IN_FLIGHT, (inv) => queue.removeJobScheduler(reminderSchedulerId(inv.id)));
+    const cancelAllS = (performance.now() - t1) / 1000;
+    if ((await queue.getJobSchedulersCount()) !== 0) note('warning: bare schedulers left after removing them all');
+    return { scheduleS, memory, usedDelta, cancelAllS };
+  } finally {
+    await queue.close();
+    await deleteRedisPrefix(prefix);
+  }
+}
+
+async function runSize(db: BenchDatabase, n: number, accountId: string, customers: { id: string; zone: string }[]): Promise<RunResult> {
+  const prefix = `bench-rem-${randomBytes(4).toString('hex')}`;
+  const outbox = mkdtempSync(path.join(os.tmpdir(), 'bench-rem-'));
+  const config = loadConfig({
+    DATABASE_URL: db.url,
+    REDIS_URL,
+    REDIS_PREFIX: prefix,
+    LOG_LEVEL: 'silent',
+    MAIL_OUTBOX_DIR: outbox,
+    RECONCILE_EVERY: 'PT1H', // the reconciler must not run in the middle of the measurements
+    WORKER_PORT: '0',
+  });
+  const policy = config.reminders;
+  const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+  const pool = new pg.Pool({ connectionString: db.url, max: 4 });
+  let worker: WorkerRuntime | null = null;
+  const apiQueue = new Queue(REMINDER_QUEUE, { connection: redisOptions(REDIS_URL), prefix, settings: reminderSchedulerSettings });
+  try {
+    // A running worker: its LISTEN on the stop trigger is what removes schedulers on payment.
+    worker = await createWorkerRuntime(config, createLogger('silent'));
+    await Promise.all(worker.workers.map((w) => w.waitUntilReady()));
+    // Its reconciler runs at start (and its fresh scheduler fires at once): let both finish on the
+    // database as it is now, before any invoice of this size exists.
+    const started = Date.now();
+    while ((await worker.queues.reminders.getCompletedCount()) < 1 && Date.now() - started < 15_000) await sleep(50);
+    await sleep(500);
+    const service = createReminderService(pool, apiQueue, redis, policy);
+    const repeatKey = apiQueue.keys.repeat;
+
+    note(`N=${n}: inserting invoices`);
+    // N invoices to schedule, plus one probe.
+    const invoices = await insertInvoices(pool, accountId, customers, n + 1);
+
+    // The LISTEN connection is up once a payment removes a schedule (also warms every path).
+    const probe = invoices[invoices.length - 1];
+    await service.schedulers.schedule(probe, new Date());
+    await pool.query(`update invoices set status = 'paid', paid_at = now() where id = $1`, [probe.id]);
+    const probeT0 = performance.now();
+    if ((await timeUntilGone(redis, repeatKey, probe.id, probeT0, 15_000)) === Infinity) throw new Error('the worker never removed the probe schedule');
+    const open = invoices.slice(0, -1);
+
+    note(`N=${n}: scheduling ${open.length} invoices, ${IN_FLIGHT} in flight`);
+    const usedBefore = await usedMemory(redis);
+    const t0 = performance.now();
+    const now = new Date();
+    await pooled(open, IN_FLIGHT, (inv) => service.schedulers.schedule(inv, now));
+    const scheduleS = (performance.now() - t0) / 1000;
+    const usedDelta = (await usedMemory(redis)) - usedBefore;
+    const scheduled = await remSchedulerCount(redis, repeatKey);
+    if (scheduled !== open.length) throw new Error(`expected ${open.length} schedulers, found ${scheduled}`);
+    const memory = await measureMemory(redis, prefix, REMINDER_QUEUE);
+
+    note(`N=${n}: bare job schedulers, same ids`);
+    const bare = await runBare(redis, open, policy);
+
+    note(`N=${n}: lateness, ${LATENESS_SCHEDULES} schedules firing in one second`);
+    const lateness = await measureLateness(config, prefix, policy);
+
+    note(`N=${n}: cancel latency, ${CANCEL_SAMPLE} invoices paid by SQL one at a time`);
+    const sample = open.slice(0, CANCEL_SAMPLE);
+    const cancelSample: number[] = [];
+    for (const inv of sample) {
+      const c0 = performance.now();
+      await pool.query(`update invoices set status = 'paid', paid_at = now() where id = $1`, [inv.id]);
+      cancelSample.push(await timeUntilGone(redis, repeatKey, inv.id, c0));
+    }
+
+    note(`N=${n}: one UPDATE pays the other ${open.length - CANCEL_SAMPLE}`);
+    const a0 = performance.now();
+    await pool.query(`update invoices set status = 'paid', paid_at = now() where status = 'open' and id = any($1)`, [
+      open.slice(CANCEL_SAMPLE).map((x) => x.id),
+    ]);
+    const cancelAllUpdateS = (performance.now() - a0) / 1000;
+    const deadline = Date.now() + 120_000;
+    while ((await remSchedulerCount(redis, repeatKey)) > 0) {
+      if (Date.now() > deadline) throw new Error('schedulers still present 120 s after paying everything');
+      await sleep(10);
+    }
+    const cancelAllS = (performance.now() - a0) / 1000;
+    const leftJobs = (await redis.zrange(apiQueue.keys.delayed, '0', '-1')).filter((id) => id.startsWith('repeat:rem-')).length;
+    if (leftJobs !== 0) note(`warning: ${leftJobs} pending reminder jobs left after cancelling every schedule`);
+
+    return { n, scheduleS, memory, usedDelta, bare, lateness, latenessWorkerConcurrency: config.workerConcurrency, cancelSample, cancelAllS, cancelAllUpdateS };
+  } finally {
+    await worker?.close().catch((err) => note(`worker close: ${err}`));
+    await apiQueue.close();
+    await pool.end();
+    redis.disconnect();
+    await deleteRedisPrefix(prefix);
+    rmSync(outbox, { recursive: true, force: true });
+  }
+}
+
+function report(results: RunResult[], redisVersion: string): string {
+  const head = ['', ...results.map((r) => `N = ${r.n.toLocaleString('en-US')}`), 'target'];
+  const ms = (v: number) => (Number.isFinite(v) ? fmt(v, 1) : 'timeout');
+  const pass = (ok: boolean) => (ok ? 'ok' : 'MISSED');
+  const rows: (string | number)[][] = [
+    ['schedule all: s (invoices/s), service.schedule, 200 in flight', ...results.map((r) => `${fmt(r.scheduleS, 2)} (${fmt(r.n / r.scheduleS, 0)}/s)`), ''],
+    ['  bare upsertJobScheduler(every), same ids', ...results.map((r) => `${fmt(r.bare.scheduleS, 2)} (${fmt(r.n / r.bare.scheduleS, 0)}/s)`), ''],
+    ['Redis B per scheduled invoice (MEMORY USAGE)', ...results.map((r) => `${fmt(perInvoice(r.memory, r.n), 0)} ${pass(perInvoice(r.memory, r.n) < TARGET.bytes)}`), `< ${TARGET.bytes}`],
+    ['  of which own keys / share of repeat+delayed', ...results.map((r) => `${fmt(r.memory.keyBytes / (r.n), 0)} / ${fmt(r.memory.zsetBytes / (r.n), 0)}`), ''],
+    ['  bare job scheduler, same measure', ...results.map((r) => fmt(perInvoice(r.bare.memory, r.n), 0)), '(1.4-1.5 KB)'],
+    ['  bare: own keys / share of repeat+delayed', ...results.map((r) => `${fmt(r.bare.memory.keyBytes / r.n, 0)} / ${fmt(r.bare.memory.zsetBytes / r.n, 0)}`), ''],
+    ['  project / bare', ...results.map((r) => `${fmt(perInvoice(r.memory, r.n) / perInvoice(r.bare.memory, r.n), 2)}x`), ''],
+    ['  all keys under the queue / N (project | bare)', ...results.map((r) => `${fmt(r.memory.allBytes / (r.n), 0)} | ${fmt(r.bare.memory.allBytes / (r.n), 0)}`), ''],
+    ['  INFO used_memory delta / N (project | bare)', ...results.map((r) => `${fmt(r.usedDelta / (r.n), 0)} | ${fmt(r.bare.usedDelta / (r.n), 0)}`), 'shared server: noisy'],
+    [`lateness ms p50 / p99 / max (${LATENESS_SCHEDULES.toLocaleString('en-US')} in one second)`, ...results.map((r) => `${fmt(percentile(r.lateness, 50), 0)} / ${fmt(percentile(r.lateness, 99), 0)} / ${fmt(Math.max(...r.lateness), 0)} ${pass(percentile(r.lateness, 99) < TARGET.latenessP99)}`), `p99 < ${TARGET.latenessP99}`],
+    ['  min lateness ms (never early)', ...results.map((r) => fmt(Math.min(...r.lateness), 0)), '>= 0'],
+    [`cancel ms p50 / p99 / max (SQL paid -> scheduler gone, ${CANCEL_SAMPLE} sampled)`, ...results.map((r) => `${ms(percentile(r.cancelSample, 50))} / ${ms(percentile(r.cancelSample, 99))} / ${ms(Math.max(...r.cancelSample))} ${pass(percentile(r.cancelSample, 99) < TARGET.cancelP99)}`), `p99 < ${TARGET.cancelP99}`],
+    ['cancel all others: one SQL UPDATE -> NOTIFY -> worker, s', ...results.map((r) => `${fmt(r.cancelAllS, 2)} (UPDATE ${fmt(r.cancelAllUpdateS, 2)})`), ''],
+    ['  bare removeJobScheduler, 200 in flight, s', ...results.map((r) => fmt(r.bare.cancelAllS, 2)), ''],
+  ];
+  const policy = 'P3D/P1D before, P1D/P7D x4 after, 09:00 local';
+  return [
+    '',
+    `npm run bench:reminders -- ${results.map((r) => r.n).join(' ')}`,
+    `redis ${redisVersion}, node ${process.version}, ${os.cpus().length} cpus, ${loadAvg()}; policy ${policy}; invoice ids inv_ + 24 chars;`,
+    `lateness worker: reminderWorkerOptions, concurrency ${results[0]?.latenessWorkerConcurrency}; cancel: createWorkerRuntime's LISTEN path`,
+    '',
+    table(head, rows),
+    '',
+  ].join('\n');
+}
+
+async function main(): Promise<void> {
+  note(`bench:reminders for N = ${sizes.join(', ')}`);
+  const db = await createBenchDatabase();
+  const info = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
+  try {
+    const redisVersion = /^redis_version:(\S+)/m.exec(await info.info('server'))?.[1] ?? '?';
+    const pool = new pg.Pool({ connectionString: db.url, max: 2 });
+    const accountId = newId('acct');
+    await provisionMerchant(pool, { id: accountId, name: 'Bench Merchant', email: 'bench@example.com', timeZone: 'UTC' });
+    const customers = Array.from({ length: 100 }, (_, i) => ({ id: newId('cus'), zone: ZONES[i % ZONES.length] }));
+    await pool.query(
+      `insert into customers (id, account_id, environment, email, time_zone)
+       select t.id, $1, 'sandbox', t.email, t.zone from unnest($2::text[], $3::text[], $4::text[]) as t(id, email, zone)`,
+      [accountId, customers.map((c) => c.id), customers.map((_, i) => `customer-${i}@example.com`), customers.map((c) => c.zone)],
+    );
+    await pool.end();
+    const results: RunResult[] = [];
+    for (const n of sizes) results.push(await runSize(db, n, accountId, customers));
+    process.stdout.write(report(results, redisVersion));
+  } finally {
+    info.disconnect();
+    await db.drop();
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err) => {
+    process.stderr.write(`bench:reminders failed: ${err instanceof Error ? err.stack : String(err)}\n`);
+    process.exit(1);
+  },
+);
