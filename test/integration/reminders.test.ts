@@ -26,7 +26,7 @@ const POLICY = {
 };
 const TIME_ZONE = 'Europe/Paris'; // the fixture merchant's zone; customers here have none
 /** How far ahead invoices fall due: the invoice email and the first schedule land well before due-3s. */
-const DUE_IN_MS = 6_000;
+const DUE_IN_MS = 8_000;
 
 let fx: ApiFixture;
 let sink: SmtpSink;
@@ -232,7 +232,7 @@ describe('reminders on second-sized policies', () => {
     expect(firstOverdue!.end).toBeGreaterThanOrEqual(dueAt.getTime());
     const lastOpen = samples.filter((s) => s.status === 'open').pop()!;
     console.info(`open until at least due${lastOpen.start - dueAt.getTime() >= 0 ? '+' : ''}${lastOpen.start - dueAt.getTime()} ms, overdue seen at due+${firstOverdue!.end - dueAt.getTime()} ms`);
-    expect(firstOverdue!.end - dueAt.getTime()).toBeLessThan(500);
+    expect(firstOverdue!.end - dueAt.getTime()).toBeLessThan(1_500);
     expect(samples.slice(samples.indexOf(firstOverdue!)).every((s) => s.status === 'overdue')).toBe(true);
 
     // last_reminder_at is the last reminder's; the used-up schedule is gone from Redis.
