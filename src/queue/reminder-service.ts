@@ -52,6 +52,10 @@ export function createReminderService(db: Queryable, queue: Queue, redis: Redis,
   // A reminder that hits a transient SMTP failure is retried (a few attempts, backing off)
   // rather than losing its slot; the handler dedups by slot, so a retry never sends twice.
   const schedulers = createReminderSchedulers(queue, policy, { attempts: 5, backoff: { type: 'exponential', delay: 2_000 } });
+  // An upper bound of the last post-due slot after the due date: a month counts 30 days in
+  // Duration.toMillis, so allow 10% and two days (local hour, DST) on top.
+  const planHorizonMs =
+    (policy.afterStart.toMillis() + policy.afterEvery.toMillis() * Math.max(0, policy.afterMax - 1)) * 1.1 + 2 * 86_400_000;
   const target = (t: ReminderTarget) => ({ id: t.id, dueAt: t.due_at!, timeZone: t.time_zone });
   const runs = (t: ReminderTarget) => remindersShouldRun({ status: t.status, remindersEnabled: t.reminders_enabled, dueAt: t.due_at });
 
@@ -103,6 +107,9 @@ export function createReminderService(db: Queryable, queue: Queue, redis: Redis,
         // Lost from Redis: plan again from just after the last recorded reminder, so a slot
         // missed during the outage still goes out (once: deliveries dedup by slot).
         const from = new Date(Math.min(now, (t.last_slot_at ?? t.sent_at ?? new Date(now)).getTime() + 1));
+        // Most invoices without a scheduler simply used up their plan: skip them without the
+        // calendar arithmetic or a Redis call (this loop runs over every overdue invoice).
+        if (t.due_at!.getTime() + planHorizonMs < from.getTime()) continue;
         if (await schedulers.schedule(target(t), from)) report.schedulersCreated++;
       }
       for (const id of present) {
