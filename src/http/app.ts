@@ -13,7 +13,7 @@ import { authenticate, presentKey } from './auth.js';
 import swagger from '@fastify/swagger';
 import rateLimit from '@fastify/rate-limit';
 import type { Redis } from 'ioredis';
-import { hashApiKey } from '../domain/api-keys.js';
+import { hashApiKey, isWellFormedKey } from '../domain/api-keys.js';
 import type { Metrics } from '../observability/metrics.js';
 import { registerHealth } from './plugins/health.js';
 import { registerMetrics } from './plugins/metrics.js';
@@ -185,11 +185,12 @@ export async function buildApp(deps: AppDeps): Promise<Api> {
     await v1.register(rateLimit, {
       max: deps.config.rateLimitMax,
       timeWindow: deps.config.rateLimitWindowMs,
-      // Per key (hashed: raw keys never sit in memory longer than a request); per IP without one.
+      // Per key (hashed: raw keys never sit in memory longer than a request); per IP without a
+      // well-formed one, so made-up keys cannot each buy a fresh budget.
       keyGenerator: (req) => {
         const raw = req.headers['api-key'] ?? req.headers['x-api-key'];
-        const key = Array.isArray(raw) ? raw[0] : raw;
-        return key ? `k:${hashApiKey(key).toString('base64')}` : `ip:${req.ip}`;
+        const key = (Array.isArray(raw) ? raw[0] : raw)?.trim();
+        return key && isWellFormedKey(key) ? `k:${hashApiKey(key).toString('base64')}` : `ip:${req.ip}`;
       },
       errorResponseBuilder: (_req, ctx) =>
         new ApiError('rate_limited', `Too many requests: at most ${ctx.max} per ${ctx.after}. Retry after the Retry-After delay.`),
