@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import Handlebars from 'handlebars';
 import type { InvoiceDocument } from '../pdf/invoice-document.js';
-import { formatDocumentDate, formatInvoiceAmount } from '../pdf/render-invoice-pdf.js';
+import { formatDocumentDate, formatInvoiceAmount } from '../pdf/format.js';
 
 export type EmailKind = 'invoice' | 'reminder_before' | 'reminder_after';
 

@@ -6,7 +6,7 @@ import type { ParsedMail } from 'mailparser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { planReminderSlots, type ReminderSlot } from '../../src/domain/reminder-schedule.js';
 import { loadEmailTemplates } from '../../src/mail/render-email.js';
-import { formatDocumentDate } from '../../src/pdf/render-invoice-pdf.js';
+import { formatDocumentDate } from '../../src/pdf/format.js';
 import { reminderSchedulerId } from '../../src/queue/reminder-schedulers.js';
 import { dueJobId } from '../../src/queue/reminder-service.js';
 import type { WorkerRuntime } from '../../src/runtime/worker-runtime.js';
