@@ -1,7 +1,7 @@
 // Shared plumbing of the hand-run benchmarks (bench/send.ts, bench/api.ts). Never imported by the
 // service or the tests. Every benchmark gets its own database, Redis prefix and SMTP sink, and
 // removes them at the end.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import net, { type AddressInfo } from 'node:net';
@@ -29,6 +29,20 @@ export function loadAvg(): string {
     .loadavg()
     .map((x) => x.toFixed(2))
     .join(' ')}`;
+}
+
+/** The code under test: HEAD, and whether src/ or jobs/ differ from it (others edit concurrently). */
+export function codeVersion(): string {
+  try {
+    const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'src', 'jobs', 'templates'], { cwd: ROOT, encoding: 'utf8' })
+      .split('\n')
+      .filter((l) => l.trim())
+      .map((l) => l.slice(3));
+    return `commit ${head}${dirty.length ? ` + uncommitted changes to ${dirty.join(', ')}` : ''}`;
+  } catch {
+    return 'commit unknown';
+  }
 }
 
 export function randomSuffix(): string {

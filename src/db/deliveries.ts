@@ -44,7 +44,11 @@ export async function upsertDelivery(
  * goes, and its stalled job is retried.
  */
 export async function lockDelivery(db: Queryable, id: string): Promise<DeliveryRow | null> {
-  const { rows } = await db.query<DeliveryRow>(`select ${COLUMNS} from deliveries where id = $1 for update skip locked`, [id]);
+  const { rows } = await db.query<DeliveryRow>({
+    name: 'lock-delivery',
+    text: `select ${COLUMNS} from deliveries where id = $1 for update skip locked`,
+    values: [id],
+  });
   return rows[0] ?? null;
 }
 

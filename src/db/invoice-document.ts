@@ -48,8 +48,9 @@ export async function loadInvoiceForMail(
   paymentPageBase: string,
   deliveryId: string | null = null,
 ): Promise<InvoiceForMail | null> {
-  const { rows } = await db.query<Row>(
-    `select i.id, i.code, i.reference, i.status, i.reminders_enabled, i.amount::text as amount, i.currency, i.network,
+  const { rows } = await db.query<Row>({
+    name: 'invoice-for-mail',
+    text: `select i.id, i.code, i.reference, i.status, i.reminders_enabled, i.amount::text as amount, i.currency, i.network,
        i.chain_id, i.sent_at, i.created_at, i.due_at, i.memo, i.footer, i.tax_id,
        c.email as customer_email, c.name as customer_name, c.time_zone as customer_time_zone,
        a.name as account_name, a.email as account_email, a.time_zone as account_time_zone,
@@ -61,8 +62,8 @@ export async function loadInvoiceForMail(
      join customers c on c.id = i.customer_id
      join accounts a on a.id = i.account_id
      where i.id = $1`,
-    [invoiceId, deliveryId],
-  );
+    values: [invoiceId, deliveryId],
+  });
   const r = rows[0];
   if (!r) return null;
   const amount = r.amount ?? '0';

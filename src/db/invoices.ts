@@ -67,13 +67,15 @@ export async function findInvoiceWithCredential<C>(
   keyHash: Buffer,
   id: string,
 ): Promise<(C & { invoice: InvoiceRow | null }) | null> {
-  const { rows } = await db.query<C & InvoiceRow>(
-    `select ${credentialSelect}, ${QUALIFIED_COLUMNS}
+  const { rows } = await db.query<C & InvoiceRow>({
+    // Named (prepared once per connection): this is the hottest statement of the API.
+    name: 'invoice-with-credential',
+    text: `select ${credentialSelect}, ${QUALIFIED_COLUMNS}
      from credentials c join accounts a on a.id = c.account_id
      left join invoices i on i.id = $2 and i.account_id = c.account_id and i.environment = c.environment
      where c.secret_hash = $1`,
-    [keyHash, id],
-  );
+    values: [keyHash, id],
+  });
   const row = rows[0];
   if (!row) return null;
   return { ...row, invoice: row.id === null ? null : row };
@@ -82,10 +84,11 @@ export async function findInvoiceWithCredential<C>(
 const QUALIFIED_COLUMNS = COLUMNS.split(',').map((c) => `i.${c.trim()}`).join(', ');
 
 export async function findInvoice(db: Queryable, scope: Scope, id: string, forUpdate = false): Promise<InvoiceRow | null> {
-  const { rows } = await db.query<InvoiceRow>(
-    `select ${COLUMNS} from invoices where id = $1 and account_id = $2 and environment = $3 ${forUpdate ? 'for update' : ''}`,
-    [id, scope.accountId, scope.environment],
-  );
+  const { rows } = await db.query<InvoiceRow>({
+    name: forUpdate ? 'find-invoice-for-update' : 'find-invoice',
+    text: `select ${COLUMNS} from invoices where id = $1 and account_id = $2 and environment = $3 ${forUpdate ? 'for update' : ''}`,
+    values: [id, scope.accountId, scope.environment],
+  });
   return rows[0] ?? null;
 }
 

@@ -20,7 +20,7 @@ const SELECT = `select i.id, i.status, i.reminders_enabled, i.due_at, i.sent_at,
   from invoices i join customers c on c.id = i.customer_id join accounts a on a.id = i.account_id`;
 
 export async function findReminderTarget(db: Queryable, invoiceId: string): Promise<ReminderTarget | null> {
-  const { rows } = await db.query<ReminderTarget>(`${SELECT} where i.id = $1`, [invoiceId]);
+  const { rows } = await db.query<ReminderTarget>({ name: 'reminder-target', text: `${SELECT} where i.id = $1`, values: [invoiceId] });
   return rows[0] ?? null;
 }
 

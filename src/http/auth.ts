@@ -84,10 +84,12 @@ export function authorize(key: PresentedKey, row: CredentialColumns | undefined)
 
 export async function authenticate(db: Queryable, req: FastifyRequest): Promise<AuthContext> {
   const key = presentKey(req);
-  const { rows } = await db.query<CredentialColumns>(
-    `select ${CREDENTIAL_SELECT} from credentials c join accounts a on a.id = c.account_id where c.secret_hash = $1`,
-    [key.hash],
-  );
+  // Named: prepared once per connection, not parsed and planned on every request.
+  const { rows } = await db.query<CredentialColumns>({
+    name: 'auth-credential',
+    text: `select ${CREDENTIAL_SELECT} from credentials c join accounts a on a.id = c.account_id where c.secret_hash = $1`,
+    values: [key.hash],
+  });
   return authorize(key, rows[0]);
 }
 
