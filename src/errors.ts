@@ -8,7 +8,6 @@ const CATALOGUE = {
   // 400: the request is missing something or contradicts itself
   validation_failed: [400, 'invalid_request_error'],
   invalid_json: [400, 'invalid_request_error'],
-  body_required: [400, 'invalid_request_error'],
   amount_invalid: [400, 'invalid_request_error'],
   amount_too_precise: [400, 'invalid_request_error'],
   amount_too_large: [400, 'invalid_request_error'],
@@ -35,8 +34,7 @@ const CATALOGUE = {
   // 404
   resource_missing: [404, 'invalid_request_error'],
   route_not_found: [404, 'invalid_request_error'],
-  // 405, 409, 413, 415, 429: still the caller's to fix
-  method_not_allowed: [405, 'invalid_request_error'],
+  // 409, 413, 415, 429: still the caller's to fix
   payment_link_has_payments: [409, 'invalid_request_error'],
   body_too_large: [413, 'invalid_request_error'],
   unsupported_media_type: [415, 'invalid_request_error'],
@@ -50,7 +48,6 @@ const CATALOGUE = {
   live_mode_forbidden: [403, 'permission_error'],
   // 5xx: never with internals in the message
   internal_error: [500, 'api_error'],
-  service_unavailable: [503, 'api_error'],
 } as const satisfies Record<string, readonly [number, ErrorType]>;
 
 export type ErrorCode = keyof typeof CATALOGUE;

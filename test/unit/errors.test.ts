@@ -1,0 +1,30 @@
+// The error catalogue is the API's contract: every code keeps a type that matches its status,
+// and every code is documented in the README.
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { ApiError, errorCatalogue } from '../../src/errors.js';
+
+const README = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+
+function typeFor(status: number): string {
+  if (status === 401) return 'authentication_error';
+  if (status === 403) return 'permission_error';
+  if (status >= 500) return 'api_error';
+  return 'invalid_request_error';
+}
+
+describe('error catalogue', () => {
+  it('gives every code the type its status implies', () => {
+    for (const { code, status, type } of errorCatalogue()) expect([code, type]).toEqual([code, typeFor(status)]);
+  });
+
+  it('documents every code in the README', () => {
+    const missing = errorCatalogue().filter(({ code }) => !README.includes(`\`${code}\``)).map((e) => e.code);
+    expect(missing).toEqual([]);
+  });
+
+  it('builds errors with the catalogue status and type', () => {
+    const err = new ApiError('payment_link_has_payments', 'has payments');
+    expect([err.status, err.type, err.code, err.message]).toEqual([409, 'invalid_request_error', 'payment_link_has_payments', 'has payments']);
+  });
+});
