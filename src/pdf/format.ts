@@ -1,7 +1,6 @@
 // How amounts, quantities and dates of an invoice are written for people: shared by the PDF and
 // the email templates, so both say exactly the same thing. Pure functions.
 import { Decimal } from 'decimal.js';
-import { DateTime } from 'luxon';
 import { resolveToken } from '../domain/tokens.js';
 import type { InvoiceDocument } from './invoice-document.js';
 
@@ -49,10 +48,25 @@ export function formatQuantity(quantity: number): string {
  * "Invalid DateTime" on a customer's invoice.
  */
 export function formatDocumentDate(iso: string, timeZone: string): string {
-  let dt = DateTime.fromISO(iso, { zone: timeZone, locale: 'en-US' });
-  if (!dt.isValid && dt.invalidReason === 'unsupported zone') {
-    dt = DateTime.fromISO(iso, { zone: 'UTC', locale: 'en-US' });
+  const date = new Date(iso);
+  if (Number.isNaN(date.getTime())) throw new RangeError(`invalid ISO date "${iso}"`);
+  const parts = Object.fromEntries(dateFormatFor(timeZone).formatToParts(date).map((p) => [p.type, p.value]));
+  return `${parts.day} ${parts.month} ${parts.year}`;
+}
+
+// Building an Intl formatter costs far more than using one: one per zone, for the process.
+const dateFormats = new Map<string, Intl.DateTimeFormat>();
+
+function dateFormatFor(timeZone: string): Intl.DateTimeFormat {
+  let format = dateFormats.get(timeZone);
+  if (!format) {
+    const options = { day: 'numeric', month: 'short', year: 'numeric' } as const;
+    try {
+      format = new Intl.DateTimeFormat('en-US', { ...options, timeZone });
+    } catch {
+      format = new Intl.DateTimeFormat('en-US', { ...options, timeZone: 'UTC' });
+    }
+    dateFormats.set(timeZone, format);
   }
-  if (!dt.isValid) throw new RangeError(`invalid ISO date "${iso}"`);
-  return dt.toFormat('d LLL yyyy');
+  return format;
 }
