@@ -53,23 +53,28 @@ export type { Api as App } from './types.js';
 
 function sendError(reply: FastifyReply, err: ApiError): FastifyReply {
   return reply.status(err.status).send({
-    error: { type: err.type, code: err.code, message: err.message, ...(err.param ? { param: err.param } : {}) },
+    error: { type: err.type, code: err.code, message: err.message },
   });
 }
 
+/** Postgres text and jsonb hold neither U+0000 nor a lone UTF-16 surrogate (jsonb fails on one). */
+function isStorableText(s: string): boolean {
+  return !s.includes('\u0000') && s.isWellFormed();
+}
+
 /**
- * Postgres text and jsonb cannot hold U+0000; a string carrying one is refused as input instead
- * of failing in SQL as a 500. Iterative, so a deeply nested body cannot overflow the stack.
+ * A string Postgres cannot store is refused as input instead of failing in SQL as a 500.
+ * Iterative, so a deeply nested body cannot overflow the stack.
  */
-function containsNul(root: unknown): boolean {
+function containsUnstorable(root: unknown): boolean {
   const stack: unknown[] = [root];
   while (stack.length > 0) {
     const value = stack.pop();
     if (typeof value === 'string') {
-      if (value.includes('\u0000')) return true;
+      if (!isStorableText(value)) return true;
     } else if (value !== null && typeof value === 'object') {
       for (const [k, v] of Object.entries(value)) {
-        if (k.includes('\u0000')) return true;
+        if (!isStorableText(k)) return true;
         stack.push(v);
       }
     }
@@ -93,6 +98,12 @@ function toApiError(err: FastifyError): ApiError | null {
       return new ApiError('invalid_json', 'The Content-Length header does not match the body.');
     case 'FST_ERR_RATE_LIMIT':
       return new ApiError('rate_limited', 'Too many requests; slow down and retry after the Retry-After delay.');
+  }
+  // Postgres "data exception" (class 22): a value our validation let through but the database
+  // cannot hold. The caller's to fix, not a 500.
+  const pgCode = (err as { code?: unknown }).code;
+  if (typeof pgCode === 'string' && /^22[0-9A-Z]{3}$/.test(pgCode)) {
+    return new ApiError('validation_failed', 'A value in the request is out of the range the service can store.');
   }
   if (err.statusCode === 429) return new ApiError('rate_limited', 'Too many requests; slow down and retry after the Retry-After delay.');
   if (err.statusCode === 400 && err instanceof SyntaxError) return new ApiError('invalid_json', 'The request body is not valid JSON.');
@@ -138,8 +149,8 @@ export async function buildApp(deps: AppDeps): Promise<Api> {
   app.removeContentTypeParser('text/plain');
 
   app.addHook('preHandler', async (req) => {
-    if (containsNul(req.params) || containsNul(req.body)) {
-      throw new ApiError('validation_failed', 'Strings in the request must not contain the NUL character (U+0000).');
+    if (containsUnstorable(req.params) || containsUnstorable(req.query) || containsUnstorable(req.body)) {
+      throw new ApiError('validation_failed', 'Strings in the request must be valid Unicode without the NUL character (U+0000).');
     }
   });
 
@@ -194,6 +205,11 @@ export async function buildApp(deps: AppDeps): Promise<Api> {
       },
       errorResponseBuilder: (_req, ctx) =>
         new ApiError('rate_limited', `Too many requests: at most ${ctx.max} per ${ctx.after}. Retry after the Retry-After delay.`),
+    });
+    // No v1 route takes query parameters: an unknown one is a 400, like an unknown body field.
+    v1.addHook('onRoute', (route) => {
+      route.schema ??= {};
+      route.schema.querystring ??= { type: 'object', properties: {}, additionalProperties: false };
     });
     v1.decorateRequest('auth', null as never);
     v1.decorateRequest('presentedKey', null as never);

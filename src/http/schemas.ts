@@ -5,8 +5,14 @@ import { Type, type Static, type TSchema } from 'typebox';
 const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
 const DateTime = Type.String({ format: 'date-time' });
 const NullableDateTime = Nullable(DateTime);
-/** An input instant: ISO 8601 date-time, and a year Postgres can store (it has no year 0000). */
-const InputDateTime = Type.String({ format: 'date-time', pattern: '^(?!0000)' });
+/**
+ * An input instant: ISO 8601 date-time that Postgres can store: a year 0001-9999, no leap second,
+ * and a UTC offset within ±15:59.
+ */
+const InputDateTime = Type.String({
+  format: 'date-time',
+  pattern: '^(?!0000)\\d{4}-\\d{2}-\\d{2}[Tt ]\\d{2}:\\d{2}:(?!60)\\d{2}(\\.\\d+)?([Zz]|[+-](0\\d|1[0-5]):?[0-5]\\d)$',
+});
 
 /** Decimal strings are checked again by the money rules (precision per token); this is the shape. */
 export const DecimalString = Type.String({ minLength: 1, maxLength: 40, description: 'decimal string, e.g. "12.50"' });
@@ -37,7 +43,6 @@ export const ErrorEnvelope = Type.Object(
       ]),
       code: Type.Optional(Type.String()),
       message: Type.String(),
-      param: Type.Optional(Type.String()),
     }),
   }
 );

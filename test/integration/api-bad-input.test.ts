@@ -356,3 +356,35 @@ describe('never a 5xx', () => {
     expect((await send('GET', `/v1/invoices/${ids.sentInvoice}`)).body.data).toMatchObject({ status: 'open', amount: '10' });
   });
 });
+
+describe('values the validator must stop before Postgres', () => {
+  it('due_at with an offset, a leap second or a year Postgres cannot store is a 400', async () => {
+    for (const due_at of ['2027-01-01T00:00:00+16:00', '2027-01-01T00:00:00-23:00', '2027-06-30T23:59:60Z', '0000-01-01T00:00:00Z']) {
+      const res = await send('POST', '/v1/invoices', { body: { customer_email: 'due@example.test', amount: '1', due_at } });
+      expectEnvelope(res, 400, 'validation_failed');
+    }
+    const ok = await send('POST', '/v1/invoices', { body: { customer_email: 'due@example.test', amount: '1', due_at: '2027-01-01T00:00:00+05:30' } });
+    expect(ok.status).toBe(200);
+  });
+
+  it('a lone UTF-16 surrogate in metadata or a memo is a 400, not a 500', async () => {
+    for (const body of [
+      { customer_email: 'sur@example.test', amount: '1', metadata: { k: 'a\ud800b' } },
+      { customer_email: 'sur@example.test', amount: '1', metadata: { ['\udc00']: 'v' } },
+      { customer_email: 'sur@example.test', amount: '1', memo: 'x\udfffy' },
+    ]) {
+      expectEnvelope(await send('POST', '/v1/invoices', { body }), 400, 'validation_failed');
+    }
+  });
+
+  it('an unknown query parameter is a 400, like an unknown body field', async () => {
+    expectEnvelope(await send('GET', '/v1/payment-links?limit=abc'), 400, 'validation_failed');
+    expectEnvelope(await send('GET', `/v1/invoices/${ids.invoice}?expand=customer`), 400, 'validation_failed');
+  });
+
+  it('the error envelope has exactly type, code and message', async () => {
+    const res = await send('GET', '/v1/invoices/inv_doesnotexist');
+    expect(res.status).toBe(404);
+    expect(Object.keys(res.body.error).sort()).toEqual(['code', 'message', 'type']);
+  });
+});

@@ -54,11 +54,16 @@ function amounts(total: Decimal | null, decimals: number, feeBps: number) {
 const linesForDb = (lines: ParsedLine[]) =>
   lines.map((l) => ({ description: l.description, quantity: l.quantity, unitAmount: formatDecimal(l.unitAmount) }));
 
+/** The error statuses every v1 route can answer, for the OpenAPI document. */
 export const errorResponses = {
   400: ErrorEnvelope,
   401: ErrorEnvelope,
   403: ErrorEnvelope,
   404: ErrorEnvelope,
+  413: ErrorEnvelope,
+  415: ErrorEnvelope,
+  429: ErrorEnvelope,
+  500: ErrorEnvelope,
 };
 
 export async function invoiceRoutes(app: Api, deps: AppDeps): Promise<void> {

@@ -110,7 +110,7 @@ export async function paymentLinkRoutes(app: Api, deps: AppDeps): Promise<void> 
 
   app.get(
     '/payment-links',
-    { schema: { tags: ['payment links'], summary: 'List every payment link of the environment', response: { 200: Data(Type.Array(PaymentLink)), 401: ErrorEnvelope } } },
+    { schema: { tags: ['payment links'], summary: 'List every payment link of the environment', response: { 200: Data(Type.Array(PaymentLink)), ...errorResponses } } },
     async (req) => ({ data: (await listLinks(pool, req.auth)).map(present) }),
   );
 
