@@ -10,7 +10,7 @@ import type { JobContext } from './context.js';
 export const invoiceDue: JobHandler<InvoiceDuePayload, JobContext> = async (payload, ctx) => {
   const turned = await markOverdue(ctx.pool, payload.invoiceId);
   const t = await findReminderTarget(ctx.pool, payload.invoiceId);
-  const runs = (r: typeof t) => !!r && remindersShouldRun({ status: r.status, remindersEnabled: r.reminders_enabled, dueAt: r.due_at });
+  const runs = (r: typeof t) => !!r && r.invoice_emailed && remindersShouldRun({ status: r.status, remindersEnabled: r.reminders_enabled, dueAt: r.due_at });
   if (t && t.due_at && runs(t)) {
     await ctx.reminders.schedulers.switchToAfter({ id: t.id, dueAt: t.due_at, timeZone: t.time_zone }, new Date());
     // Paid (or reminders off) between the read above and the upsert: the stop notification may

@@ -1,7 +1,7 @@
 // `invoice.reminder`: fired by the invoice's job scheduler at each planned slot. Re-reads the
 // invoice first: only an open or overdue invoice with reminders on gets an email; otherwise its
 // schedule is removed and nothing is sent. One email per (invoice, slot), however often it fires.
-import { upsertDelivery } from '../src/db/deliveries.js';
+import { deletePendingDelivery, upsertDelivery } from '../src/db/deliveries.js';
 import { loadInvoiceForMail } from '../src/db/invoice-document.js';
 import { lockIfRemindersRun, recordReminderSent } from '../src/db/reminders.js';
 import { newId } from '../src/domain/ids.js';
@@ -49,7 +49,11 @@ export const invoiceReminder: JobHandler<ReminderJobData, JobContext> = async (p
   });
   if (!result.sent) {
     ctx.countEmail?.(kind, 'skipped');
-    if (result.reason === 'no_longer_due') await ctx.reminders.stop(payload.invoiceId);
+    if (result.reason === 'no_longer_due') {
+      // Paid or turned off meanwhile: this slot will never be sent, so it is not in the timeline.
+      await deletePendingDelivery(ctx.pool, delivery.id);
+      await ctx.reminders.stop(payload.invoiceId);
+    }
     return result.reason;
   }
   await recordReminderSent(ctx.pool, payload.invoiceId);

@@ -24,15 +24,12 @@ export async function upsertDelivery(
   db: Queryable,
   d: { id: string; invoiceId: string; kind: DeliveryKind; slotAt: Date; messageId: string },
 ): Promise<DeliveryRow> {
+  // "do update" (a no-op) rather than "do nothing": it returns the existing row even when a
+  // concurrent insert of the same slot committed after this statement's snapshot was taken.
   const { rows } = await db.query<DeliveryRow>(
-    `with ins as (
-       insert into deliveries (id, invoice_id, kind, slot_at, message_id) values ($1, $2, $3, $4, $5)
-       on conflict (invoice_id, kind, slot_at) do nothing returning ${COLUMNS}
-     )
-     select * from ins
-     union all
-     select ${COLUMNS} from deliveries where invoice_id = $2 and kind = $3 and slot_at = $4
-     limit 1`,
+    `insert into deliveries (id, invoice_id, kind, slot_at, message_id) values ($1, $2, $3, $4, $5)
+     on conflict (invoice_id, kind, slot_at) do update set updated_at = deliveries.updated_at
+     returning ${COLUMNS}`,
     [d.id, d.invoiceId, d.kind, d.slotAt, d.messageId],
   );
   return rows[0];
@@ -68,4 +65,9 @@ export async function markDeliveryFailed(db: Queryable, id: string, status: 'ret
 export async function listDeliveries(db: Queryable, invoiceId: string): Promise<DeliveryRow[]> {
   const { rows } = await db.query<DeliveryRow>(`select ${COLUMNS} from deliveries where invoice_id = $1 order by slot_at, kind`, [invoiceId]);
   return rows;
+}
+
+/** Drops a delivery that was never attempted (a reminder slot that turned out not to be due). */
+export async function deletePendingDelivery(db: Queryable, id: string): Promise<void> {
+  await db.query(`delete from deliveries where id = $1 and status = 'pending' and attempt = 0`, [id]);
 }

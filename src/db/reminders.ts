@@ -12,11 +12,14 @@ export interface ReminderTarget {
   time_zone: string;
   /** Planned slot of the latest reminder recorded, if any. */
   last_slot_at: Date | null;
+  /** The invoice email itself was accepted: reminders never go out before it. */
+  invoice_emailed: boolean;
 }
 
 const SELECT = `select i.id, i.status, i.reminders_enabled, i.due_at, i.sent_at,
     coalesce(c.time_zone, a.time_zone) as time_zone,
-    (select max(d.slot_at) from deliveries d where d.invoice_id = i.id and d.kind <> 'invoice') as last_slot_at
+    (select max(d.slot_at) from deliveries d where d.invoice_id = i.id and d.kind <> 'invoice') as last_slot_at,
+    exists (select 1 from deliveries d where d.invoice_id = i.id and d.kind = 'invoice' and d.status = 'sent') as invoice_emailed
   from invoices i join customers c on c.id = i.customer_id join accounts a on a.id = i.account_id`;
 
 export async function findReminderTarget(db: Queryable, invoiceId: string): Promise<ReminderTarget | null> {
@@ -30,11 +33,15 @@ export async function listReminderTargets(db: Queryable): Promise<ReminderTarget
   return rows;
 }
 
-/** open -> overdue at the due date; never touches a paid, void or already overdue invoice. */
+/**
+ * open -> overdue; never touches a paid, void or already overdue invoice. Called by the job
+ * delayed to the due date: no clock comparison here, a worker clock a few ms ahead of the
+ * database's must not leave the invoice open.
+ */
 export async function markOverdue(db: Queryable, invoiceId: string): Promise<boolean> {
   const { rowCount } = await db.query(
     `update invoices set status = 'overdue', updated_at = now()
-     where id = $1 and status = 'open' and due_at is not null and due_at <= now()`,
+     where id = $1 and status = 'open' and due_at is not null`,
     [invoiceId],
   );
   return rowCount === 1;

@@ -6,14 +6,18 @@
 import type { JobsOptions, Queue } from 'bullmq';
 import { markEnqueued, pendingOutbox, type OutboxRow } from '../db/outbox.js';
 import type { Queryable } from '../db/pool.js';
+import { CAPPED_BACKOFF } from './backoff.js';
 import { JOB_INVOICE_SEND } from './names.js';
 
 const BATCH = 500;
 
-/** Retries with exponential backoff for transient failures; permanent ones are UnrecoverableError. */
+/**
+ * Transient failures are retried, backing off up to 10 min between attempts (about 16 hours in
+ * all); permanent ones fail at once as UnrecoverableError.
+ */
 export const SEND_JOB_OPTIONS: JobsOptions = {
-  attempts: 10,
-  backoff: { type: 'exponential', delay: 1_000 },
+  attempts: 100,
+  backoff: { type: CAPPED_BACKOFF },
   removeOnComplete: { age: 24 * 3600, count: 50_000 },
   removeOnFail: { age: 14 * 24 * 3600 },
 };

@@ -7,6 +7,7 @@ import type { ReminderPolicy } from '../domain/reminder-schedule.js';
 import { remindersShouldRun } from '../domain/invoice-rules.js';
 import { findReminderTarget, listReminderTargets, type ReminderTarget } from '../db/reminders.js';
 import type { Queryable } from '../db/pool.js';
+import { CAPPED_BACKOFF } from './backoff.js';
 import { createReminderSchedulers, reminderSchedulerId, type ReminderSchedulers } from './reminder-schedulers.js';
 
 export const JOB_INVOICE_DUE = 'invoice.due';
@@ -49,15 +50,17 @@ export interface ReminderService {
 
 /** `redis` is a plain client on the queue's server, for the reconciler's bulk reads. */
 export function createReminderService(db: Queryable, queue: Queue, redis: Redis, policy: ReminderPolicy): ReminderService {
-  // A reminder that hits a transient SMTP failure is retried (a few attempts, backing off)
-  // rather than losing its slot; the handler dedups by slot, so a retry never sends twice.
-  const schedulers = createReminderSchedulers(queue, policy, { attempts: 5, backoff: { type: 'exponential', delay: 2_000 } });
+  // A reminder that hits a transient SMTP failure is retried (backing off up to 10 min, about
+  // 4 hours in all) rather than losing its slot; the handler dedups by slot, so a retry never
+  // sends twice.
+  const schedulers = createReminderSchedulers(queue, policy, { attempts: 30, backoff: { type: CAPPED_BACKOFF } });
   // An upper bound of the last post-due slot after the due date: a month counts 30 days in
   // Duration.toMillis, so allow 10% and two days (local hour, DST) on top.
   const planHorizonMs =
     (policy.afterStart.toMillis() + policy.afterEvery.toMillis() * Math.max(0, policy.afterMax - 1)) * 1.1 + 2 * 86_400_000;
   const target = (t: ReminderTarget) => ({ id: t.id, dueAt: t.due_at!, timeZone: t.time_zone });
-  const runs = (t: ReminderTarget) => remindersShouldRun({ status: t.status, remindersEnabled: t.reminders_enabled, dueAt: t.due_at });
+  const runs = (t: ReminderTarget) =>
+    t.invoice_emailed && remindersShouldRun({ status: t.status, remindersEnabled: t.reminders_enabled, dueAt: t.due_at });
 
   async function addDueJob(t: ReminderTarget): Promise<void> {
     const payload: InvoiceDuePayload = { invoiceId: t.id };

@@ -18,6 +18,7 @@ import { createProcessor, plannedAtOfDelayed, type JobObserver } from '../queue/
 import { REMINDER_QUEUE, SEND_QUEUE } from '../queue/names.js';
 import { createOutboxRelay } from '../queue/outbox-relay.js';
 import { redisOptions } from '../queue/redis.js';
+import { backoffSettings } from '../queue/backoff.js';
 import { REMINDER_JOB, plannedInstantOf, reminderSchedulerSettings, reminderWorkerOptions, type ReminderJobData } from '../queue/reminder-schedulers.js';
 import { createReminderService, JOB_RECONCILE, RECONCILE_SCHEDULER_ID, type ReminderService } from '../queue/reminder-service.js';
 
@@ -78,7 +79,10 @@ export async function createWorkerRuntime(config: Config, log: Logger, opts: Wor
     stalledInterval: config.workerStalledIntervalMs,
     maxStalledCount: 5,
   };
-  const sendWorker = new Worker(SEND_QUEUE, createProcessor(sendQueueHandlers, ctx, log, plannedAtOfDelayed, observer), common);
+  const sendWorker = new Worker(SEND_QUEUE, createProcessor(sendQueueHandlers, ctx, log, plannedAtOfDelayed, observer), {
+    ...common,
+    settings: backoffSettings,
+  });
 
   const reminderProcessor = createProcessor(
     reminderQueueHandlers,
@@ -90,12 +94,18 @@ export async function createWorkerRuntime(config: Config, log: Logger, opts: Wor
   const reminderWorker = new Worker(
     REMINDER_QUEUE,
     async (job: Job) => {
-      const outcome = await reminderProcessor(job);
-      // After the last slot of a phase the scheduler moves on (or is removed): see reminder-schedulers.ts.
-      if (job.name === REMINDER_JOB) await reminders.schedulers.advance(job as Job<ReminderJobData>, new Date());
-      return outcome;
+      try {
+        return await reminderProcessor(job);
+      } finally {
+        // After the last slot of a phase the scheduler moves on or is removed (see
+        // reminder-schedulers.ts), whatever this slot's outcome: a failed last slot must not
+        // leave an exhausted scheduler behind.
+        if (job.name === REMINDER_JOB) {
+          await reminders.schedulers.advance(job as Job<ReminderJobData>, new Date()).catch((err) => log.warn({ err, job_id: job.id }, 'could not advance the reminder schedule'));
+        }
+      }
     },
-    { ...common, ...reminderWorkerOptions },
+    { ...common, ...reminderWorkerOptions, settings: { ...reminderWorkerOptions.settings, ...backoffSettings } },
   );
   const workers = [sendWorker, reminderWorker];
   for (const w of workers) w.on('error', (err) => log.warn({ err, queue: w.name }, 'worker error'));

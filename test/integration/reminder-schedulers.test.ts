@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { Queue, Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { Duration } from 'luxon';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { waitUntil } from '../helpers/worker.js';
 import { planReminderSlots, type ReminderPolicy } from '../../src/domain/reminder-schedule.js';
 import {
@@ -17,7 +17,7 @@ import {
   type ReminderSchedulers,
 } from '../../src/queue/reminder-schedulers.js';
 
-const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const REDIS_URL = inject('redisUrl');
 const prefix = `test-${randomUUID()}`;
 const connection = { url: REDIS_URL };
 const d = (iso: string) => Duration.fromISO(iso);
