@@ -1,17 +1,20 @@
 // `npm run demo`: idempotently sets up a demo merchant with data to try every endpoint, and
 // prints one JSON object (keys and ids) as the last line of stdout.
 //
-// Re-running keeps the same merchant, product, links and subscription; it rotates the demo keys
-// (secrets are stored hashed, so fresh ones are the only ones that can be printed) and creates a
-// new draft invoice only when the previous one was already sent.
+// Re-running keeps the same merchant, keys, product, links and subscription, and creates a new
+// draft invoice only when the previous one was already sent.
 import { loadConfigOrExit } from '../config.js';
 import { migrate } from '../db/migrate.js';
 import type { Pool } from '../db/pool.js';
 import { createLogger } from '../log.js';
 import { createApiRuntime } from '../runtime/api-runtime.js';
-import { provisionMerchant } from '../runtime/provision.js';
+import { provisionMerchant, type MerchantKeys } from '../runtime/provision.js';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { hashApiKey } from '../domain/api-keys.js';
 
 const DEMO_ACCOUNT = 'acct_demo';
+const KEYS_FILE = 'var/demo-keys.json';
 
 // Quiet by default: the last line of stdout is the JSON a newcomer copies from.
 const config = loadConfigOrExit({ LOG_LEVEL: 'warn', ...process.env });
@@ -30,18 +33,42 @@ async function existingId(pool: Pool, sql: string): Promise<string | null> {
   return rows[0]?.id ?? null;
 }
 
-try {
-  await api.pool.query(
-    `update credentials set revoked_at = now() where account_id = $1 and revoked_at is null and name like 'demo %'`,
-    [DEMO_ACCOUNT],
+/**
+ * The demo keys of an earlier run, when they still authenticate against this database: secrets
+ * are stored hashed, so the demo keeps its own (local, throwaway) copy to print them again.
+ */
+async function previousKeys(pool: Pool): Promise<MerchantKeys | null> {
+  let saved: MerchantKeys;
+  try {
+    saved = JSON.parse(await readFile(KEYS_FILE, 'utf8')) as MerchantKeys;
+  } catch {
+    return null;
+  }
+  const all = [saved.sandbox, saved.live, saved.sandbox_read_only, saved.live_read_only];
+  if (!all.every((k) => typeof k === 'string')) return null;
+  const { rows } = await pool.query<{ n: number }>(
+    'select count(*)::int as n from credentials where account_id = $1 and revoked_at is null and secret_hash = any($2)',
+    [DEMO_ACCOUNT, all.map(hashApiKey)],
   );
-  const { keys } = await provisionMerchant(api.pool, {
-    id: DEMO_ACCOUNT,
-    name: 'Demo Merchant GmbH',
-    email: 'billing@demo-merchant.example',
-    timeZone: 'Europe/Berlin',
-    keyNamePrefix: 'demo ',
-  });
+  return rows[0].n === all.length ? saved : null;
+}
+
+try {
+  let keys = await previousKeys(api.pool);
+  if (!keys) {
+    // First run on this database (or its keys were revoked): fresh keys, older demo keys revoked.
+    await api.pool.query(
+      `update credentials set revoked_at = now() where account_id = $1 and revoked_at is null and name like 'demo %'`,
+      [DEMO_ACCOUNT],
+    );
+    ({ keys } = await provisionMerchant(
+      api.pool,
+      { id: DEMO_ACCOUNT, name: 'Demo Merchant GmbH', email: 'billing@demo-merchant.example', timeZone: 'Europe/Berlin', keyNamePrefix: 'demo ' },
+      { platformFeeBps: config.platformFeeBps, timeZone: config.reminders.defaultTimeZone },
+    ));
+    await mkdir(dirname(KEYS_FILE), { recursive: true });
+    await writeFile(KEYS_FILE, JSON.stringify(keys), { mode: 0o600 });
+  }
   const key = keys.sandbox;
 
   const productId =

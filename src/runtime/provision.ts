@@ -15,13 +15,15 @@ export interface MerchantKeys {
 export async function provisionMerchant(
   db: Queryable,
   account: { id: string; name: string; email: string | null; timeZone?: string; platformFeeBps?: number; keyNamePrefix?: string },
+  /** What an account gets when not told otherwise: PLATFORM_FEE_BPS and REMINDERS_DEFAULT_TIME_ZONE. */
+  defaults: { platformFeeBps: number; timeZone: string } = { platformFeeBps: 50, timeZone: 'UTC' },
 ): Promise<{ accountId: string; keys: MerchantKeys }> {
   await upsertAccount(db, {
     id: account.id,
     name: account.name,
     email: account.email,
-    time_zone: account.timeZone ?? 'UTC',
-    platform_fee_bps: account.platformFeeBps ?? 50,
+    time_zone: account.timeZone ?? defaults.timeZone,
+    platform_fee_bps: account.platformFeeBps ?? defaults.platformFeeBps,
   });
   const issue = async (environment: Environment, permission: Permission, name: string) =>
     (await issueApiKey(db, { accountId: account.id, environment }, `${account.keyNamePrefix ?? ''}${name}`, permission)).secret;
