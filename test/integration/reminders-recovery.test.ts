@@ -10,6 +10,7 @@ import { dueJobId, RECONCILE_SCHEDULER_ID } from '../../src/queue/reminder-servi
 import { deleteRedisPrefix, startApiFixture, type ApiFixture } from '../helpers/context.js';
 import { startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
 import { spawnWorker, startWorker, waitUntil, type WorkerProcess } from '../helpers/worker.js';
+import { apiClient, type ApiResponse, type HttpMethod } from '../helpers/http.js';
 
 // Slots: due-3s, due-2s, due-1s, then due+1s, due+2s, due+3s.
 const POLICY = {
@@ -50,15 +51,9 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, Math.max(0,
 const sleepUntil = (t: number) => sleep(t - Date.now());
 const kindOf = (s: ReminderSlot) => (s.phase === 'before' ? 'reminder_before' : 'reminder_after');
 
-async function call(method: 'GET' | 'POST', url: string, body?: unknown): Promise<{ status: number; body: any }> {
-  const res = await fx.api.app.inject({
-    method,
-    url,
-    headers: { 'api-key': fx.merchant.keys.sandbox },
-    ...(body === undefined ? {} : { payload: body as object }),
-  });
-  return { status: res.statusCode, body: res.body ? JSON.parse(res.body) : null };
-}
+/** A request with the merchant's sandbox key. */
+const call = (method: HttpMethod, url: string, body?: unknown): Promise<ApiResponse> =>
+  apiClient(() => fx.api.app).call(method, url, fx.merchant.keys.sandbox, body);
 
 interface Sent {
   id: string;

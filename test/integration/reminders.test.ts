@@ -14,6 +14,7 @@ import { startApiFixture, type ApiFixture } from '../helpers/context.js';
 import { extractPdfText } from '../helpers/pdf-text.js';
 import { startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
 import { startWorker, waitUntil } from '../helpers/worker.js';
+import { apiClient, type ApiResponse, type HttpMethod, type JsonBody } from '../helpers/http.js';
 
 // Slots: due-3s, due-2s, due-1s, then due+1s, due+2s, due+3s.
 const POLICY = {
@@ -62,16 +63,9 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, Math.max(0,
 const sleepUntil = (t: number) => sleep(t - Date.now());
 const kindOf = (s: ReminderSlot) => (s.phase === 'before' ? 'reminder_before' : 'reminder_after');
 
-type Res = { status: number; body: any };
-async function call(method: 'GET' | 'POST', url: string, body?: unknown): Promise<Res> {
-  const res = await fx.api.app.inject({
-    method,
-    url,
-    headers: { 'api-key': fx.merchant.keys.sandbox },
-    ...(body === undefined ? {} : { payload: body as object }),
-  });
-  return { status: res.statusCode, body: res.body ? JSON.parse(res.body) : null };
-}
+/** A request with the merchant's sandbox key. */
+const call = (method: HttpMethod, url: string, body?: unknown): Promise<ApiResponse> =>
+  apiClient(() => fx.api.app).call(method, url, fx.merchant.keys.sandbox, body);
 
 interface Sent {
   id: string;
@@ -82,7 +76,7 @@ interface Sent {
   plan: ReminderSlot[];
 }
 
-async function createDraft(email: string, dueAt: Date, extra: Record<string, unknown> = {}): Promise<any> {
+async function createDraft(email: string, dueAt: Date, extra: Record<string, unknown> = {}): Promise<JsonBody> {
   const res = await call('POST', '/v1/invoices', { customer_email: email, amount: '1234.5', due_at: dueAt.toISOString(), ...extra });
   expect(res.status, JSON.stringify(res.body)).toBe(200);
   return res.body.data;
@@ -169,7 +163,7 @@ describe('reminders on second-sized policies', () => {
     // Mid-way: two reminders past, with their delivery status; four ahead.
     await waitSlotSent(inv, plan[1]);
     const t1 = (await call('GET', `/v1/invoices/${inv.id}/reminders`)).body.data;
-    expect(t1.past.map((p: any) => [p.kind, p.scheduled_for, p.status, p.attempt])).toEqual(
+    expect(t1.past.map((p: JsonBody) => [p.kind, p.scheduled_for, p.status, p.attempt])).toEqual(
       plan.slice(0, 2).map((s) => [kindOf(s), s.at.toISOString(), 'sent', 1]),
     );
     expect(t1.upcoming).toEqual(plan.slice(2).map((s) => ({ kind: kindOf(s), scheduled_for: s.at.toISOString() })));
@@ -321,7 +315,7 @@ describe('reminders on second-sized policies', () => {
     expect(await scheduler(inv.id)).toBeUndefined();
     const offTimeline = (await call('GET', `/v1/invoices/${inv.id}/reminders`)).body.data;
     expect(offTimeline).toMatchObject({ reminders_enabled: false, upcoming: [] });
-    expect(offTimeline.past.map((p: any) => p.scheduled_for)).toEqual([plan[0].at.toISOString()]);
+    expect(offTimeline.past.map((p: JsonBody) => p.scheduled_for)).toEqual([plan[0].at.toISOString()]);
 
     // plan[1] passes while off.
     await sleepUntil(plan[1].at.getTime() + 400);
