@@ -90,3 +90,20 @@ export async function waitUntil(check: () => Promise<boolean>, timeoutMs = 10_00
     await new Promise((r) => setTimeout(r, intervalMs));
   }
 }
+
+/** The environment a child worker process needs to join a test's database, prefix and SMTP sink. */
+export function workerProcessEnv(config: Config, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    DATABASE_URL: config.databaseUrl,
+    REDIS_URL: config.redisUrl,
+    REDIS_PREFIX: config.redisPrefix,
+    PAYMENT_PAGE_BASE: config.paymentPageBase,
+    MAIL_FROM: config.mailFrom,
+    WORKER_PORT: '0',
+    ...(config.smtpUrl ? { SMTP_URL: config.smtpUrl } : {}),
+    ...extra,
+  };
+}
+
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, Math.max(0, ms)));
+export const sleepUntil = (t: number) => sleep(t - Date.now());

@@ -5,7 +5,7 @@ import { Queue, Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { Duration } from 'luxon';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import { waitUntil } from '../helpers/worker.js';
+import { sleep, waitUntil } from '../helpers/worker.js';
 import { planReminderSlots, type ReminderPolicy } from '../../src/domain/reminder-schedule.js';
 import {
   createReminderSchedulers,
@@ -21,7 +21,6 @@ const REDIS_URL = inject('redisUrl');
 const prefix = `test-${randomUUID()}`;
 const connection = { url: REDIS_URL };
 const d = (iso: string) => Duration.fromISO(iso);
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, ms)));
 /** Same shape as the app's ids (`inv_` + 24 base62): the memory figures depend on id length. */
 const invoiceId = () => `inv_${randomUUID().replace(/-/g, '').slice(0, 24)}`;
 

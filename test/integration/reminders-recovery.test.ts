@@ -9,7 +9,7 @@ import { reminderSchedulerId } from '../../src/queue/reminder-schedulers.js';
 import { dueJobId, RECONCILE_SCHEDULER_ID } from '../../src/queue/reminder-service.js';
 import { deleteRedisPrefix, startApiFixture, type ApiFixture } from '../helpers/context.js';
 import { startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
-import { spawnWorker, startWorker, waitUntil, type WorkerProcess } from '../helpers/worker.js';
+import { sleep, sleepUntil, spawnWorker, startWorker, waitUntil, workerProcessEnv, type WorkerProcess } from '../helpers/worker.js';
 import { apiClient, type ApiResponse, type HttpMethod } from '../helpers/http.js';
 
 // Slots: due-3s, due-2s, due-1s, then due+1s, due+2s, due+3s.
@@ -47,8 +47,6 @@ afterAll(async () => {
 });
 
 const policy = () => fx.env.config(POLICY).reminders;
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, Math.max(0, ms)));
-const sleepUntil = (t: number) => sleep(t - Date.now());
 const kindOf = (s: ReminderSlot) => (s.phase === 'before' ? 'reminder_before' : 'reminder_after');
 
 /** A request with the merchant's sandbox key. */
@@ -165,18 +163,7 @@ describe('reminders recovery and scale-out', () => {
   }, 20_000);
 
   it('two worker processes never send one slot twice: every slot of every invoice is one row and one email', async () => {
-    const c = fx.env.config();
-    const env = {
-      ...POLICY,
-      DATABASE_URL: c.databaseUrl,
-      REDIS_URL: c.redisUrl,
-      REDIS_PREFIX: c.redisPrefix,
-      PAYMENT_PAGE_BASE: c.paymentPageBase,
-      MAIL_FROM: c.mailFrom,
-      SMTP_URL: sink.url,
-      WORKER_PORT: '0',
-      OUTBOX_RELAY_INTERVAL_MS: '200',
-    };
+    const env = workerProcessEnv(fx.env.config({ SMTP_URL: sink.url }), { ...POLICY, OUTBOX_RELAY_INTERVAL_MS: '200' });
     const procs: WorkerProcess[] = [spawnWorker(env), spawnWorker(env)];
     for (const p of procs) cleanups.push(() => p.stop('SIGKILL'));
     await Promise.all(procs.map((p) => p.waitForLine((l) => l.msg === 'worker started', 30_000)));

@@ -13,7 +13,7 @@ import type { WorkerRuntime } from '../../src/runtime/worker-runtime.js';
 import { startApiFixture, type ApiFixture } from '../helpers/context.js';
 import { extractPdfText } from '../helpers/pdf-text.js';
 import { startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
-import { startWorker, waitUntil } from '../helpers/worker.js';
+import { sleep, sleepUntil, startWorker, waitUntil } from '../helpers/worker.js';
 import { apiClient, type ApiResponse, type HttpMethod, type JsonBody } from '../helpers/http.js';
 
 // Slots: due-3s, due-2s, due-1s, then due+1s, due+2s, due+3s.
@@ -59,8 +59,6 @@ afterAll(async () => {
 });
 
 const policy = () => fx.env.config(POLICY).reminders;
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, Math.max(0, ms)));
-const sleepUntil = (t: number) => sleep(t - Date.now());
 const kindOf = (s: ReminderSlot) => (s.phase === 'before' ? 'reminder_before' : 'reminder_after');
 
 /** A request with the merchant's sandbox key. */

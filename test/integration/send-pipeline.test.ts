@@ -13,7 +13,7 @@ import type { WorkerRuntime } from '../../src/runtime/worker-runtime.js';
 import { startApiFixture, type ApiFixture } from '../helpers/context.js';
 import { extractPdfText } from '../helpers/pdf-text.js';
 import { startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
-import { spawnWorker, startWorker, waitUntil, type WorkerProcess } from '../helpers/worker.js';
+import { spawnWorker, startWorker, waitUntil, workerProcessEnv, type WorkerProcess } from '../helpers/worker.js';
 
 let fx: ApiFixture;
 let sink: SmtpSink;
@@ -216,19 +216,7 @@ describe('invoice.send', () => {
 });
 
 describe('worker processes', () => {
-  function workerEnv(extra: Record<string, string> = {}): Record<string, string> {
-    const c = fx.env.config();
-    return {
-      DATABASE_URL: c.databaseUrl,
-      REDIS_URL: c.redisUrl,
-      REDIS_PREFIX: c.redisPrefix,
-      PAYMENT_PAGE_BASE: c.paymentPageBase,
-      MAIL_FROM: c.mailFrom,
-      SMTP_URL: sink.url,
-      WORKER_PORT: '0',
-      ...extra,
-    };
-  }
+  const workerEnv = (extra: Record<string, string> = {}) => workerProcessEnv(fx.env.config({ SMTP_URL: sink.url }), extra);
 
   function spawned(extra: Record<string, string> = {}): WorkerProcess {
     const p = spawnWorker(workerEnv(extra));
