@@ -6,6 +6,7 @@ import { loadInvoiceForMail } from '../src/db/invoice-document.js';
 import { lockIfRemindersRun, recordReminderSent } from '../src/db/reminders.js';
 import { newId } from '../src/domain/ids.js';
 import { remindersShouldRun } from '../src/domain/invoice-rules.js';
+import { reminderKindOf } from '../src/domain/reminder-schedule.js';
 import { deliverOnce } from '../src/mail/deliver-once.js';
 import { messageIdFor } from '../src/mail/message-id.js';
 import { renderEmail } from '../src/mail/render-email.js';
@@ -22,7 +23,7 @@ export const invoiceReminder: JobHandler<ReminderJobData, JobContext> = async (p
     return 'stopped';
   }
   ctx.observeReminderLateness?.(Math.max(0, Date.now() - meta.plannedAt.getTime()) / 1000);
-  const kind = payload.phase === 'before' ? 'reminder_before' : 'reminder_after';
+  const kind = reminderKindOf(payload.phase);
   const id = newId('dlv');
   const delivery = await upsertDelivery(ctx.pool, {
     id,

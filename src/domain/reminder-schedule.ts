@@ -19,6 +19,11 @@ export interface ReminderPolicy {
 
 export type ReminderPhase = 'before' | 'after';
 
+/** The deliveries-table kind (and email template) of a reminder of this phase. */
+export function reminderKindOf(phase: ReminderPhase): 'reminder_before' | 'reminder_after' {
+  return phase === 'before' ? 'reminder_before' : 'reminder_after';
+}
+
 export interface ReminderSlot {
   phase: ReminderPhase;
   at: Date;

@@ -13,7 +13,6 @@ import { authenticate, presentKey } from './auth.js';
 import swagger from '@fastify/swagger';
 import rateLimit from '@fastify/rate-limit';
 import type { Redis } from 'ioredis';
-import { hashApiKey, isWellFormedKey } from '../domain/api-keys.js';
 import type { Metrics } from '../observability/metrics.js';
 import { registerHealth } from './plugins/health.js';
 import { registerMetrics } from './plugins/metrics.js';
@@ -199,9 +198,11 @@ export async function buildApp(deps: AppDeps): Promise<Api> {
       // Per key (hashed: raw keys never sit in memory longer than a request); per IP without a
       // well-formed one, so made-up keys cannot each buy a fresh budget.
       keyGenerator: (req) => {
-        const raw = req.headers['api-key'] ?? req.headers['x-api-key'];
-        const key = (Array.isArray(raw) ? raw[0] : raw)?.trim();
-        return key && isWellFormedKey(key) ? `k:${hashApiKey(key).toString('base64')}` : `ip:${req.ip}`;
+        try {
+          return `k:${presentKey(req).hash.toString('base64')}`;
+        } catch {
+          return `ip:${req.ip}`;
+        }
       },
       errorResponseBuilder: (_req, ctx) =>
         new ApiError('rate_limited', `Too many requests: at most ${ctx.max} per ${ctx.after}. Retry after the Retry-After delay.`),

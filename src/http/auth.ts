@@ -34,7 +34,26 @@ declare module 'fastify' {
   }
 }
 
+// The rate limiter and authentication both need the presented key: read and hash it once.
+const presented = new WeakMap<FastifyRequest, PresentedKey | ApiError>();
+
+/** The request's well-formed key, hashed; throws the 401 for a missing or malformed one. */
 export function presentKey(req: FastifyRequest): PresentedKey {
+  let result = presented.get(req);
+  if (result === undefined) {
+    try {
+      result = readKey(req);
+    } catch (err) {
+      if (!(err instanceof ApiError)) throw err;
+      result = err;
+    }
+    presented.set(req, result);
+  }
+  if (result instanceof ApiError) throw result;
+  return result;
+}
+
+function readKey(req: FastifyRequest): PresentedKey {
   const raw = req.headers['api-key'] ?? req.headers['x-api-key'];
   const key = (Array.isArray(raw) ? raw[0] : raw)?.trim();
   if (!key) {

@@ -4,6 +4,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { Queue } from 'bullmq';
 import { countPendingOutbox } from '../db/outbox.js';
 import type { Queryable } from '../db/pool.js';
+import { withTimeout } from '../runtime/with-timeout.js';
 
 const JOB_STATES = ['waiting', 'active', 'delayed', 'completed', 'failed', 'prioritized', 'waiting-children'] as const;
 const SCRAPE_TIMEOUT_MS = 1_000;
@@ -14,10 +15,6 @@ export interface Metrics {
   jobDuration: Histogram<'name' | 'outcome'>;
   emails: Counter<'kind' | 'outcome'>;
   reminderLateness: Histogram;
-}
-
-function bounded<T>(p: Promise<T>): Promise<T> {
-  return Promise.race([p, new Promise<T>((_, reject) => setTimeout(() => reject(new Error('scrape timeout')), SCRAPE_TIMEOUT_MS).unref())]);
 }
 
 export function createMetrics(opts: { queues: Queue[]; db: Queryable; defaultMetrics?: boolean }): Metrics {
@@ -32,7 +29,7 @@ export function createMetrics(opts: { queues: Queue[]; db: Queryable; defaultMet
     async collect() {
       for (const queue of opts.queues) {
         try {
-          const counts = await bounded(queue.getJobCounts(...JOB_STATES));
+          const counts = await withTimeout(queue.getJobCounts(...JOB_STATES), SCRAPE_TIMEOUT_MS, 'queue counts');
           for (const state of JOB_STATES) this.set({ queue: queue.name, state }, counts[state] ?? 0);
         } catch {
           // Redis unreachable: leave the last values; readyz reports the outage.
@@ -46,7 +43,7 @@ export function createMetrics(opts: { queues: Queue[]; db: Queryable; defaultMet
     registers: [registry],
     async collect() {
       try {
-        this.set(await bounded(countPendingOutbox(opts.db)));
+        this.set(await withTimeout(countPendingOutbox(opts.db), SCRAPE_TIMEOUT_MS, 'outbox backlog'));
       } catch {
         // Postgres unreachable: keep the last value.
       }

@@ -13,18 +13,9 @@ import { createMetrics } from '../observability/metrics.js';
 import { DASHBOARD_PATH, registerDashboard } from '../http/plugins/dashboard.js';
 import { createOutboxRelay } from '../queue/outbox-relay.js';
 import { producerRedisOptions } from '../queue/redis.js';
+import { withTimeout } from './with-timeout.js';
 
 const FAST_PATH_TIMEOUT_MS = 2_000;
-
-export function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout;
-  return Promise.race([
-    p.finally(() => clearTimeout(timer)),
-    new Promise<T>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`${what} timed out after ${ms} ms`)), ms);
-    }),
-  ]);
-}
 
 export interface ApiRuntime {
   app: Api;

@@ -3,7 +3,7 @@
 // and an SMTP server on loopback, with second-sized policies.
 import type { ParsedMail } from 'mailparser';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { planReminderSlots, type ReminderSlot } from '../../src/domain/reminder-schedule.js';
+import { planReminderSlots, type ReminderSlot, reminderKindOf } from '../../src/domain/reminder-schedule.js';
 import { loadEmailTemplates } from '../../src/mail/render-email.js';
 import { reminderSchedulerId } from '../../src/queue/reminder-schedulers.js';
 import { dueJobId, RECONCILE_SCHEDULER_ID } from '../../src/queue/reminder-service.js';
@@ -47,7 +47,7 @@ afterAll(async () => {
 });
 
 const policy = () => fx.env.config(POLICY).reminders;
-const kindOf = (s: ReminderSlot) => (s.phase === 'before' ? 'reminder_before' : 'reminder_after');
+const kindOf = (s: ReminderSlot) => reminderKindOf(s.phase);
 
 /** A request with the merchant's sandbox key. */
 const call = (method: HttpMethod, url: string, body?: unknown): Promise<ApiResponse> =>

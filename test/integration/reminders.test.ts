@@ -4,7 +4,7 @@
 // the reminder timeline, and the rules of POST /reminders on drafts and closed invoices.
 import type { ParsedMail } from 'mailparser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { planReminderSlots, type ReminderSlot } from '../../src/domain/reminder-schedule.js';
+import { planReminderSlots, type ReminderSlot, reminderKindOf } from '../../src/domain/reminder-schedule.js';
 import { loadEmailTemplates } from '../../src/mail/render-email.js';
 import { formatDocumentDate } from '../../src/pdf/format.js';
 import { reminderSchedulerId } from '../../src/queue/reminder-schedulers.js';
@@ -59,7 +59,7 @@ afterAll(async () => {
 });
 
 const policy = () => fx.env.config(POLICY).reminders;
-const kindOf = (s: ReminderSlot) => (s.phase === 'before' ? 'reminder_before' : 'reminder_after');
+const kindOf = (s: ReminderSlot) => reminderKindOf(s.phase);
 
 /** A request with the merchant's sandbox key. */
 const call = (method: HttpMethod, url: string, body?: unknown): Promise<ApiResponse> =>

@@ -3,23 +3,16 @@
 import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Queryable } from '../../db/pool.js';
+import { withTimeout } from '../../runtime/with-timeout.js';
 
 const CHECK_TIMEOUT_MS = 1_000;
 
 async function check(name: string, probe: () => Promise<unknown>): Promise<[string, string]> {
-  let timer: NodeJS.Timeout | undefined;
   try {
-    await Promise.race([
-      probe(),
-      new Promise((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`no answer within ${CHECK_TIMEOUT_MS} ms`)), CHECK_TIMEOUT_MS);
-      }),
-    ]);
+    await withTimeout(probe(), CHECK_TIMEOUT_MS, name);
     return [name, 'ok'];
   } catch (err) {
     return [name, `unavailable: ${err instanceof Error ? err.message : String(err)}`];
-  } finally {
-    clearTimeout(timer);
   }
 }
 

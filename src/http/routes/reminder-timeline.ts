@@ -2,7 +2,7 @@
 import { listDeliveries } from '../../db/deliveries.js';
 import type { InvoiceRow } from '../../db/invoices.js';
 import { remindersShouldRun } from '../../domain/invoice-rules.js';
-import { futureReminderSlots } from '../../domain/reminder-schedule.js';
+import { futureReminderSlots, reminderKindOf } from '../../domain/reminder-schedule.js';
 import type { AppDeps } from '../app.js';
 
 export async function buildReminderTimeline(deps: AppDeps, inv: InvoiceRow, accountTimeZone: string) {
@@ -14,7 +14,7 @@ export async function buildReminderTimeline(deps: AppDeps, inv: InvoiceRow, acco
   const running = remindersShouldRun({ status: inv.status, remindersEnabled: inv.reminders_enabled, dueAt: inv.due_at });
   const upcoming = running && inv.due_at
     ? futureReminderSlots(deps.config.reminders, inv.due_at, timeZone, new Date())
-        .map((s) => ({ kind: s.phase === 'before' ? 'reminder_before' : 'reminder_after', scheduled_for: s.at.toISOString() }))
+        .map((s) => ({ kind: reminderKindOf(s.phase), scheduled_for: s.at.toISOString() }))
     : [];
   return {
     invoice_id: inv.id,
