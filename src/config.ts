@@ -16,6 +16,11 @@ export class ConfigError extends Error {
 export interface Config {
   databaseUrl: string;
   redisUrl: string;
+  /**
+   * REDIS_CLUSTER_NODES: startup nodes of a Redis Cluster. When set, every queue, worker and the
+   * service's own Redis calls go through ioredis's Cluster client and `redisUrl` is not used.
+   */
+  redisClusterNodes: RedisNode[] | null;
   /** Prefix of every BullMQ key in Redis; tests give each run its own. */
   redisPrefix: string;
   port: number;
@@ -42,6 +47,12 @@ export interface Config {
   shutdownTimeoutMs: number;
   reminders: ReminderPolicy & { defaultTimeZone: string };
   reconcileEvery: Duration;
+}
+
+/** A Redis Cluster startup node. */
+export interface RedisNode {
+  host: string;
+  port: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -100,6 +111,20 @@ function timeZone(env: Env, name: string, fallback: string): string {
   return raw;
 }
 
+/** `host:port,host:port`; IPv6 hosts in brackets (`[::1]:7000`). */
+function redisNodes(env: Env, name: string): RedisNode[] | null {
+  const raw = optional(env, name);
+  if (raw === null) return null;
+  const nodes = raw.split(',').map((part) => part.trim()).filter((part) => part !== '');
+  if (nodes.length === 0) throw new ConfigError(name, 'must list at least one host:port');
+  return nodes.map((node) => {
+    const m = /^(\[[0-9a-fA-F:.]+\]|[^\s:[\]/]+):(\d{1,5})$/.exec(node);
+    const port = m ? Number(m[2]) : NaN;
+    if (!m || port < 1 || port > 65535) throw new ConfigError(name, `must be comma-separated host:port pairs, got "${node}"`);
+    return { host: m[1].replace(/^\[|\]$/g, ''), port };
+  });
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 export function loadConfig(env: Env = process.env): Config {
@@ -111,10 +136,12 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError(adminUser === null ? 'ADMIN_USER' : 'ADMIN_PASSWORD', 'must be set together with its pair');
   }
   const prefix = str(env, 'REDIS_PREFIX', 'bull');
-  if (prefix.includes(' ')) throw new ConfigError('REDIS_PREFIX', 'must not contain spaces');
+  // Braces would add a second hash tag to every key; the service puts its own on each queue.
+  if (/[\s{}]/.test(prefix)) throw new ConfigError('REDIS_PREFIX', 'must not contain spaces or braces');
   const config: Config = {
     databaseUrl: url(env, 'DATABASE_URL', 'postgres://postgres@127.0.0.1:5432/invoices', ['postgres:', 'postgresql:'])!,
     redisUrl: url(env, 'REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:'])!,
+    redisClusterNodes: redisNodes(env, 'REDIS_CLUSTER_NODES'),
     redisPrefix: prefix,
     port: int(env, 'PORT', 3000, 0, 65535),
     host: str(env, 'HOST', '0.0.0.0'),

@@ -12,7 +12,7 @@ import type { Logger } from '../log.js';
 import { authenticate, presentKey } from './auth.js';
 import swagger from '@fastify/swagger';
 import rateLimit from '@fastify/rate-limit';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queue/redis.js';
 import type { Metrics } from '../observability/metrics.js';
 import { registerHealth } from './plugins/health.js';
 import { registerMetrics } from './plugins/metrics.js';
@@ -43,7 +43,7 @@ export interface AppDeps {
   /** Prometheus metrics: /metrics and the HTTP duration histogram. */
   metrics?: Metrics;
   /** Redis client pinged by /readyz. */
-  redis?: Redis;
+  redis?: RedisClient;
   /** Extra plugins (the queue dashboard) registered before the routes. */
   plugins?: ((app: FastifyInstance) => Promise<void>)[];
 }

@@ -2,7 +2,7 @@
 // Used by the worker (after a send, on a stop notification, by the reconciler) and by the API
 // (reminders on/off, paid through the test helper).
 import type { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.js';
 import type { ReminderPolicy } from '../domain/reminder-schedule.js';
 import { remindersShouldRun } from '../domain/invoice-rules.js';
 import { findReminderTarget, listReminderTargets, type ReminderTarget } from '../db/reminders.js';
@@ -49,7 +49,7 @@ export interface ReminderService {
 }
 
 /** `redis` is a plain client on the queue's server, for the reconciler's bulk reads. */
-export function createReminderService(db: Queryable, queue: Queue, redis: Redis, policy: ReminderPolicy): ReminderService {
+export function createReminderService(db: Queryable, queue: Queue, redis: RedisClient, policy: ReminderPolicy): ReminderService {
   // A reminder that hits a transient SMTP failure is retried (backing off up to 10 min, about
   // 4 hours in all) rather than losing its slot; the handler dedups by slot, so a retry never
   // sends twice.

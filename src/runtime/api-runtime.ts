@@ -8,11 +8,10 @@ import type { Logger } from '../log.js';
 import { REMINDER_QUEUE, SEND_QUEUE } from '../queue/names.js';
 import { reminderSchedulerSettings } from '../queue/reminder-schedulers.js';
 import { createReminderService } from '../queue/reminder-service.js';
-import { Redis } from 'ioredis';
 import { createMetrics } from '../observability/metrics.js';
 import { DASHBOARD_PATH, registerDashboard } from '../http/plugins/dashboard.js';
 import { createOutboxRelay } from '../queue/outbox-relay.js';
-import { producerRedisOptions } from '../queue/redis.js';
+import { createRedisConnections, queuePrefix } from '../queue/redis.js';
 import { withTimeout } from './with-timeout.js';
 
 const FAST_PATH_TIMEOUT_MS = 2_000;
@@ -26,14 +25,16 @@ export interface ApiRuntime {
 
 export async function createApiRuntime(config: Config, log: Logger, extra: Partial<AppDeps> = {}): Promise<ApiRuntime> {
   const pool = createPool(config.databaseUrl);
-  const connection = producerRedisOptions(config.redisUrl);
-  const send = new Queue(SEND_QUEUE, { connection, prefix: config.redisPrefix });
+  // Fail fast: a request never waits on Redis (the outbox keeps what could not be added).
+  const redisConnections = createRedisConnections(config, { failFast: true });
+  const connection = redisConnections.forQueue();
+  const send = new Queue(SEND_QUEUE, { connection, prefix: queuePrefix(config.redisPrefix, SEND_QUEUE) });
   // A Queue emits 'error' while Redis is away; the outbox covers those sends, so log and go on.
   send.on('error', (err) => log.debug({ err }, 'send queue connection error'));
-  const reminderQueue = new Queue(REMINDER_QUEUE, { connection, prefix: config.redisPrefix, settings: reminderSchedulerSettings });
+  const reminderQueue = new Queue(REMINDER_QUEUE, { connection, prefix: queuePrefix(config.redisPrefix, REMINDER_QUEUE), settings: reminderSchedulerSettings });
   reminderQueue.on('error', (err) => log.debug({ err }, 'reminder queue connection error'));
   // For /readyz pings (fail fast while Redis is away) and the reminder service's reads.
-  const redis = new Redis(connection);
+  const redis = redisConnections.client;
   redis.on('error', (err) => log.debug({ err }, 'redis connection error'));
   const reminders = createReminderService(pool, reminderQueue, redis, config.reminders);
   const relay = createOutboxRelay(pool, { send });
@@ -69,7 +70,7 @@ export async function createApiRuntime(config: Config, log: Logger, extra: Parti
       await app.close();
       // A queue that never reached Redis may never finish closing: bounded.
       await withTimeout(Promise.all([send.close(), reminderQueue.close()]), 2_000, 'queue close').catch(() => undefined);
-      redis.disconnect();
+      await redisConnections.close();
       await pool.end();
     },
   };

@@ -1,6 +1,6 @@
 // The worker's own small HTTP port (WORKER_PORT): orchestrators probe workers too.
 import Fastify, { type FastifyInstance } from 'fastify';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queue/redis.js';
 import type { Queryable } from '../db/pool.js';
 import { registerHealth } from '../http/plugins/health.js';
 import { registerMetrics } from '../http/plugins/metrics.js';
@@ -8,7 +8,7 @@ import type { Logger } from '../log.js';
 import type { Metrics } from '../observability/metrics.js';
 
 export async function startWorkerHttp(
-  opts: { port: number; host: string; db: Queryable; redis: Redis; metrics: Metrics },
+  opts: { port: number; host: string; db: Queryable; redis: RedisClient; metrics: Metrics },
   log: Logger,
 ): Promise<FastifyInstance> {
   const app = Fastify({ loggerInstance: log.child({ component: 'worker-http' }), disableRequestLogging: true }) as unknown as FastifyInstance;

@@ -2,7 +2,6 @@
 // the reminder machinery (stop notifications, reconciler). Several such processes may run on one
 // Redis and one Postgres.
 import { Queue, Worker, type Job } from 'bullmq';
-import { Redis } from 'ioredis';
 import type { FastifyInstance } from 'fastify';
 import { createMetrics, type Metrics } from '../observability/metrics.js';
 import { startWorkerHttp } from './worker-http.js';
@@ -17,7 +16,7 @@ import { loadEmailTemplates } from '../mail/render-email.js';
 import { createProcessor, plannedAtOfDelayed, type JobObserver } from '../queue/dispatcher.js';
 import { REMINDER_QUEUE, SEND_QUEUE } from '../queue/names.js';
 import { createOutboxRelay } from '../queue/outbox-relay.js';
-import { redisOptions } from '../queue/redis.js';
+import { createRedisConnections, queuePrefix } from '../queue/redis.js';
 import { backoffSettings } from '../queue/backoff.js';
 import { REMINDER_JOB, plannedInstantOf, reminderSchedulerSettings, reminderWorkerOptions, type ReminderJobData } from '../queue/reminder-schedulers.js';
 import { createReminderService, JOB_RECONCILE, RECONCILE_SCHEDULER_ID, type ReminderService } from '../queue/reminder-service.js';
@@ -49,11 +48,15 @@ export async function createWorkerRuntime(config: Config, log: Logger, opts: Wor
   loadEmailTemplates();
   const pool = createPool(config.databaseUrl, config.workerConcurrency * 2 + 5);
   const mail = opts.mail ?? createMailTransport({ smtpUrl: config.smtpUrl, poolSize: config.smtpPoolSize, outboxDir: config.outboxDir });
-  const connection = redisOptions(config.redisUrl);
-  const send = new Queue(SEND_QUEUE, { connection, prefix: config.redisPrefix });
-  const reminderQueue = new Queue(REMINDER_QUEUE, { connection, prefix: config.redisPrefix, settings: reminderSchedulerSettings });
-  const redis = new Redis({ ...connection, maxRetriesPerRequest: null });
-  for (const emitter of [send, reminderQueue, redis]) emitter.on('error', (err: Error) => log.warn({ err }, 'redis connection error'));
+  const redisConnections = createRedisConnections(config);
+  const connection = redisConnections.forQueue();
+  const sendPrefix = queuePrefix(config.redisPrefix, SEND_QUEUE);
+  const reminderPrefix = queuePrefix(config.redisPrefix, REMINDER_QUEUE);
+  const send = new Queue(SEND_QUEUE, { connection, prefix: sendPrefix });
+  const reminderQueue = new Queue(REMINDER_QUEUE, { connection, prefix: reminderPrefix, settings: reminderSchedulerSettings });
+  const redis = redisConnections.client;
+  for (const emitter of [send, reminderQueue]) emitter.on('error', (err: Error) => log.warn({ err }, 'redis connection error'));
+  redis.on('error', (err: Error) => log.warn({ err }, 'redis connection error'));
 
   const reminders = createReminderService(pool, reminderQueue, redis, config.reminders);
   const metrics = createMetrics({ queues: [send, reminderQueue], db: pool });
@@ -72,8 +75,7 @@ export async function createWorkerRuntime(config: Config, log: Logger, opts: Wor
     observeReminderLateness: (seconds) => metrics.reminderLateness.observe(seconds),
   };
   const common = {
-    connection,
-    prefix: config.redisPrefix,
+    connection: redisConnections.forWorker(),
     concurrency: config.workerConcurrency,
     lockDuration: config.workerLockDurationMs,
     stalledInterval: config.workerStalledIntervalMs,
@@ -81,6 +83,7 @@ export async function createWorkerRuntime(config: Config, log: Logger, opts: Wor
   };
   const sendWorker = new Worker(SEND_QUEUE, createProcessor(sendQueueHandlers, ctx, log, plannedAtOfDelayed, observer), {
     ...common,
+    prefix: sendPrefix,
     settings: backoffSettings,
   });
 
@@ -105,7 +108,7 @@ export async function createWorkerRuntime(config: Config, log: Logger, opts: Wor
         }
       }
     },
-    { ...common, ...reminderWorkerOptions, settings: { ...reminderWorkerOptions.settings, ...backoffSettings } },
+    { ...common, prefix: reminderPrefix, ...reminderWorkerOptions, settings: { ...reminderWorkerOptions.settings, ...backoffSettings } },
   );
   const workers = [sendWorker, reminderWorker];
   for (const w of workers) w.on('error', (err) => log.warn({ err, queue: w.name }, 'worker error'));
@@ -201,7 +204,7 @@ export async function createWorkerRuntime(config: Config, log: Logger, opts: Wor
       await stopListener.close();
       await relaying?.catch(() => undefined);
       await Promise.all([send.close(), reminderQueue.close()]);
-      redis.disconnect();
+      await redisConnections.close();
       await mail.close();
       await pool.end();
     },

@@ -1,10 +1,12 @@
 // Per test file: a database cloned from the migrated template, a Redis key prefix of its own,
 // and helpers to build the API over them.
 import { randomBytes, randomUUID } from 'node:crypto';
-import { Redis } from 'ioredis';
+import { Queue, type QueueOptions } from 'bullmq';
+import type { Redis } from 'ioredis';
 import pg from 'pg';
 import { inject } from 'vitest';
-import { loadConfig, type Config } from '../../src/config.js';
+import { loadConfig, type Config, type RedisNode } from '../../src/config.js';
+import { createRedisConnections, queuePrefix, type RedisTarget } from '../../src/queue/redis.js';
 import { newId } from '../../src/domain/ids.js';
 import { createLogger } from '../../src/log.js';
 import { createApiRuntime, type ApiRuntime } from '../../src/runtime/api-runtime.js';
@@ -47,25 +49,53 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   };
 }
 
-/** Deletes every Redis key under the prefix (SCAN, never FLUSHALL: other files share the server). */
-export async function deleteRedisPrefix(redisUrl: string, prefix: string): Promise<void> {
-  const redis = new Redis(redisUrl, { lazyConnect: false, maxRetriesPerRequest: 1 });
+/**
+ * Deletes every Redis key under the prefix: SCAN node by node (a cluster refuses a whole-keyspace
+ * command), single-key UNLINKs; never FLUSHALL: other files share the server.
+ */
+/** Keys matching the pattern on one node (SCAN: never a blocking whole-keyspace KEYS). */
+export async function scanNode(node: Redis, pattern: string): Promise<string[]> {
+  const keys: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, batch] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+    cursor = next;
+    keys.push(...batch);
+  } while (cursor !== '0');
+  return keys;
+}
+
+export async function deleteRedisPrefix(target: RedisTarget | string, prefix: string): Promise<void> {
+  const connections = createRedisConnections(typeof target === 'string' ? { redisUrl: target, redisClusterNodes: null } : target);
   try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length) await redis.del(...keys);
-    } while (cursor !== '0');
+    for (const node of await connections.masters()) {
+      const keys = await scanNode(node, `${prefix}:*`);
+      for (let i = 0; i < keys.length; i += 1000) {
+        const pipeline = node.pipeline();
+        for (const key of keys.slice(i, i + 1000)) pipeline.unlink(key);
+        await pipeline.exec();
+      }
+    }
   } finally {
-    redis.disconnect();
+    await connections.close();
   }
+}
+
+/** Which Redis this test file runs against: the `cluster` test project runs some files on a local cluster. */
+export function testRedisMode(): 'single' | 'cluster' {
+  return inject('redisMode') === 'cluster' ? 'cluster' : 'single';
 }
 
 export interface TestEnv {
   db: TestDatabase;
   redisUrl: string;
+  /** Set when this file runs on the local Redis Cluster (then `redisUrl` is not used). */
+  redisClusterNodes: RedisNode[] | null;
   redisPrefix: string;
+  /** Config overrides that point a process at a Redis nobody answers on (single or cluster alike). */
+  unreachableRedis(port: number): Record<string, string>;
+  /** A Queue on this file's Redis and prefix, as the service builds it; closed by cleanup(). */
+  openQueue(name: string, opts?: Omit<QueueOptions, 'connection' | 'prefix'>): Queue;
   /** Config for this file's database and prefix, with the given overrides. */
   config(overrides?: Record<string, string>): Config;
   cleanup(): Promise<void>;
@@ -74,15 +104,30 @@ export interface TestEnv {
 export async function createTestEnv(): Promise<TestEnv> {
   const db = await createTestDatabase();
   const redisUrl = inject('redisUrl');
+  const clusterNodes = testRedisMode() === 'cluster' ? inject('redisClusterNodes') : null;
+  if (testRedisMode() === 'cluster' && !clusterNodes) throw new Error('the cluster test project runs without a local Redis Cluster');
   const redisPrefix = `test-${randomUUID()}`;
+  const base = loadConfig({ REDIS_URL: redisUrl, ...(clusterNodes ? { REDIS_CLUSTER_NODES: clusterNodes } : {}) });
+  const target: RedisTarget = { redisUrl, redisClusterNodes: base.redisClusterNodes };
+  const opened: { queue: Queue; connections: ReturnType<typeof createRedisConnections> }[] = [];
   return {
     db,
     redisUrl,
+    redisClusterNodes: base.redisClusterNodes,
     redisPrefix,
+    unreachableRedis: (port): Record<string, string> =>
+      clusterNodes ? { REDIS_CLUSTER_NODES: `127.0.0.1:${port}` } : { REDIS_URL: `redis://127.0.0.1:${port}` },
+    openQueue(name, opts = {}) {
+      const connections = createRedisConnections(target);
+      const queue = new Queue(name, { ...opts, connection: connections.forQueue(), prefix: queuePrefix(redisPrefix, name) });
+      opened.push({ queue, connections });
+      return queue;
+    },
     config: (overrides = {}) =>
       loadConfig({
         DATABASE_URL: db.url,
         REDIS_URL: redisUrl,
+        ...(clusterNodes ? { REDIS_CLUSTER_NODES: clusterNodes } : {}),
         REDIS_PREFIX: redisPrefix,
         LOG_LEVEL: 'silent',
         PAYMENT_PAGE_BASE: 'https://pay.example.test',
@@ -93,7 +138,11 @@ export async function createTestEnv(): Promise<TestEnv> {
         ...overrides,
       }),
     async cleanup() {
-      await deleteRedisPrefix(redisUrl, redisPrefix);
+      for (const { queue, connections } of opened.splice(0)) {
+        await queue.close();
+        await connections.close();
+      }
+      await deleteRedisPrefix(target, redisPrefix);
       await db.drop();
     },
   };

@@ -4,12 +4,18 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { migrate } from '../../src/db/migrate.js';
+import { startRedisCluster, type LocalRedisCluster } from './redis-cluster.js';
 import { resolveServices } from './services.js';
+import { clusterTestsWanted } from './test-modes.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
     databaseUrl: string;
     redisUrl: string;
+    /** REDIS_CLUSTER_NODES of the local cluster, when one runs (see vitest.config.ts). */
+    redisClusterNodes: string | null;
+    /** 'cluster' in the cluster test project. */
+    redisMode: 'single' | 'cluster' | undefined;
     templateDatabase: string;
     runId: string;
   }
@@ -28,6 +34,13 @@ export default async function setup(project: TestProject) {
   await migrate(withDatabase(services.databaseUrl, template));
   project.provide('databaseUrl', services.databaseUrl);
   project.provide('redisUrl', services.redisUrl);
+  // The send and reminder end-to-end files run a second time on a throwaway 3-master cluster.
+  let cluster: LocalRedisCluster | null = null;
+  if (clusterTestsWanted()) {
+    cluster = await startRedisCluster({ masters: 3 });
+    process.stdout.write(`tests: local Redis Cluster on ${cluster.nodes}\n`);
+  }
+  project.provide('redisClusterNodes', cluster?.nodes ?? null);
   project.provide('templateDatabase', template);
   project.provide('runId', runId);
 
@@ -41,6 +54,7 @@ export default async function setup(project: TestProject) {
       }
     } finally {
       await admin.end();
+      await cluster?.stop();
     }
     await services.stop();
   };

@@ -96,6 +96,7 @@ export function workerProcessEnv(config: Config, extra: Record<string, string> =
   return {
     DATABASE_URL: config.databaseUrl,
     REDIS_URL: config.redisUrl,
+    ...(config.redisClusterNodes ? { REDIS_CLUSTER_NODES: config.redisClusterNodes.map((n) => `${n.host}:${n.port}`).join(',') } : {}),
     REDIS_PREFIX: config.redisPrefix,
     PAYMENT_PAGE_BASE: config.paymentPageBase,
     MAIL_FROM: config.mailFrom,

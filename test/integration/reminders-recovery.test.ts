@@ -115,7 +115,7 @@ describe('reminders recovery and scale-out', () => {
     await sleepUntil(plan[0].at.getTime() + 200);
 
     // Redis loses everything of this service.
-    await deleteRedisPrefix(fx.env.redisUrl, fx.env.redisPrefix);
+    await deleteRedisPrefix(fx.env, fx.env.redisPrefix);
     const flushedAt = Date.now();
     expect(await scheduler(inv.id)).toBeUndefined();
     expect(await queue().getJobScheduler(RECONCILE_SCHEDULER_ID)).toBeUndefined();

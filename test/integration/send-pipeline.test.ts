@@ -3,8 +3,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ParsedMail } from 'mailparser';
 import { createServer } from 'node:net';
-import { Queue } from 'bullmq';
-import { redisOptions } from '../../src/queue/redis.js';
 import { JOB_INVOICE_SEND, SEND_QUEUE } from '../../src/queue/names.js';
 import { SEND_JOB_OPTIONS } from '../../src/queue/outbox-relay.js';
 import { createLogger } from '../../src/log.js';
@@ -194,9 +192,8 @@ describe('invoice.send', () => {
   });
 
   it('Redis down at send time: the send answers 200, and the email goes out once Redis is back', async () => {
-    const deadRedis = `redis://127.0.0.1:${await freePort()}`;
     // An API process whose Redis is unreachable.
-    const api = await createApiRuntime(fx.env.config({ REDIS_URL: deadRedis }), createLogger('silent'));
+    const api = await createApiRuntime(fx.env.config(fx.env.unreachableRedis(await freePort())), createLogger('silent'));
     cleanups.push(() => api.close());
     const email = 'redis-down@example.test';
     const created = await api.app.inject({ method: 'POST', url: '/v1/invoices', headers: { 'api-key': key() }, payload: { customer_email: email, amount: '3' } });
@@ -263,8 +260,7 @@ describe('worker processes', () => {
     const id = await createDraft({ customer_email: email, amount: '9.99' });
     await send(id);
     // Kill it while it waits on the SMTP server (after RCPT, before DATA).
-    const queue = new Queue(SEND_QUEUE, { connection: redisOptions(fx.env.redisUrl), prefix: fx.env.redisPrefix });
-    cleanups.push(() => queue.close());
+    const queue = fx.env.openQueue(SEND_QUEUE);
     await waitUntil(async () => (await queue.getActiveCount()) === 1, 10_000);
     await new Promise((r) => setTimeout(r, 300));
     victim.child.kill('SIGKILL');

@@ -70,6 +70,20 @@ describe('loadConfig defaults', () => {
   });
 });
 
+describe('REDIS_CLUSTER_NODES', () => {
+  it('is off by default: single Redis from REDIS_URL', () => {
+    expect(loadConfig({}).redisClusterNodes).toBeNull();
+  });
+
+  it('reads host:port startup nodes, spaces and IPv6 brackets allowed', () => {
+    expect(loadConfig({ REDIS_CLUSTER_NODES: 'r1:7000, 10.0.0.2:7001 ,[::1]:7002' }).redisClusterNodes).toEqual([
+      { host: 'r1', port: 7000 },
+      { host: '10.0.0.2', port: 7001 },
+      { host: '::1', port: 7002 },
+    ]);
+  });
+});
+
 describe('loadConfig refuses bad values, naming the variable', () => {
   it.each([
     ['PORT', 'abc'],
@@ -93,6 +107,12 @@ describe('loadConfig refuses bad values, naming the variable', () => {
     ['BODY_LIMIT_BYTES', '10'],
     ['WORKER_CONCURRENCY', '0'],
     ['REDIS_PREFIX', 'has space'],
+    ['REDIS_PREFIX', 'has{tag}'],
+    ['REDIS_CLUSTER_NODES', 'localhost'],
+    ['REDIS_CLUSTER_NODES', 'a:7000,b'],
+    ['REDIS_CLUSTER_NODES', 'a:0'],
+    ['REDIS_CLUSTER_NODES', 'redis://a:7000'],
+    ['REDIS_CLUSTER_NODES', ' , '],
   ])('%s=%j', (variable, value) => {
     const err = configError({ [variable]: value });
     expect(err.variable).toBe(variable);

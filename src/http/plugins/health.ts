@@ -1,7 +1,7 @@
 // /healthz: the process is alive. /readyz: Postgres and Redis answer; 503 names the failing part.
 // Shared by the API and the worker's own small HTTP port.
 import type { FastifyInstance } from 'fastify';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../queue/redis.js';
 import type { Queryable } from '../../db/pool.js';
 import { withTimeout } from '../../runtime/with-timeout.js';
 
@@ -16,7 +16,7 @@ async function check(name: string, probe: () => Promise<unknown>): Promise<[stri
   }
 }
 
-export function registerHealth(app: FastifyInstance, deps: { db: Queryable; redis: Redis }): void {
+export function registerHealth(app: FastifyInstance, deps: { db: Queryable; redis: RedisClient }): void {
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
   app.get('/readyz', { schema: { hide: true } }, async (_req, reply) => {
     const checks = Object.fromEntries(

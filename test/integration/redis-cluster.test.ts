@@ -1,0 +1,117 @@
+// Redis Cluster specifics: the throwaway cluster harness itself, and the layout of the service's
+// keys on a cluster (every queue in one slot of its own, through its hash tag). The end-to-end
+// send and reminder files run on the cluster as well (the `cluster` test project).
+import { existsSync } from 'node:fs';
+import calculateSlot from 'cluster-key-slot';
+import { Cluster } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { createLogger } from '../../src/log.js';
+import { REMINDER_QUEUE, SEND_QUEUE } from '../../src/queue/names.js';
+import { createRedisConnections, queuePrefix } from '../../src/queue/redis.js';
+import { createApiRuntime, type ApiRuntime } from '../../src/runtime/api-runtime.js';
+import type { WorkerRuntime } from '../../src/runtime/worker-runtime.js';
+import { createTestEnv, deleteRedisPrefix, scanNode, type TestEnv } from '../helpers/context.js';
+import { redisServerAvailable, startRedisCluster } from '../helpers/redis-cluster.js';
+import { startWorker } from '../helpers/worker.js';
+
+const nodes = inject('redisClusterNodes');
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+describe.skipIf(!redisServerAvailable())('the local Redis Cluster harness', () => {
+  it('starts 3 masters covering every slot, and stop() leaves no process and no folder behind', async () => {
+    const cluster = await startRedisCluster({ masters: 3 });
+    let stopped = false;
+    try {
+      const client = new Cluster(cluster.nodes.split(',').map((n) => ({ host: '127.0.0.1', port: Number(n.split(':')[1]) })));
+      try {
+        const info = (await client.cluster('INFO')) as string;
+        expect(info).toContain('cluster_state:ok');
+        expect(info).toContain('cluster_slots_assigned:16384');
+        expect(info).toContain('cluster_known_nodes:3');
+        expect(client.nodes('master')).toHaveLength(3);
+      } finally {
+        client.disconnect();
+      }
+      expect(cluster.pids.every(alive)).toBe(true);
+      await cluster.stop();
+      stopped = true;
+      expect(cluster.pids.filter(alive)).toEqual([]);
+      expect(existsSync(cluster.dir)).toBe(false);
+    } finally {
+      if (!stopped) await cluster.stop();
+    }
+  });
+});
+
+describe.skipIf(!nodes)('the service on a Redis Cluster', () => {
+  let env: TestEnv;
+  let api: ApiRuntime;
+  let worker: WorkerRuntime;
+
+  beforeAll(async () => {
+    env = await createTestEnv();
+    const config = env.config({ REDIS_CLUSTER_NODES: nodes! });
+    api = await createApiRuntime(config, createLogger('silent'));
+    worker = await startWorker(config);
+  });
+  afterAll(async () => {
+    await worker?.close();
+    await api?.close();
+    await env?.cleanup();
+  });
+
+  it('puts each queue in a slot of its own through its hash tag', async () => {
+    await api.queues.send.add('probe', { n: 1 });
+    await api.queues.reminders.add('probe', { n: 2 }, { delay: 60_000 });
+    const connections = createRedisConnections({ redisUrl: env.redisUrl, redisClusterNodes: env.config({ REDIS_CLUSTER_NODES: nodes! }).redisClusterNodes });
+    try {
+      const keys: string[] = [];
+      for (const node of await connections.masters()) keys.push(...(await scanNode(node, `${env.redisPrefix}:*`)));
+      const slotsOf = (queue: string) => new Set(keys.filter((k) => k.startsWith(`${queuePrefix(env.redisPrefix, queue)}:`)).map((k) => calculateSlot(k)));
+      expect(keys.length).toBeGreaterThan(4);
+      // Every key of the service is a queue key under a hash tag.
+      for (const k of keys) expect(k).toMatch(new RegExp(`^${env.redisPrefix}:\\{[^{}]+\\}:`));
+      expect(slotsOf(SEND_QUEUE).size).toBe(1);
+      expect(slotsOf(REMINDER_QUEUE).size).toBe(1);
+      expect([...slotsOf(SEND_QUEUE)][0]).toBe(calculateSlot(`{${SEND_QUEUE}}`));
+    } finally {
+      await connections.close();
+    }
+  });
+
+  it('answers /readyz on the cluster', async () => {
+    const res = await api.app.inject({ method: 'GET', url: '/readyz' });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toMatchObject({ checks: { redis: 'ok' } });
+  });
+
+  it('deletes a prefix node by node', async () => {
+    const target = { redisUrl: env.redisUrl, redisClusterNodes: env.config({ REDIS_CLUSTER_NODES: nodes! }).redisClusterNodes };
+    const prefix = `${env.redisPrefix}-del`;
+    const connections = createRedisConnections(target);
+    try {
+      // Keys spread over the slot space, hence over every master.
+      for (let i = 0; i < 60; i++) await connections.client.set(`${prefix}:k${i}`, '1');
+      const count = async () => {
+        let n = 0;
+        for (const node of await connections.masters()) n += (await scanNode(node, `${prefix}:*`)).length;
+        return n;
+      };
+      expect(await count()).toBe(60);
+      const perNode = await Promise.all((await connections.masters()).map(async (node) => (await scanNode(node, `${prefix}:*`)).length));
+      expect(perNode.every((n) => n > 0)).toBe(true);
+      await deleteRedisPrefix(target, prefix);
+      expect(await count()).toBe(0);
+    } finally {
+      await connections.close();
+    }
+  });
+});
