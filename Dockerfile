@@ -2,8 +2,8 @@
 #
 # One image for every role; the command picks it: `npm run api` (default), `npm run worker`,
 # `npm run migrate`, `npm start` (all-in-one). tsx (a production dependency) runs the TypeScript
-# sources directly, so there is no compiled output to copy: the image ships src/, jobs/ and
-# templates/ with production dependencies only.
+# sources directly, so there is no compiled output to copy: the image ships main/, src/, jobs/
+# and templates/ with production dependencies only.
 #
 #   docker build -t invoice-lifecycle .
 #   docker run --rm -e DATABASE_URL=... -e REDIS_URL=... -p 3000:3000 invoice-lifecycle
@@ -22,6 +22,7 @@ FROM deps AS check
 COPY tsconfig.json ./
 COPY src ./src
 COPY jobs ./jobs
+COPY main ./main
 RUN npx tsc --noEmit -p . && touch /tmp/typecheck.ok
 
 # Production dependencies only.
@@ -39,6 +40,7 @@ COPY --from=prod-deps /app/node_modules ./node_modules
 COPY package.json package-lock.json tsconfig.json ./
 COPY src ./src
 COPY jobs ./jobs
+COPY main ./main
 COPY templates ./templates
 COPY --from=check /tmp/typecheck.ok /tmp/typecheck.ok
 # The code is root-owned and read-only to the app; only var/ (MAIL_OUTBOX_DIR's default, used

@@ -1,22 +1,14 @@
-// The job registry: job name -> handler, per queue. The worker runtime dispatches through it.
-import { JOB_INVOICE_SEND } from '../src/queue/names.js';
-import type { JobHandler } from '../src/queue/dispatcher.js';
-import { JOB_INVOICE_DUE, JOB_RECONCILE } from '../src/queue/reminder-service.js';
-import { REMINDER_JOB } from '../src/queue/reminder-schedulers.js';
-import type { JobContext } from './context.js';
+// The handler registry: one handler per job of the catalogue (src/queue/catalogue.ts says which
+// queue each listens on). The entrypoints hand it to the worker runtime.
+import type { JobHandlers } from '../src/queue/job-context.js';
 import { invoiceDue } from './invoice-due.js';
 import { invoiceReminder } from './invoice-reminder.js';
 import { invoiceSend } from './invoice-send.js';
 import { remindersReconcile } from './reminders-reconcile.js';
 
-type Handlers = Record<string, JobHandler<never, JobContext>>;
-
-export const sendQueueHandlers: Handlers = {
-  [JOB_INVOICE_SEND]: invoiceSend,
-};
-
-export const reminderQueueHandlers: Handlers = {
-  [REMINDER_JOB]: invoiceReminder,
-  [JOB_INVOICE_DUE]: invoiceDue,
-  [JOB_RECONCILE]: remindersReconcile,
+export const jobHandlers: JobHandlers = {
+  'invoice.send': invoiceSend,
+  'invoice.reminder': invoiceReminder,
+  'invoice.due': invoiceDue,
+  'reminders.reconcile': remindersReconcile,
 };

@@ -1,13 +1,14 @@
 // Worker processes for tests: in this process (createWorkerRuntime), or as real child processes
-// (`src/bin/worker.ts`) for scale-out and crash tests.
+// (`main/worker.ts`) for scale-out and crash tests.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { jobHandlers } from '../../jobs/index.js';
 import type { Config } from '../../src/config.js';
 import { createLogger } from '../../src/log.js';
 import { createWorkerRuntime, type WorkerRuntimeOptions, type WorkerRuntime } from '../../src/runtime/worker-runtime.js';
 
 export async function startWorker(config: Config, opts: WorkerRuntimeOptions = {}): Promise<WorkerRuntime> {
-  const worker = await createWorkerRuntime(config, createLogger('silent'), opts);
+  const worker = await createWorkerRuntime(config, createLogger('silent'), jobHandlers, opts);
   await Promise.all(worker.workers.map((w) => w.waitUntilReady()));
   return worker;
 }
@@ -25,7 +26,7 @@ export interface WorkerProcess {
 
 /** `npm run worker` as a child process, with the given environment on top of the test's. */
 export function spawnWorker(env: Record<string, string>): WorkerProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/bin/worker.ts'], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'main/worker.ts'], {
     cwd: ROOT,
     env: { ...process.env, LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -501,7 +501,7 @@ describe('Dockerfile', () => {
         const parts = l.split(/\s+/).slice(1).filter((p) => !p.startsWith('--'));
         return parts.slice(0, -1);
       });
-    expect(sources).toEqual(expect.arrayContaining(['src', 'jobs', 'templates', 'package.json', 'package-lock.json', 'tsconfig.json']));
+    expect(sources).toEqual(expect.arrayContaining(['src', 'jobs', 'main', 'templates', 'package.json', 'package-lock.json', 'tsconfig.json']));
     for (const src of sources) {
       expect(existsSync(path.join(ROOT, src)), src).toBe(true);
       expect(ignored.includes(src.replace(/^\.\//, '').replace(/\/$/, '')), `${src} is in .dockerignore`).toBe(false);

@@ -6,7 +6,7 @@ import calculateSlot from 'cluster-key-slot';
 import { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createLogger } from '../../src/log.js';
-import { REMINDER_QUEUE, SEND_QUEUE } from '../../src/queue/names.js';
+import { QUEUES } from '../../src/queue/catalogue.js';
 import { createRedisConnections, queuePrefix } from '../../src/queue/redis.js';
 import { createApiRuntime, type ApiRuntime } from '../../src/runtime/api-runtime.js';
 import type { WorkerRuntime } from '../../src/runtime/worker-runtime.js';
@@ -79,9 +79,9 @@ describe.skipIf(!nodes)('the service on a Redis Cluster', () => {
       expect(keys.length).toBeGreaterThan(4);
       // Every key of the service is a queue key under a hash tag.
       for (const k of keys) expect(k).toMatch(new RegExp(`^${env.redisPrefix}:\\{[^{}]+\\}:`));
-      expect(slotsOf(SEND_QUEUE).size).toBe(1);
-      expect(slotsOf(REMINDER_QUEUE).size).toBe(1);
-      expect([...slotsOf(SEND_QUEUE)][0]).toBe(calculateSlot(`{${SEND_QUEUE}}`));
+      expect(slotsOf(QUEUES.send).size).toBe(1);
+      expect(slotsOf(QUEUES.reminders).size).toBe(1);
+      expect([...slotsOf(QUEUES.send)][0]).toBe(calculateSlot(`{${QUEUES.send}}`));
     } finally {
       await connections.close();
     }

@@ -1,11 +1,12 @@
 // `npm start`: the local all-in-one mode. Applies migrations, then runs the API and a worker in
 // one process.
-import { loadConfigOrExit } from '../config.js';
-import { migrate } from '../db/migrate.js';
-import { createLogger, redactUrl } from '../log.js';
-import { createApiRuntime } from '../runtime/api-runtime.js';
-import { exitOnSignals } from '../runtime/shutdown.js';
-import { createWorkerRuntime } from '../runtime/worker-runtime.js';
+import { jobHandlers } from '../jobs/index.js';
+import { loadConfigOrExit } from '../src/config.js';
+import { migrate } from '../src/db/migrate.js';
+import { createLogger, redactUrl } from '../src/log.js';
+import { createApiRuntime } from '../src/runtime/api-runtime.js';
+import { exitOnSignals } from '../src/runtime/shutdown.js';
+import { createWorkerRuntime } from '../src/runtime/worker-runtime.js';
 
 const config = loadConfigOrExit();
 const log = createLogger(config.logLevel);
@@ -15,7 +16,7 @@ try {
   log.error({ err, database: redactUrl(config.databaseUrl) }, 'could not apply migrations');
   process.exit(1);
 }
-const worker = await createWorkerRuntime(config, log);
+const worker = await createWorkerRuntime(config, log, jobHandlers);
 const api = await createApiRuntime(config, log);
 await api.app.listen({ port: config.port, host: config.host });
 exitOnSignals(log, config.shutdownTimeoutMs, async () => {

@@ -1,8 +1,8 @@
 // `npm run api`: the HTTP API alone (migrations are `npm run migrate`'s job in a deployment).
-import { loadConfigOrExit } from '../config.js';
-import { createLogger } from '../log.js';
-import { createApiRuntime } from '../runtime/api-runtime.js';
-import { exitOnSignals } from '../runtime/shutdown.js';
+import { loadConfigOrExit } from '../src/config.js';
+import { createLogger } from '../src/log.js';
+import { createApiRuntime } from '../src/runtime/api-runtime.js';
+import { exitOnSignals } from '../src/runtime/shutdown.js';
 
 const config = loadConfigOrExit();
 const log = createLogger(config.logLevel);
