@@ -43,7 +43,6 @@ import {
   reminderWorkerOptions,
   type ReminderInvoice,
 } from '../src/queue/reminder-schedulers.js';
-import { createReminderService } from '../src/queue/reminder-service.js';
 import { provisionMerchant } from '../src/runtime/provision.js';
 import { createWorkerRuntime, type WorkerRuntime } from '../src/runtime/worker-runtime.js';
 import { createBenchDatabase, deleteRedisPrefix, fmt, loadAvg, note, percentile, REDIS_URL, sleep, table, type BenchDatabase } from './support.js';
@@ -264,9 +263,9 @@ async function runSize(db: BenchDatabase, n: number, accountId: string, customer
     // Its reconciler runs at start (and its fresh scheduler fires at once): let both finish on the
     // database as it is now, before any invoice of this size exists.
     const started = Date.now();
-    while ((await worker.queues.reminders.getCompletedCount()) < 1 && Date.now() - started < 15_000) await sleep(50);
+    while ((await worker.queues.reminders.shard(0).getCompletedCount()) < 1 && Date.now() - started < 15_000) await sleep(50);
     await sleep(500);
-    const service = createReminderService(pool, apiQueue, redis, policy);
+    const service = worker.reminders;
     const repeatKey = apiQueue.keys.repeat;
 
     note(`N=${n}: inserting invoices`);
@@ -275,7 +274,7 @@ async function runSize(db: BenchDatabase, n: number, accountId: string, customer
 
     // The LISTEN connection is up once a payment removes a schedule (also warms every path).
     const probe = invoices[invoices.length - 1];
-    await service.schedulers.schedule(probe, new Date());
+    await service.schedulersOf(0).schedule(probe, new Date());
     await pool.query(`update invoices set status = 'paid', paid_at = now() where id = $1`, [probe.id]);
     const probeT0 = performance.now();
     if ((await timeUntilGone(redis, repeatKey, probe.id, probeT0, 15_000)) === Infinity) throw new Error('the worker never removed the probe schedule');
@@ -285,7 +284,7 @@ async function runSize(db: BenchDatabase, n: number, accountId: string, customer
     const usedBefore = await usedMemory(redis);
     const t0 = performance.now();
     const now = new Date();
-    await pooled(open, IN_FLIGHT, (inv) => service.schedulers.schedule(inv, now));
+    await pooled(open, IN_FLIGHT, (inv) => service.schedulersOf(0).schedule(inv, now));
     const scheduleS = (performance.now() - t0) / 1000;
     const usedDelta = (await usedMemory(redis)) - usedBefore;
     const scheduled = await remSchedulerCount(redis, repeatKey);

@@ -47,6 +47,12 @@ export interface Config {
   shutdownTimeoutMs: number;
   reminders: ReminderPolicy & { defaultTimeZone: string };
   reconcileEvery: Duration;
+  /**
+   * REMINDER_SHARDS: how many queues the reminder schedulers are spread over (each with a hash tag
+   * of its own). Default 1 on single Redis (more queues on one node buy nothing), 12 on a Redis
+   * Cluster (4 per master on 3 masters; a multiple of the master count spreads evenly).
+   */
+  reminderShards: number;
 }
 
 /** A Redis Cluster startup node. */
@@ -138,10 +144,11 @@ export function loadConfig(env: Env = process.env): Config {
   const prefix = str(env, 'REDIS_PREFIX', 'bull');
   // Braces would add a second hash tag to every key; the service puts its own on each queue.
   if (/[\s{}]/.test(prefix)) throw new ConfigError('REDIS_PREFIX', 'must not contain spaces or braces');
+  const clusterNodes = redisNodes(env, 'REDIS_CLUSTER_NODES');
   const config: Config = {
     databaseUrl: url(env, 'DATABASE_URL', 'postgres://postgres@127.0.0.1:5432/invoices', ['postgres:', 'postgresql:'])!,
     redisUrl: url(env, 'REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:'])!,
-    redisClusterNodes: redisNodes(env, 'REDIS_CLUSTER_NODES'),
+    redisClusterNodes: clusterNodes,
     redisPrefix: prefix,
     port: int(env, 'PORT', 3000, 0, 65535),
     host: str(env, 'HOST', '0.0.0.0'),
@@ -173,6 +180,7 @@ export function loadConfig(env: Env = process.env): Config {
       defaultTimeZone: timeZone(env, 'REMINDERS_DEFAULT_TIME_ZONE', 'UTC'),
     },
     reconcileEvery: duration(env, 'RECONCILE_EVERY', 'PT1M'),
+    reminderShards: int(env, 'REMINDER_SHARDS', clusterNodes === null ? 1 : 12, 1, 1024),
   };
   return Object.freeze(config);
 }

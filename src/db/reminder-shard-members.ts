@@ -39,3 +39,8 @@ export async function forgetShardMembers(db: Queryable, memberIds: string[], sta
   });
   return rowCount ?? 0;
 }
+
+/** A process that stops cleanly: its row goes stale at once (kept until its shards are drained). */
+export async function leaveShardMember(db: Queryable, memberId: string): Promise<void> {
+  await db.query({ name: 'shard-member-leave', text: `update reminder_shard_members set seen_at = '-infinity' where member_id = $1`, values: [memberId] });
+}

@@ -1,36 +1,62 @@
 // Opens every queue of the catalogue with the settings it needs. API and worker processes both
-// open queues here, so a queue can never be created without them (the reminder queue must carry
-// the custom repeat strategy in every process that upserts its schedulers).
+// open queues here, so a queue can never be created without them (the reminder queues must carry
+// the custom repeat strategy in every process that upserts their schedulers). Reminders are
+// sharded (reminder-shards.ts): their role holds one queue per shard, opened on first use.
 import { Queue, type ConnectionOptions } from 'bullmq';
 import { QUEUES, type QueueName, type QueueRole } from './catalogue.js';
 import { queuePrefix } from './redis.js';
 import { reminderSchedulerSettings } from './reminder-schedulers.js';
+import { MAX_REMINDER_SHARDS, reminderShardQueue, reminderShardTag } from './reminder-shards.js';
 
-/** Every queue of the catalogue, by role. */
-export type QueueSet = { readonly [R in QueueRole]: Queue };
-
-const SETTINGS: Partial<Record<QueueRole, Queue['opts']['settings']>> = {
-  reminders: reminderSchedulerSettings,
-};
-
-/** `redisPrefix` is the deployment's REDIS_PREFIX; each queue gets its hash tag on top (see redis.ts). */
-export function openQueues(connection: ConnectionOptions, redisPrefix: string, onError: (err: Error, queue: QueueName) => void): QueueSet {
-  const entries = (Object.keys(QUEUES) as QueueRole[]).map((role) => {
-    const settings = SETTINGS[role];
-    const queue = new Queue(QUEUES[role], { connection, prefix: queuePrefix(redisPrefix, QUEUES[role]), ...(settings ? { settings } : {}) });
-    queue.on('error', (err) => onError(err, QUEUES[role]));
-    return [role, queue] as const;
-  });
-  return Object.fromEntries(entries) as Record<QueueRole, Queue>;
+/** The reminder shard queues: `invoice-reminders-<i>`, each under its own hash tag. */
+export interface ReminderQueues {
+  /** Shard i's queue, opened on first use. */
+  shard(i: number): Queue;
+  /** Every shard queue opened so far, by index. */
+  opened(): Queue[];
 }
 
-/** The queue of a catalogue queue name. */
+type PlainRole = Exclude<QueueRole, 'reminders'>;
+
+/** Every queue of the catalogue, by role. */
+export type QueueSet = { readonly [R in PlainRole]: Queue } & { readonly reminders: ReminderQueues };
+
+/** `redisPrefix` is the deployment's REDIS_PREFIX; each queue gets its hash tag on top (see redis.ts). */
+export function openQueues(connection: ConnectionOptions, redisPrefix: string, onError: (err: Error, queue: string) => void): QueueSet {
+  const open = (name: string, tag: string, settings?: Queue['opts']['settings']) => {
+    const queue = new Queue(name, { connection, prefix: queuePrefix(redisPrefix, tag), ...(settings ? { settings } : {}) });
+    queue.on('error', (err) => onError(err, name));
+    return queue;
+  };
+  const plain = (Object.keys(QUEUES) as QueueRole[])
+    .filter((role): role is PlainRole => role !== 'reminders')
+    .map((role) => [role, open(QUEUES[role], QUEUES[role])] as const);
+  const shards = new Map<number, Queue>();
+  const reminders: ReminderQueues = {
+    shard(i) {
+      if (!Number.isInteger(i) || i < 0 || i >= MAX_REMINDER_SHARDS) throw new RangeError(`no reminder shard ${i}`);
+      let queue = shards.get(i);
+      if (!queue) {
+        queue = open(reminderShardQueue(i), reminderShardTag(i), reminderSchedulerSettings);
+        shards.set(i, queue);
+      }
+      return queue;
+    },
+    opened: () => [...shards.entries()].sort(([a], [b]) => a - b).map(([, q]) => q),
+  };
+  return { ...(Object.fromEntries(plain) as Record<PlainRole, Queue>), reminders };
+}
+
+/** The queue of a catalogue queue name (not the sharded reminder role: pick its shard). */
 export function queueNamed(queues: QueueSet, name: QueueName): Queue {
   const role = (Object.keys(QUEUES) as QueueRole[]).find((r) => QUEUES[r] === name);
   if (role === undefined) throw new Error(`queue ${name} is not in the catalogue`);
+  if (role === 'reminders') throw new Error('the reminder queues are sharded: use queues.reminders.shard(i)');
   return queues[role];
 }
 
+/** Every queue opened so far: the plain ones, then the reminder shards. */
 export function allQueues(queues: QueueSet): Queue[] {
-  return Object.values(queues);
+  const { reminders, ...plain } = queues;
+  return [...Object.values(plain), ...reminders.opened()];
 }

@@ -163,6 +163,8 @@ export interface ReminderSchedulers {
   switchToAfter(inv: ReminderInvoice, now: Date): Promise<ReminderSlot | null>;
   /** Removes the invoice's scheduler and its pending delayed job in one script call. */
   cancel(invoiceId: string): Promise<void>;
+  /** The invoice has a scheduler in this queue. */
+  exists(invoiceId: string): Promise<boolean>;
   /** Call after handling a reminder: moves on when its phase is used up (see file header). */
   advance(job: Job<ReminderJobData>, now: Date): Promise<void>;
   plannedInstantOf(job: Job): Date;
@@ -191,6 +193,10 @@ export function createReminderSchedulers(
 
   async function cancel(invoiceId: string): Promise<void> {
     await queue.removeJobScheduler(reminderSchedulerId(invoiceId));
+  }
+
+  async function exists(invoiceId: string): Promise<boolean> {
+    return (await queue.getJobScheduler(reminderSchedulerId(invoiceId))) !== undefined;
   }
 
   // Upserting a phase with no slot left would be a no-op in BullMQ (the strategy returns
@@ -237,5 +243,5 @@ export function createReminderSchedulers(
     }
   }
 
-  return { schedule, switchToAfter, cancel, advance, plannedInstantOf };
+  return { schedule, switchToAfter, cancel, exists, advance, plannedInstantOf };
 }

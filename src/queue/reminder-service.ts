@@ -1,14 +1,20 @@
 // Keeps Redis's reminder schedules and due-date jobs in step with Postgres, which is the truth.
 // Used by the worker (after a send, on a stop notification, by the reconciler) and by the API
-// (reminders on/off, paid through the test helper).
-import type { Queue } from 'bullmq';
+// (reminders on/off, paid through the test helper). An invoice's scheduler and due-date job live
+// in its reminder shard (reminder-shards.ts); while the shard count changes, the placement rules
+// of reminder-placement.ts say where else they may be.
+import type { Job, Queue } from 'bullmq';
 import type { RedisClient } from './redis.js';
 import type { ReminderPolicy } from '../domain/reminder-schedule.js';
 import { remindersShouldRun } from '../domain/invoice-rules.js';
 import { findReminderTarget, listReminderTargets, type ReminderTarget } from '../db/reminders.js';
 import type { Queryable } from '../db/pool.js';
 import { dueJobId, JOBS, type InvoiceDuePayload } from './catalogue.js';
-import { createReminderSchedulers, invoiceIdOfReminderScheduler, reminderSchedulerId, type ReminderSchedulers } from './reminder-schedulers.js';
+import { forgettable, inPlace, placementsOf } from './reminder-placement.js';
+import { createReminderSchedulers, invoiceIdOfReminderScheduler, type ReminderSchedulers } from './reminder-schedulers.js';
+import type { ReminderShardSet } from './reminder-shard-set.js';
+import { reminderShardOf, shardOfQueueName } from './reminder-shards.js';
+import type { ReminderJobData } from './catalogue.js';
 
 /** Reminders run for this invoice: the domain rule, and its invoice email went out (never a reminder before it). */
 export function remindersRunFor(t: ReminderTarget): boolean {
@@ -18,27 +24,53 @@ export function remindersRunFor(t: ReminderTarget): boolean {
 export interface ReconcileReport {
   qualifying: number;
   schedulersCreated: number;
+  /** Schedulers moved to the invoice's shard after a change of the shard count. */
+  schedulersMoved: number;
   schedulersRemoved: number;
   dueJobsCreated: number;
+  /** Stale shard members forgotten (their extra shards drained). */
+  membersForgotten: number;
 }
 
 export interface ReminderService {
-  schedulers: ReminderSchedulers;
+  shards: ReminderShardSet;
+  /** The schedulers of one shard. */
+  schedulersOf(shard: number): ReminderSchedulers;
+  /** The queue of this invoice's shard under this process's count. */
+  queueOf(invoiceId: string): Queue;
   /** After the invoice email: the due-date job, and the schedule from now on. */
   afterSend(invoiceId: string): Promise<void>;
   /** At the due date (after open -> overdue): moves the schedule to the after phase if reminders still run. */
   atDueDate(invoiceId: string): Promise<void>;
-  /** Reminders turned off, invoice paid or void: remove its schedule. */
+  /** Reminders turned off, invoice paid or void: remove its schedule, wherever it is. */
   stop(invoiceId: string): Promise<void>;
   /** Reminders turned on again: future slots only, no burst of missed ones. */
   resume(invoiceId: string): Promise<void>;
-  /** Makes Redis match Postgres for every open and overdue invoice. */
+  /** After a reminder job ran, in the shard it came from: the schedule moves on when its phase is used up. */
+  advance(job: Job<ReminderJobData>, now: Date): Promise<void>;
+  /** Makes Redis match Postgres for every open and overdue invoice, shard by shard. */
   reconcile(): Promise<ReconcileReport>;
 }
 
-/** `redis` is a plain client on the queue's server, for the reconciler's bulk reads. */
-export function createReminderService(db: Queryable, queue: Queue, redis: RedisClient, policy: ReminderPolicy): ReminderService {
-  const schedulers = createReminderSchedulers(queue, policy, JOBS['invoice.reminder'].options);
+/** Job states that mean a shard still holds work for its workers. */
+const PENDING_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'waiting-children'] as const;
+
+/** `redis` is a plain client on the queues' server (or cluster), for the reconciler's bulk reads. */
+export function createReminderService(db: Queryable, shards: ReminderShardSet, redis: RedisClient, policy: ReminderPolicy): ReminderService {
+  const byShard = new Map<number, ReminderSchedulers>();
+  const schedulersOf = (shard: number): ReminderSchedulers => {
+    let s = byShard.get(shard);
+    if (!s) {
+      s = createReminderSchedulers(shards.queues.shard(shard), policy, JOBS['invoice.reminder'].options);
+      byShard.set(shard, s);
+    }
+    return s;
+  };
+  const ownShard = (invoiceId: string) => reminderShardOf(invoiceId, shards.layout().own);
+  const own = (invoiceId: string) => schedulersOf(ownShard(invoiceId));
+  /** Removes the invoice's scheduler from every shard it may be in but `keep`. */
+  const cancelElsewhere = (invoiceId: string, keep: number | null) =>
+    Promise.all(placementsOf(invoiceId, shards.layout()).filter((s) => s !== keep).map((s) => schedulersOf(s).cancel(invoiceId)));
   // An upper bound of the last post-due slot after the due date: a month counts 30 days in
   // Duration.toMillis, so allow 10% and two days (local hour, DST) on top.
   const planHorizonMs =
@@ -48,7 +80,7 @@ export function createReminderService(db: Queryable, queue: Queue, redis: RedisC
 
   async function addDueJob(t: ReminderTarget): Promise<void> {
     const payload: InvoiceDuePayload = { invoiceId: t.id };
-    await queue.add('invoice.due', payload, {
+    await shards.queues.shard(ownShard(t.id)).add('invoice.due', payload, {
       ...JOBS['invoice.due'].options,
       jobId: dueJobId(t.id, t.due_at!),
       delay: Math.max(0, t.due_at!.getTime() - Date.now()),
@@ -56,78 +88,118 @@ export function createReminderService(db: Queryable, queue: Queue, redis: RedisC
   }
 
   return {
-    schedulers,
+    shards,
+    schedulersOf,
+    queueOf: (invoiceId) => shards.queues.shard(ownShard(invoiceId)),
     async afterSend(invoiceId) {
       const t = await findReminderTarget(db, invoiceId);
       if (!t || t.due_at === null) return;
       if (t.status === 'open') await addDueJob(t);
       if (runs(t)) {
         // A re-run of the send job must not re-plan a schedule that already advanced.
-        const existing = await queue.getJobScheduler(reminderSchedulerId(t.id));
-        if (!existing) await schedulers.schedule(target(t), new Date());
+        const placed = await Promise.all(placementsOf(t.id, shards.layout()).map((s) => schedulersOf(s).exists(t.id)));
+        if (!placed.some(Boolean)) await own(t.id).schedule(target(t), new Date());
       }
     },
     async atDueDate(invoiceId) {
       const t = await findReminderTarget(db, invoiceId);
       if (!t || !runs(t)) return;
-      await schedulers.switchToAfter(target(t), new Date());
+      await own(t.id).switchToAfter(target(t), new Date());
+      await cancelElsewhere(t.id, ownShard(t.id));
       // Paid (or reminders off) between the read above and the upsert: the stop notification may
       // have removed the old scheduler before the upsert made a new one. Read again; a change
       // committed after this read notifies the workers after the upsert, so it cannot be missed.
       const again = await findReminderTarget(db, invoiceId);
-      if (!again || !runs(again)) await schedulers.cancel(invoiceId);
+      if (!again || !runs(again)) await cancelElsewhere(invoiceId, null);
     },
     async stop(invoiceId) {
-      await schedulers.cancel(invoiceId);
+      await cancelElsewhere(invoiceId, null);
     },
     async resume(invoiceId) {
       const t = await findReminderTarget(db, invoiceId);
-      if (t && runs(t)) await schedulers.schedule(target(t), new Date());
+      if (!t || !runs(t)) return;
+      await own(t.id).schedule(target(t), new Date());
+      await cancelElsewhere(t.id, ownShard(t.id));
+    },
+    async advance(job, now) {
+      const shard = shardOfQueueName(job.queueName);
+      if (shard !== null) await schedulersOf(shard).advance(job, now);
     },
     async reconcile() {
-      // Scheduler ids live in the queue's `repeat` sorted set; one read for all of them. Redis is
+      const layout = await shards.refresh().catch(() => shards.layout());
+      // Scheduler ids live in each shard queue's `repeat` sorted set; one read per shard. Redis is
       // read BEFORE Postgres: an invoice paid (and its scheduler removed) between the two reads is
       // then seen paid and left alone; read the other way round it would look qualifying and
       // missing, and be put back on a schedule. Likewise a schedule created between the reads is
       // at worst upserted again, never removed.
-      const present = new Set(await redis.zrange(queue.keys.repeat, '0', '-1'));
+      const present = new Map<string, number[]>();
+      for (let shard = 0; shard < layout.consumed; shard++) {
+        const queue = shards.queues.shard(shard);
+        for (const id of await redis.zrange(queue.keys.repeat, '0', '-1')) {
+          const invoiceId = invoiceIdOfReminderScheduler(id);
+          if (invoiceId !== null) present.set(invoiceId, [...(present.get(invoiceId) ?? []), shard]);
+        }
+      }
       const targets = await listReminderTargets(db);
-      const report: ReconcileReport = { qualifying: 0, schedulersCreated: 0, schedulersRemoved: 0, dueJobsCreated: 0 };
+      const report: ReconcileReport = { qualifying: 0, schedulersCreated: 0, schedulersMoved: 0, schedulersRemoved: 0, dueJobsCreated: 0, membersForgotten: 0 };
       const wanted = new Set<string>();
       const now = Date.now();
       for (const t of targets) {
         if (!runs(t)) continue;
         report.qualifying++;
-        const id = reminderSchedulerId(t.id);
-        wanted.add(id);
-        if (present.has(id)) continue;
-        // Lost from Redis: plan again from just after the last recorded reminder, so a slot
-        // missed during the outage still goes out (once: deliveries dedup by slot).
+        wanted.add(t.id);
+        const where = present.get(t.id) ?? [];
+        const kept = where.filter((s) => inPlace(t.id, s, layout));
+        if (kept.length > 0) {
+          // In place under a live count; a copy elsewhere is left over from a move: remove it.
+          for (const s of where) if (!kept.includes(s)) await schedulersOf(s).cancel(t.id);
+          continue;
+        }
+        // Lost from Redis, or in a shard no live count uses: plan again in this process's shard
+        // from just after the last recorded reminder, so a slot missed meanwhile still goes out
+        // (once: deliveries dedup by slot); then remove the old one.
         const from = new Date(Math.min(now, (t.last_slot_at ?? t.sent_at ?? new Date(now)).getTime() + 1));
         // Most invoices without a scheduler simply used up their plan: skip them without the
         // calendar arithmetic or a Redis call (this loop runs over every overdue invoice).
-        if (t.due_at!.getTime() + planHorizonMs < from.getTime()) continue;
-        if (await schedulers.schedule(target(t), from)) report.schedulersCreated++;
+        if (where.length === 0 && t.due_at!.getTime() + planHorizonMs < from.getTime()) continue;
+        const planned = await own(t.id).schedule(target(t), from);
+        for (const s of where) if (s !== ownShard(t.id)) await schedulersOf(s).cancel(t.id);
+        if (planned && where.length > 0) report.schedulersMoved++;
+        else if (planned) report.schedulersCreated++;
       }
-      for (const id of present) {
-        const invoiceId = invoiceIdOfReminderScheduler(id);
-        if (invoiceId !== null && !wanted.has(id)) {
-          await schedulers.cancel(invoiceId);
-          report.schedulersRemoved++;
-        }
+      for (const [invoiceId, where] of present) {
+        if (wanted.has(invoiceId)) continue;
+        for (const s of where) await schedulersOf(s).cancel(invoiceId);
+        report.schedulersRemoved++;
       }
+      // Due-date jobs: one existence check per shard (a pipeline over one queue's keys stays in
+      // one slot), in every shard the job may be in.
       const open = targets.filter((t) => t.status === 'open');
-      if (open.length > 0) {
+      const found = new Set<string>();
+      const byShard = new Map<number, ReminderTarget[]>();
+      for (const t of open) for (const s of placementsOf(t.id, layout)) byShard.set(s, [...(byShard.get(s) ?? []), t]);
+      for (const [shard, list] of byShard) {
+        const queue = shards.queues.shard(shard);
         const pipeline = redis.pipeline();
-        for (const t of open) pipeline.exists(queue.toKey(dueJobId(t.id, t.due_at!)));
+        for (const t of list) pipeline.exists(queue.toKey(dueJobId(t.id, t.due_at!)));
         const exists = (await pipeline.exec()) ?? [];
-        for (const [i, t] of open.entries()) {
-          if (exists[i]?.[1] === 0) {
-            await addDueJob(t);
-            report.dueJobsCreated++;
-          }
-        }
+        for (const [i, t] of list.entries()) if (exists[i]?.[1] === 1) found.add(t.id);
       }
+      for (const t of open) {
+        if (found.has(t.id)) continue;
+        await addDueJob(t);
+        report.dueJobsCreated++;
+      }
+      // Stale members whose extra shards hold nothing any more are forgotten; workers then stop
+      // reading those shards.
+      const holdsWork = new Set<number>();
+      for (const where of present.values()) for (const s of where) holdsWork.add(s);
+      for (let shard = Math.max(...layout.live); shard < layout.consumed; shard++) {
+        const counts = await shards.queues.shard(shard).getJobCounts(...PENDING_STATES);
+        if (Object.values(counts).some((n) => n > 0)) holdsWork.add(shard);
+      }
+      const forget = forgettable(shards.members(), layout, (s) => holdsWork.has(s));
+      if (forget.length > 0) report.membersForgotten = await shards.forget(forget);
       return report;
     },
   };

@@ -5,7 +5,8 @@ import { buildApp } from '../http/app.js';
 import type { Api, AppDeps } from '../http/types.js';
 import type { Logger } from '../log.js';
 import { allQueues, openQueues, type QueueSet } from '../queue/queues.js';
-import { createReminderService } from '../queue/reminder-service.js';
+import { createReminderService, type ReminderService } from '../queue/reminder-service.js';
+import { createReminderShardSet } from '../queue/reminder-shard-set.js';
 import { createMetrics } from '../observability/metrics.js';
 import { DASHBOARD_PATH, registerDashboard } from '../http/plugins/dashboard.js';
 import { createOutboxRelay } from '../queue/outbox-relay.js';
@@ -18,6 +19,7 @@ export interface ApiRuntime {
   app: Api;
   pool: Pool;
   queues: QueueSet;
+  reminders: ReminderService;
   close(): Promise<void>;
 }
 
@@ -30,7 +32,17 @@ export async function createApiRuntime(config: Config, log: Logger, extra: Parti
   // For /readyz pings (fail fast while Redis is away) and the reminder service's reads.
   const redis = redisConnections.client;
   redis.on('error', (err) => log.debug({ err }, 'redis connection error'));
-  const reminders = createReminderService(pool, queueSet.reminders, redis, config.reminders);
+  // The API places schedulers too (reminders on, paid through the test helper): it is a member of
+  // the shard membership, refreshed every RECONCILE_EVERY, and it cancels under every known count.
+  const shards = createReminderShardSet(pool, queueSet.reminders, config.reminderShards, config.reconcileEvery.toMillis());
+  const refreshShards = () =>
+    withTimeout(shards.refresh(), FAST_PATH_TIMEOUT_MS, 'reminder shard membership').catch((err: unknown) =>
+      log.warn({ err }, 'could not refresh the reminder shard membership; will retry'),
+    );
+  await refreshShards();
+  const heartbeat = setInterval(() => void refreshShards(), config.reconcileEvery.toMillis());
+  heartbeat.unref();
+  const reminders = createReminderService(pool, shards, redis, config.reminders);
   const relay = createOutboxRelay(pool, queueSet);
   const queues = allQueues(queueSet);
   const metrics = createMetrics({ queues, db: pool });
@@ -60,8 +72,11 @@ export async function createApiRuntime(config: Config, log: Logger, extra: Parti
     app,
     pool,
     queues: queueSet,
+    reminders,
     async close() {
+      clearInterval(heartbeat);
       await app.close();
+      await withTimeout(shards.leave(), FAST_PATH_TIMEOUT_MS, 'leave the shard membership').catch(() => undefined);
       // A queue that never reached Redis may never finish closing: bounded.
       await withTimeout(Promise.all(queues.map((q) => q.close())), 2_000, 'queue close').catch(() => undefined);
       await redisConnections.close();

@@ -1,6 +1,6 @@
-// One BullMQ Worker per queue of the catalogue, dispatching each job to the handler the
-// entrypoint registered for its name. Per-queue settings (backoff types, the reminder repeat
-// strategy, keep-policies) and the reminder schedule's after-job step live here.
+// One BullMQ Worker per queue of the catalogue (one per reminder shard), dispatching each job to
+// the handler the entrypoint registered for its name. Per-queue settings (backoff types, the
+// reminder repeat strategy, keep-policies) and the reminder schedule's after-job step live here.
 import { Worker, type ConnectionOptions, type Job, type WorkerOptions } from 'bullmq';
 import type { Logger } from '../log.js';
 import { backoffSettings } from '../queue/backoff.js';
@@ -10,6 +10,14 @@ import type { JobContext, JobHandlers } from '../queue/job-context.js';
 import { plannedInstantOf, reminderWorkerOptions } from '../queue/reminder-schedulers.js';
 import type { ReminderService } from '../queue/reminder-service.js';
 import { queuePrefix } from '../queue/redis.js';
+import { reminderShardQueue, reminderShardTag } from '../queue/reminder-shards.js';
+
+export interface QueueWorkers {
+  /** Every Worker started so far (grows when more reminder shards are consumed). */
+  workers: Worker[];
+  /** Starts Workers for reminder shards 0..count-1 not consumed yet. */
+  consumeReminderShards(count: number): Worker[];
+}
 
 export interface QueueWorkerOptions {
   connection: ConnectionOptions;
@@ -27,7 +35,8 @@ export function startQueueWorkers(
   opts: QueueWorkerOptions,
   log: Logger,
   observer: JobObserver,
-): Worker[] {
+  reminderShards: number,
+): QueueWorkers {
   const { prefix: redisPrefix, ...rest } = opts;
   const common: WorkerOptions = { ...rest, maxStalledCount: 5 };
   const prefixOf = (role: QueueRole) => ({ prefix: queuePrefix(redisPrefix, QUEUES[role]) });
@@ -51,25 +60,44 @@ export function startQueueWorkers(
     (job) => (job.name === 'invoice.reminder' ? plannedInstantOf(job) : plannedAtOfDelayed(job)),
     observer,
   );
-  const reminderWorker = new Worker(
-    QUEUES.reminders,
-    async (job: Job) => {
-      try {
-        return await reminderProcessor(job);
-      } finally {
-        // After the last slot of a phase the scheduler moves on or is removed (see
-        // reminder-schedulers.ts), whatever this slot's outcome: a failed last slot must not
-        // leave an exhausted scheduler behind.
-        if (job.name === 'invoice.reminder') {
-          await reminders.schedulers
-            .advance(job as Job<ReminderJobData>, new Date())
-            .catch((err) => log.warn({ err, job_id: job.id }, 'could not advance the reminder schedule'));
-        }
+  // The shards share the process's concurrency: WORKER_CONCURRENCY is a budget per process and
+  // role, not per shard (12 shards x 8 would outgrow the database pool).
+  const shardConcurrency = (count: number) => Math.max(1, Math.ceil(opts.concurrency / count));
+  const processReminder = async (job: Job) => {
+    try {
+      return await reminderProcessor(job);
+    } finally {
+      // After the last slot of a phase the scheduler moves on or is removed (see
+      // reminder-schedulers.ts), whatever this slot's outcome: a failed last slot must not
+      // leave an exhausted scheduler behind.
+      if (job.name === 'invoice.reminder') {
+        await reminders
+          .advance(job as Job<ReminderJobData>, new Date())
+          .catch((err: unknown) => log.warn({ err, job_id: job.id }, 'could not advance the reminder schedule'));
       }
-    },
-    { ...common, ...prefixOf('reminders'), ...perQueue.reminders },
-  );
-  const workers = [sendWorker, reminderWorker];
-  for (const w of workers) w.on('error', (err) => log.warn({ err, queue: w.name }, 'worker error'));
-  return workers;
+    }
+  };
+  const workers: Worker[] = [sendWorker];
+  const consumed = new Set<number>();
+  const watch = (w: Worker) => w.on('error', (err) => log.warn({ err, queue: w.name }, 'worker error'));
+  watch(sendWorker);
+  const consumeReminderShards = (count: number): Worker[] => {
+    const started: Worker[] = [];
+    for (let shard = 0; shard < count; shard++) {
+      if (consumed.has(shard)) continue;
+      consumed.add(shard);
+      const w = new Worker(reminderShardQueue(shard), processReminder, {
+        ...common,
+        concurrency: shardConcurrency(count),
+        prefix: queuePrefix(redisPrefix, reminderShardTag(shard)),
+        ...perQueue.reminders,
+      });
+      watch(w);
+      started.push(w);
+    }
+    workers.push(...started);
+    return started;
+  };
+  consumeReminderShards(reminderShards);
+  return { workers, consumeReminderShards };
 }

@@ -1,7 +1,8 @@
 // Keeps the reminder schedules in Redis converging on Postgres from the worker: removes an
-// invoice's schedule the moment Postgres says it stopped qualifying (LISTEN), and runs the
-// reconciler on its own job scheduler, at start, and puts that scheduler back if Redis lost it.
-import type { Queue } from 'bullmq';
+// invoice's schedule the moment Postgres says it stopped qualifying (LISTEN), runs the
+// reconciler on its own job scheduler (in reminder shard 0), at start, and puts that scheduler
+// back if Redis lost it; every RECONCILE_EVERY it also refreshes the shard membership and starts
+// consuming shards another process's count added.
 import { listen } from '../db/listen.js';
 import type { Logger } from '../log.js';
 import { JOBS, SCHEDULERS } from '../queue/catalogue.js';
@@ -16,11 +17,13 @@ export interface ReminderUpkeep {
 
 export async function startReminderUpkeep(
   databaseUrl: string,
-  queue: Queue,
   reminders: ReminderService,
   reconcileEveryMs: number,
   log: Logger,
+  /** Called with the shard count to consume after each membership refresh. */
+  consume: (shards: number) => void,
 ): Promise<ReminderUpkeep> {
+  const queue = reminders.shards.queues.shard(0);
   // Paid, void or reminders off, by whatever path: remove the schedulers within a second.
   const stopListener = listen(
     databaseUrl,
@@ -46,6 +49,10 @@ export async function startReminderUpkeep(
   // A Redis loss takes the reconciler's own scheduler with it: put it back, or nothing would
   // ever repair Redis until a worker restarts.
   const reconcilerGuard = setInterval(() => {
+    reminders.shards.refresh().then(
+      (layout) => consume(layout.consumed),
+      (err) => log.warn({ err }, 'could not refresh the reminder shard membership; will retry'),
+    );
     queue
       .getJobScheduler(SCHEDULERS.reconcile)
       .then((found) => (found ? undefined : upsertReconciler().then(() => log.warn('reconciler scheduler was missing from Redis; re-created'))))
@@ -61,6 +68,7 @@ export async function startReminderUpkeep(
     async stop() {
       clearInterval(reconcilerGuard);
       await stopListener.close();
+      await reminders.shards.leave().catch((err) => log.warn({ err }, 'could not leave the reminder shard membership'));
     },
   };
 }

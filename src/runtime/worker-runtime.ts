@@ -15,6 +15,7 @@ import type { JobContext, JobHandlers } from '../queue/job-context.js';
 import { allQueues, openQueues, type QueueSet } from '../queue/queues.js';
 import { createRedisConnections } from '../queue/redis.js';
 import { createReminderService, type ReminderService } from '../queue/reminder-service.js';
+import { createReminderShardSet } from '../queue/reminder-shard-set.js';
 import { startOutboxRelayLoop } from './outbox-relay-loop.js';
 import { startQueueWorkers } from './queue-workers.js';
 import { startReminderUpkeep } from './reminder-upkeep.js';
@@ -51,7 +52,10 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
   const redis = redisConnections.client;
   redis.on('error', (err: Error) => log.warn({ err }, 'redis connection error'));
 
-  const reminders = createReminderService(pool, queues.reminders, redis, config.reminders);
+  const shards = createReminderShardSet(pool, queues.reminders, config.reminderShards, config.reconcileEvery.toMillis());
+  // Which shards to consume: this count's, and any other count still in use or not drained.
+  await shards.refresh().catch((err) => log.warn({ err }, 'could not read the reminder shard membership; consuming this process\'s shards only'));
+  const reminders = createReminderService(pool, shards, redis, config.reminders);
   const metrics = createMetrics({ queues: allQueues(queues), db: pool });
   const observer: JobObserver = {
     onOutcome(name, outcome, durationMs) {
@@ -67,7 +71,7 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
     countEmail: (kind, outcome) => metrics.emails.inc({ kind, outcome }),
     observeReminderLateness: (seconds) => metrics.reminderLateness.observe(seconds),
   };
-  const workers = startQueueWorkers(
+  const { workers, consumeReminderShards } = startQueueWorkers(
     handlers,
     ctx,
     reminders,
@@ -80,8 +84,12 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
     },
     log,
     observer,
+    shards.layout().consumed,
   );
-  const upkeep = await startReminderUpkeep(config.databaseUrl, queues.reminders, reminders, config.reconcileEvery.toMillis(), log);
+  const upkeep = await startReminderUpkeep(config.databaseUrl, reminders, config.reconcileEvery.toMillis(), log, (count) => {
+    const started = consumeReminderShards(count);
+    if (started.length > 0) log.info({ shards: count }, 'consuming more reminder shards');
+  });
   const relayLoop = startOutboxRelayLoop(pool, queues, config.outboxRelayIntervalMs, log);
 
   const http = await startWorkerHttp({ port: config.workerPort, host: config.host, db: pool, redis, metrics }, log);
@@ -89,6 +97,8 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
   log.info(
     {
       concurrency: config.workerConcurrency,
+      redis: redisConnections.mode,
+      reminder_shards: shards.layout(),
       mail: config.smtpUrl ? 'smtp' : `files in ${config.outboxDir}`,
       port: typeof address === 'object' && address ? address.port : config.workerPort,
     },

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createLogger } from '../../src/log.js';
 import { QUEUES } from '../../src/queue/catalogue.js';
 import { createRedisConnections, queuePrefix } from '../../src/queue/redis.js';
+import { reminderShardSlot, reminderShardTag } from '../../src/queue/reminder-shards.js';
 import { createApiRuntime, type ApiRuntime } from '../../src/runtime/api-runtime.js';
 import type { WorkerRuntime } from '../../src/runtime/worker-runtime.js';
 import { createTestEnv, deleteRedisPrefix, scanNode, type TestEnv } from '../helpers/context.js';
@@ -68,20 +69,22 @@ describe.skipIf(!nodes)('the service on a Redis Cluster', () => {
     await env?.cleanup();
   });
 
-  it('puts each queue in a slot of its own through its hash tag', async () => {
+  it('puts each queue in a slot of its own through its hash tag, the 12 reminder shards 4 per master', async () => {
     await api.queues.send.add('probe', { n: 1 });
-    await api.queues.reminders.add('probe', { n: 2 }, { delay: 60_000 });
+    for (let i = 0; i < 12; i++) await api.queues.reminders.shard(i).add('probe', { n: i }, { delay: 60_000 });
     const connections = createRedisConnections({ redisUrl: env.redisUrl, redisClusterNodes: env.config({ REDIS_CLUSTER_NODES: nodes! }).redisClusterNodes });
     try {
-      const keys: string[] = [];
-      for (const node of await connections.masters()) keys.push(...(await scanNode(node, `${env.redisPrefix}:*`)));
-      const slotsOf = (queue: string) => new Set(keys.filter((k) => k.startsWith(`${queuePrefix(env.redisPrefix, queue)}:`)).map((k) => calculateSlot(k)));
-      expect(keys.length).toBeGreaterThan(4);
+      const keysByNode: string[][] = [];
+      for (const node of await connections.masters()) keysByNode.push(await scanNode(node, `${env.redisPrefix}:*`));
+      const keys = keysByNode.flat();
+      const slotsOf = (tag: string) => new Set(keys.filter((k) => k.startsWith(`${queuePrefix(env.redisPrefix, tag)}:`)).map((k) => calculateSlot(k)));
       // Every key of the service is a queue key under a hash tag.
       for (const k of keys) expect(k).toMatch(new RegExp(`^${env.redisPrefix}:\\{[^{}]+\\}:`));
-      expect(slotsOf(QUEUES.send).size).toBe(1);
-      expect(slotsOf(QUEUES.reminders).size).toBe(1);
-      expect([...slotsOf(QUEUES.send)][0]).toBe(calculateSlot(`{${QUEUES.send}}`));
+      expect([...slotsOf(QUEUES.send)]).toEqual([calculateSlot(`{${QUEUES.send}}`)]);
+      for (let i = 0; i < 12; i++) expect([...slotsOf(reminderShardTag(i))]).toEqual([reminderShardSlot(i)]);
+      // Each master holds the keys of 4 shards.
+      const shardsPerNode = keysByNode.map((nodeKeys) => new Set(nodeKeys.map((k) => /\{(invoice-reminders-\d+)[^}]*\}/.exec(k)?.[1]).filter(Boolean)).size);
+      expect(shardsPerNode).toEqual([4, 4, 4]);
     } finally {
       await connections.close();
     }

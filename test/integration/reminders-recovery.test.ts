@@ -91,8 +91,11 @@ async function reminderRows(invoiceIds: string[]): Promise<DeliveryRow[]> {
   );
   return rows;
 }
-const queue = () => fx.api.queues.reminders;
-const scheduler = (invoiceId: string) => queue().getJobScheduler(reminderSchedulerId(invoiceId));
+/** Reminder shard 0: home of the reconciler's own scheduler. */
+const queue = () => fx.api.queues.reminders.shard(0);
+/** The invoice's shard queue (several on the cluster run). */
+const queueOf = (invoiceId: string) => fx.api.reminders.queueOf(invoiceId);
+const scheduler = (invoiceId: string) => queueOf(invoiceId).getJobScheduler(reminderSchedulerId(invoiceId));
 async function statusOf(invoiceId: string): Promise<string> {
   const { rows } = await fx.api.pool.query<{ status: string }>('select status from invoices where id = $1', [invoiceId]);
   return rows[0].status;
@@ -119,7 +122,7 @@ describe('reminders recovery and scale-out', () => {
     const flushedAt = Date.now();
     expect(await scheduler(inv.id)).toBeUndefined();
     expect(await queue().getJobScheduler(SCHEDULERS.reconcile)).toBeUndefined();
-    expect(await queue().getJob(dueJobId(inv.id, dueAt))).toBeUndefined();
+    expect(await queueOf(inv.id).getJob(dueJobId(inv.id, dueAt))).toBeUndefined();
 
     // Within one reconcile period (plus slack), Postgres is copied back into Redis.
     const restored = (what: string) => (err: Error) => {
@@ -130,7 +133,7 @@ describe('reminders recovery and scale-out', () => {
     console.info(`schedule restored ${restoredAt - flushedAt} ms after the flush`);
     await waitUntil(async () => (await queue().getJobScheduler(SCHEDULERS.reconcile)) !== undefined, 2 * RECONCILE_MS + 1_000, 50).catch(restored('reconciler scheduler'));
     // The due-date job is back too (or already ran: the invoice is overdue).
-    await waitUntil(async () => (await statusOf(inv.id)) === 'overdue' || (await queue().getJob(dueJobId(inv.id, dueAt))) !== undefined, 2_000, 20).catch(restored('due-date job'));
+    await waitUntil(async () => (await statusOf(inv.id)) === 'overdue' || (await queueOf(inv.id).getJob(dueJobId(inv.id, dueAt))) !== undefined, 2_000, 20).catch(restored('due-date job'));
 
     await sleepUntil(plan[plan.length - 1].at.getTime() + 1_500);
     expect(await statusOf(inv.id)).toBe('overdue');

@@ -122,7 +122,9 @@ async function waitSlotSent(inv: Sent, slot: ReminderSlot, timeoutMs = slot.at.g
     return row !== undefined && mailsTo(inv.email).some((m) => m.messageId === row.message_id);
   }, timeoutMs, 20);
 }
-const scheduler = (invoiceId: string) => fx.api.queues.reminders.getJobScheduler(reminderSchedulerId(invoiceId));
+/** The invoice's reminder shard queue (several on the cluster run). */
+const queueOf = (invoiceId: string) => fx.api.reminders.queueOf(invoiceId);
+const scheduler = (invoiceId: string) => queueOf(invoiceId).getJobScheduler(reminderSchedulerId(invoiceId));
 async function statusOf(invoiceId: string): Promise<string> {
   const { rows } = await fx.api.pool.query<{ status: string }>('select status from invoices where id = $1', [invoiceId]);
   return rows[0].status;
@@ -355,13 +357,13 @@ describe('reminders on second-sized policies', () => {
     expect(restAfter).toEqual(restBefore);
     expect(restAfter.status).toBe('draft');
     expect(await scheduler(draft.id)).toBeUndefined();
-    expect(await fx.api.queues.reminders.getJob(dueJobId(draft.id, dueAt))).toBeUndefined();
+    expect(await queueOf(draft.id).getJob(dueJobId(draft.id, dueAt))).toBeUndefined();
     const timeline = (await call('GET', `/v1/invoices/${draft.id}/reminders`)).body.data;
     expect(timeline).toMatchObject({ status: 'draft', reminders_enabled: false, past: [], upcoming: [] });
 
     // Sent with reminders off: the invoice email and the due-date job, no schedule.
     expect((await call('POST', `/v1/invoices/${draft.id}/send`)).status).toBe(200);
-    await waitUntil(async () => (await fx.api.queues.reminders.getJob(dueJobId(draft.id, dueAt))) !== undefined, 5_000, 20);
+    await waitUntil(async () => (await queueOf(draft.id).getJob(dueJobId(draft.id, dueAt))) !== undefined, 5_000, 20);
     await waitUntil(async () => mailsTo('draft-flag@example.test').length === 1, 5_000, 20);
     expect(await scheduler(draft.id)).toBeUndefined();
 
