@@ -7,10 +7,10 @@ import { readdirSync, readFileSync } from 'node:fs';
 import net, { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { Redis } from 'ioredis';
 import pg from 'pg';
 import { SMTPServer } from 'smtp-server';
 import { migrate } from '../src/db/migrate.js';
+import { createRedisConnections, type RedisTarget } from '../src/queue/redis.js';
 
 export const ROOT = fileURLToPath(new URL('../', import.meta.url));
 export const DEFAULT_PG = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -89,19 +89,27 @@ export async function createBenchDatabase(): Promise<BenchDatabase> {
   };
 }
 
-/** Deletes every key under `<prefix>:`; returns how many. */
-export async function deleteRedisPrefix(prefix: string): Promise<number> {
-  const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
+/**
+ * Deletes every key under `<prefix>:`, on single Redis or node by node on a cluster (single-key
+ * UNLINKs: a cluster refuses multi-key commands across slots); returns how many.
+ */
+export async function deleteRedisPrefix(prefix: string, target: RedisTarget = { redisUrl: REDIS_URL, redisClusterNodes: null }): Promise<number> {
+  const connections = createRedisConnections(target);
   let deleted = 0;
   try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length > 0) deleted += await redis.unlink(...keys);
-    } while (cursor !== '0');
+    for (const node of await connections.masters()) {
+      let cursor = '0';
+      do {
+        const [next, keys] = await node.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+        cursor = next;
+        if (keys.length === 0) continue;
+        const pipe = node.pipeline();
+        for (const k of keys) pipe.unlink(k);
+        for (const [, n] of (await pipe.exec()) ?? []) deleted += Number(n ?? 0);
+      } while (cursor !== '0');
+    }
   } finally {
-    redis.disconnect();
+    await connections.close();
   }
   return deleted;
 }
