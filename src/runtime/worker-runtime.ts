@@ -8,6 +8,7 @@ import { createMetrics, type Metrics } from '../observability/metrics.js';
 import { startWorkerHttp } from './worker-http.js';
 import { reminderQueueHandlers, sendQueueHandlers } from '../../jobs/index.js';
 import type { JobContext } from '../../jobs/context.js';
+import { IDEMPOTENCY_PRUNE_EVERY_MS, IDEMPOTENCY_PRUNE_SCHEDULER_ID, JOB_IDEMPOTENCY_PRUNE } from '../../jobs/idempotency-prune.js';
 import type { Config } from '../config.js';
 import { listen } from '../db/listen.js';
 import { createPool, type Pool } from '../db/pool.js';
@@ -142,6 +143,15 @@ export async function createWorkerRuntime(config: Config, log: Logger, opts: Wor
       .catch((err) => log.warn({ err }, 'could not check the reconciler scheduler; will retry'));
   }, reconcileEveryMs);
   reconcilerGuard.unref();
+  // Expired Idempotency-Key records go on a scheduler of their own (an upsert: one scheduler
+  // however many workers start).
+  await reminderQueue
+    .upsertJobScheduler(
+      IDEMPOTENCY_PRUNE_SCHEDULER_ID,
+      { every: IDEMPOTENCY_PRUNE_EVERY_MS },
+      { name: JOB_IDEMPOTENCY_PRUNE, data: {}, opts: { removeOnComplete: 24, removeOnFail: 24 } },
+    )
+    .catch((err) => log.warn({ err }, 'could not set up the idempotency prune scheduler; the next worker start will'));
   reminders.reconcile().then(
     (report) => log.info({ ...report }, 'reminders reconciled at start'),
     (err) => log.warn({ err }, 'reconcile at start failed'),
