@@ -134,6 +134,15 @@ export async function createWorkerRuntime(config: Config, log: Logger, opts: Wor
       { name: JOB_RECONCILE, data: {}, opts: { removeOnComplete: 50, removeOnFail: 50 } },
     );
   await upsertReconciler().catch((err) => log.warn({ err }, 'could not set up the reconciler scheduler; will retry'));
+  // Expired Idempotency-Key records are deleted on a scheduler of their own (an upsert: one
+  // scheduler however many workers start), guarded below like the reconciler's.
+  const upsertPruner = () =>
+    reminderQueue.upsertJobScheduler(
+      IDEMPOTENCY_PRUNE_SCHEDULER_ID,
+      { every: IDEMPOTENCY_PRUNE_EVERY_MS },
+      { name: JOB_IDEMPOTENCY_PRUNE, data: {}, opts: { removeOnComplete: 24, removeOnFail: 24 } },
+    );
+  await upsertPruner().catch((err) => log.warn({ err }, 'could not set up the idempotency prune scheduler; will retry'));
   // A Redis loss takes the reconciler's own scheduler with it: put it back, or nothing would
   // ever repair Redis until a worker restarts.
   const reconcilerGuard = setInterval(() => {
@@ -141,17 +150,12 @@ export async function createWorkerRuntime(config: Config, log: Logger, opts: Wor
       .getJobScheduler(RECONCILE_SCHEDULER_ID)
       .then((found) => (found ? undefined : upsertReconciler().then(() => log.warn('reconciler scheduler was missing from Redis; re-created'))))
       .catch((err) => log.warn({ err }, 'could not check the reconciler scheduler; will retry'));
+    reminderQueue
+      .getJobScheduler(IDEMPOTENCY_PRUNE_SCHEDULER_ID)
+      .then((found) => (found ? undefined : upsertPruner().then(() => log.warn('idempotency prune scheduler was missing from Redis; re-created'))))
+      .catch((err) => log.warn({ err }, 'could not check the idempotency prune scheduler; will retry'));
   }, reconcileEveryMs);
   reconcilerGuard.unref();
-  // Expired Idempotency-Key records go on a scheduler of their own (an upsert: one scheduler
-  // however many workers start).
-  await reminderQueue
-    .upsertJobScheduler(
-      IDEMPOTENCY_PRUNE_SCHEDULER_ID,
-      { every: IDEMPOTENCY_PRUNE_EVERY_MS },
-      { name: JOB_IDEMPOTENCY_PRUNE, data: {}, opts: { removeOnComplete: 24, removeOnFail: 24 } },
-    )
-    .catch((err) => log.warn({ err }, 'could not set up the idempotency prune scheduler; the next worker start will'));
   reminders.reconcile().then(
     (report) => log.info({ ...report }, 'reminders reconciled at start'),
     (err) => log.warn({ err }, 'reconcile at start failed'),
