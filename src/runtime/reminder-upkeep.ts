@@ -1,10 +1,8 @@
 // Keeps the reminder schedules in Redis converging on Postgres from the worker: removes an
-// invoice's schedule the moment Postgres says it stopped qualifying (LISTEN), and runs the
-// reconciler on its own job scheduler, at start, and puts that scheduler back if Redis lost it.
-import type { Queue } from 'bullmq';
+// invoice's schedule the moment Postgres says it stopped qualifying (LISTEN), and reconciles once
+// at start (then on its own job scheduler, see guarded-schedulers.ts).
 import { listen } from '../db/listen.js';
 import type { Logger } from '../log.js';
-import { JOBS, SCHEDULERS } from '../queue/catalogue.js';
 import type { ReminderService } from '../queue/reminder-service.js';
 
 /** The channel of the stop trigger (migration 1700000000001). */
@@ -14,13 +12,7 @@ export interface ReminderUpkeep {
   stop(): Promise<void>;
 }
 
-export async function startReminderUpkeep(
-  databaseUrl: string,
-  queue: Queue,
-  reminders: ReminderService,
-  reconcileEveryMs: number,
-  log: Logger,
-): Promise<ReminderUpkeep> {
+export function startReminderUpkeep(databaseUrl: string, reminders: ReminderService, log: Logger): ReminderUpkeep {
   // Paid, void or reminders off, by whatever path: remove the schedulers within a second.
   const stopListener = listen(
     databaseUrl,
@@ -34,24 +26,7 @@ export async function startReminderUpkeep(
     log,
   );
 
-  // The reconciler runs on its own scheduler (one per queue, whatever the number of workers),
-  // and once at start: a worker that starts after a Redis loss repairs it straight away.
-  const upsertReconciler = () =>
-    queue.upsertJobScheduler(
-      SCHEDULERS.reconcile,
-      { every: reconcileEveryMs },
-      { name: 'reminders.reconcile', data: {}, opts: JOBS['reminders.reconcile'].options },
-    );
-  await upsertReconciler().catch((err) => log.warn({ err }, 'could not set up the reconciler scheduler; will retry'));
-  // A Redis loss takes the reconciler's own scheduler with it: put it back, or nothing would
-  // ever repair Redis until a worker restarts.
-  const reconcilerGuard = setInterval(() => {
-    queue
-      .getJobScheduler(SCHEDULERS.reconcile)
-      .then((found) => (found ? undefined : upsertReconciler().then(() => log.warn('reconciler scheduler was missing from Redis; re-created'))))
-      .catch((err) => log.warn({ err }, 'could not check the reconciler scheduler; will retry'));
-  }, reconcileEveryMs);
-  reconcilerGuard.unref();
+  // A worker that starts after a Redis loss repairs it straight away.
   reminders.reconcile().then(
     (report) => log.info({ ...report }, 'reminders reconciled at start'),
     (err) => log.warn({ err }, 'reconcile at start failed'),
@@ -59,7 +34,6 @@ export async function startReminderUpkeep(
 
   return {
     async stop() {
-      clearInterval(reconcilerGuard);
       await stopListener.close();
     },
   };

@@ -16,6 +16,8 @@ import type { JobContext, JobHandlers } from '../queue/job-context.js';
 import { allQueues, openQueues, type QueueSet } from '../queue/queues.js';
 import { redisOptions } from '../queue/redis.js';
 import { createReminderService, type ReminderService } from '../queue/reminder-service.js';
+import { IDEMPOTENCY_PRUNE_EVERY_MS, SCHEDULERS } from '../queue/catalogue.js';
+import { startGuardedSchedulers } from './guarded-schedulers.js';
 import { startOutboxRelayLoop } from './outbox-relay-loop.js';
 import { startQueueWorkers } from './queue-workers.js';
 import { startReminderUpkeep } from './reminder-upkeep.js';
@@ -98,7 +100,18 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
     log,
     observer,
   );
-  const upkeep = await startReminderUpkeep(config.databaseUrl, queues.reminders, reminders, config.reconcileEvery.toMillis(), log);
+  const reconcileEveryMs = config.reconcileEvery.toMillis();
+  const schedulers = await startGuardedSchedulers(
+    queues.reminders,
+    [
+      { id: SCHEDULERS.reconcile, job: 'reminders.reconcile', everyMs: reconcileEveryMs, what: 'reconciler' },
+      // Expired Idempotency-Key records are deleted on a scheduler of their own.
+      { id: SCHEDULERS.idempotencyPrune, job: 'idempotency.prune', everyMs: IDEMPOTENCY_PRUNE_EVERY_MS, what: 'idempotency prune' },
+    ],
+    reconcileEveryMs,
+    log,
+  );
+  const upkeep = startReminderUpkeep(config.databaseUrl, reminders, log);
   const relayLoop = startOutboxRelayLoop(pool, queues, config.outboxRelayIntervalMs, log);
 
   log.info(
@@ -121,6 +134,7 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
     http,
     async close() {
       await relayLoop.stop();
+      schedulers.stop();
       await http.close();
       // Worker.close() lets active jobs finish; the caller bounds the total time.
       await Promise.all(workers.map((w) => w.close()));
