@@ -10,6 +10,8 @@ export default tseslint.config(
   { ignores: ['node_modules/', 'dist/', 'coverage/', 'var/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
+  // Plain JavaScript run by node (TypeScript files get these names from @types/node).
+  { files: ['**/*.mjs', '**/*.cjs'], languageOptions: { globals: { process: 'readonly', console: 'readonly', URL: 'readonly' } } },
   { files: ['**/*.cjs'], languageOptions: { sourceType: 'commonjs', globals: { module: 'writable', require: 'readonly' } } },
   {
     // SQL lives in src/db (ARCHITECTURE.md): SQL text or a .query() call anywhere else in the

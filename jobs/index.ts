@@ -1,6 +1,7 @@
 // The handler registry: one handler per job of the catalogue (src/queue/catalogue.ts says which
 // queue each listens on). The entrypoints hand it to the worker runtime.
 import type { JobHandlers } from '../src/queue/job-context.js';
+import { idempotencyPrune } from './idempotency-prune.js';
 import { invoiceDue } from './invoice-due.js';
 import { invoiceReminder } from './invoice-reminder.js';
 import { invoiceSend } from './invoice-send.js';
@@ -11,4 +12,5 @@ export const jobHandlers: JobHandlers = {
   'invoice.reminder': invoiceReminder,
   'invoice.due': invoiceDue,
   'reminders.reconcile': remindersReconcile,
+  'idempotency.prune': idempotencyPrune,
 };

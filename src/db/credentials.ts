@@ -3,6 +3,7 @@ import { newId } from '../domain/ids.js';
 import type { Environment, Permission } from '../domain/environment.js';
 import type { Scope } from './invoices.js';
 import { CREDENTIAL_SELECT, type CredentialColumns } from './credential-columns.js';
+import { listPage, type PageRequest, type PageResult } from './page.js';
 import type { Queryable } from './pool.js';
 
 export interface CredentialRow {
@@ -31,6 +32,12 @@ export async function findCredentialForKey(db: Queryable, keyHash: Buffer): Prom
     values: [keyHash],
   });
   return rows[0];
+}
+
+/** A page of the scope's keys (revoked ones included), newest first (see page.ts). */
+export async function listCredentials(db: Queryable, scope: Scope, page: PageRequest): Promise<PageResult<CredentialRow>> {
+  const cols = COLUMNS.split(', ').map((c) => `c.${c}`).join(', ');
+  return listPage<CredentialRow>(db, scope, { table: 'credentials', alias: 'c', select: `select ${cols} from credentials c` }, page);
 }
 
 export async function insertCredential(

@@ -9,9 +9,11 @@ import { authenticate, presentKey } from './auth.js';
 import swagger from '@fastify/swagger';
 import rateLimit from '@fastify/rate-limit';
 import { registerHealth } from './plugins/health.js';
+import { registerIdempotency } from './plugins/idempotency.js';
 import { registerMetrics } from './plugins/metrics.js';
 import { credentialRoutes } from './routes/credentials.js';
 import { invoiceRoutes } from './routes/invoices.js';
+import { invoiceLifecycleRoutes } from './routes/invoice-lifecycle.js';
 import { paymentLinkRoutes } from './routes/payment-links.js';
 import { productRoutes } from './routes/products.js';
 import { subscriptionRoutes } from './routes/subscriptions.js';
@@ -187,7 +189,10 @@ export async function buildApp(deps: AppDeps): Promise<Api> {
       if (req.routeOptions.config.auth === 'in-query') req.presentedKey = presentKey(req);
       else req.auth = await authenticate(deps.pool, req);
     });
+    // After authentication (keys belong to an account and environment), for every POST below.
+    registerIdempotency(v1 as unknown as FastifyInstance, deps);
     await invoiceRoutes(v1, deps);
+    await invoiceLifecycleRoutes(v1, deps);
     await paymentLinkRoutes(v1, deps);
     await productRoutes(v1, deps);
     await subscriptionRoutes(v1, deps);

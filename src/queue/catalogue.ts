@@ -35,6 +35,7 @@ export interface JobPayloads {
   'invoice.due': InvoiceDuePayload;
   'invoice.reminder': ReminderJobData;
   'reminders.reconcile': Record<string, never>;
+  'idempotency.prune': Record<string, never>;
 }
 export type JobName = keyof JobPayloads;
 
@@ -94,6 +95,13 @@ export const JOBS: { readonly [N in JobName]: JobSpec<N> } = {
     producedBy: 'scheduler',
     options: { removeOnComplete: 50, removeOnFail: 50 },
   },
+  // Made by its own job scheduler every IDEMPOTENCY_PRUNE_EVERY_MS: deletes expired
+  // Idempotency-Key records. On the reminder queue, whose workers every process runs.
+  'idempotency.prune': {
+    queue: QUEUES.reminders,
+    producedBy: 'scheduler',
+    options: { removeOnComplete: 24, removeOnFail: 24 },
+  },
 };
 
 export const JOB_NAMES = Object.keys(JOBS) as JobName[];
@@ -122,5 +130,9 @@ export function dueJobId(invoiceId: string, dueAt: Date): string {
 /** Scheduler ids (BullMQ job schedulers): the reconciler's, and the prefix of each invoice's reminder scheduler. */
 export const SCHEDULERS = {
   reconcile: 'reminders-reconcile',
+  idempotencyPrune: 'idempotency-prune',
   reminderPrefix: 'rem-',
 } as const;
+
+/** How often expired Idempotency-Key records are deleted. */
+export const IDEMPOTENCY_PRUNE_EVERY_MS = 3_600_000;

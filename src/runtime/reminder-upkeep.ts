@@ -1,11 +1,10 @@
 // Keeps the reminder schedules in Redis converging on Postgres from the worker: removes an
-// invoice's schedule the moment Postgres says it stopped qualifying (LISTEN), runs the
-// reconciler on its own job scheduler (in reminder shard 0), at start, and puts that scheduler
-// back if Redis lost it; every RECONCILE_EVERY it also refreshes the shard membership and starts
-// consuming shards another process's count added.
+// invoice's schedule the moment Postgres says it stopped qualifying (LISTEN), reconciles once at
+// start (then on its own job scheduler in reminder shard 0, see guarded-schedulers.ts), and every
+// RECONCILE_EVERY refreshes the reminder shard membership, consuming shards another process's
+// count added.
 import { listen } from '../db/listen.js';
 import type { Logger } from '../log.js';
-import { JOBS, SCHEDULERS } from '../queue/catalogue.js';
 import type { ReminderService } from '../queue/reminder-service.js';
 
 /** The channel of the stop trigger (migration 1700000000001). */
@@ -15,15 +14,12 @@ export interface ReminderUpkeep {
   stop(): Promise<void>;
 }
 
-export async function startReminderUpkeep(
+export function startReminderUpkeep(
   databaseUrl: string,
   reminders: ReminderService,
-  reconcileEveryMs: number,
   log: Logger,
-  /** Called with the shard count to consume after each membership refresh. */
-  consume: (shards: number) => void,
-): Promise<ReminderUpkeep> {
-  const queue = reminders.shards.queues.shard(0);
+  membership: { everyMs: number; /** Called with the shard count to consume after each refresh. */ consume: (shards: number) => void },
+): ReminderUpkeep {
   // Paid, void or reminders off, by whatever path: remove the schedulers within a second.
   const stopListener = listen(
     databaseUrl,
@@ -37,28 +33,14 @@ export async function startReminderUpkeep(
     log,
   );
 
-  // The reconciler runs on its own scheduler (one per queue, whatever the number of workers),
-  // and once at start: a worker that starts after a Redis loss repairs it straight away.
-  const upsertReconciler = () =>
-    queue.upsertJobScheduler(
-      SCHEDULERS.reconcile,
-      { every: reconcileEveryMs },
-      { name: 'reminders.reconcile', data: {}, opts: JOBS['reminders.reconcile'].options },
-    );
-  await upsertReconciler().catch((err) => log.warn({ err }, 'could not set up the reconciler scheduler; will retry'));
-  // A Redis loss takes the reconciler's own scheduler with it: put it back, or nothing would
-  // ever repair Redis until a worker restarts.
-  const reconcilerGuard = setInterval(() => {
+  const heartbeat = setInterval(() => {
     reminders.shards.refresh().then(
-      (layout) => consume(layout.consumed),
+      (layout) => membership.consume(layout.consumed),
       (err) => log.warn({ err }, 'could not refresh the reminder shard membership; will retry'),
     );
-    queue
-      .getJobScheduler(SCHEDULERS.reconcile)
-      .then((found) => (found ? undefined : upsertReconciler().then(() => log.warn('reconciler scheduler was missing from Redis; re-created'))))
-      .catch((err) => log.warn({ err }, 'could not check the reconciler scheduler; will retry'));
-  }, reconcileEveryMs);
-  reconcilerGuard.unref();
+  }, membership.everyMs);
+  heartbeat.unref();
+  // A worker that starts after a Redis loss repairs it straight away.
   reminders.reconcile().then(
     (report) => log.info({ ...report }, 'reminders reconciled at start'),
     (err) => log.warn({ err }, 'reconcile at start failed'),
@@ -66,7 +48,7 @@ export async function startReminderUpkeep(
 
   return {
     async stop() {
-      clearInterval(reconcilerGuard);
+      clearInterval(heartbeat);
       await stopListener.close();
       await reminders.shards.leave().catch((err) => log.warn({ err }, 'could not leave the reminder shard membership'));
     },

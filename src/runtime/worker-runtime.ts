@@ -16,6 +16,8 @@ import { allQueues, openQueues, type QueueSet } from '../queue/queues.js';
 import { createRedisConnections } from '../queue/redis.js';
 import { createReminderService, type ReminderService } from '../queue/reminder-service.js';
 import { createReminderShardSet } from '../queue/reminder-shard-set.js';
+import { IDEMPOTENCY_PRUNE_EVERY_MS, SCHEDULERS } from '../queue/catalogue.js';
+import { startGuardedSchedulers } from './guarded-schedulers.js';
 import { startOutboxRelayLoop } from './outbox-relay-loop.js';
 import { startQueueWorkers } from './queue-workers.js';
 import { startReminderUpkeep } from './reminder-upkeep.js';
@@ -57,6 +59,22 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
   await shards.refresh().catch((err) => log.warn({ err }, 'could not read the reminder shard membership; consuming this process\'s shards only'));
   const reminders = createReminderService(pool, shards, redis, config.reminders);
   const metrics = createMetrics({ queues: allQueues(queues), db: pool });
+  // The health port first: a start that cannot bind it (WORKER_PORT taken) ends before this
+  // process takes a single job.
+  let http: FastifyInstance;
+  let httpPort: number;
+  try {
+    ({ app: http, port: httpPort } = await startWorkerHttp(
+      { listen: { port: config.workerPort, host: config.host, variable: 'WORKER_PORT', fallbackToAny: config.workerPortFallback }, db: pool, redis, metrics },
+      log,
+    ));
+  } catch (err) {
+    await Promise.all(allQueues(queues).map((q) => q.close())).catch(() => undefined);
+    await redisConnections.close();
+    await mail.close();
+    await pool.end();
+    throw err;
+  }
   const observer: JobObserver = {
     onOutcome(name, outcome, durationMs) {
       metrics.jobDuration.observe({ name, outcome }, durationMs / 1000);
@@ -86,21 +104,34 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
     observer,
     shards.layout().consumed,
   );
-  const upkeep = await startReminderUpkeep(config.databaseUrl, reminders, config.reconcileEvery.toMillis(), log, (count) => {
-    const started = consumeReminderShards(count);
-    if (started.length > 0) log.info({ shards: count }, 'consuming more reminder shards');
+  const reconcileEveryMs = config.reconcileEvery.toMillis();
+  const schedulers = await startGuardedSchedulers(
+    // Reminder shard 0 is the home of the upkeep schedulers, whatever the shard count.
+    queues.reminders.shard(0),
+    [
+      { id: SCHEDULERS.reconcile, job: 'reminders.reconcile', everyMs: reconcileEveryMs, what: 'reconciler' },
+      // Expired Idempotency-Key records are deleted on a scheduler of their own.
+      { id: SCHEDULERS.idempotencyPrune, job: 'idempotency.prune', everyMs: IDEMPOTENCY_PRUNE_EVERY_MS, what: 'idempotency prune' },
+    ],
+    reconcileEveryMs,
+    log,
+  );
+  const upkeep = startReminderUpkeep(config.databaseUrl, reminders, log, {
+    everyMs: reconcileEveryMs,
+    consume: (count) => {
+      const started = consumeReminderShards(count);
+      if (started.length > 0) log.info({ shards: count }, 'consuming more reminder shards');
+    },
   });
   const relayLoop = startOutboxRelayLoop(pool, queues, config.outboxRelayIntervalMs, log);
 
-  const http = await startWorkerHttp({ port: config.workerPort, host: config.host, db: pool, redis, metrics }, log);
-  const address = http.server.address();
   log.info(
     {
       concurrency: config.workerConcurrency,
       redis: redisConnections.mode,
       reminder_shards: shards.layout(),
       mail: config.smtpUrl ? 'smtp' : `files in ${config.outboxDir}`,
-      port: typeof address === 'object' && address ? address.port : config.workerPort,
+      port: httpPort,
     },
     'worker started',
   );
@@ -116,6 +147,7 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
     http,
     async close() {
       await relayLoop.stop();
+      schedulers.stop();
       await http.close();
       // Worker.close() lets active jobs finish; the caller bounds the total time.
       await Promise.all(workers.map((w) => w.close()));

@@ -1,5 +1,5 @@
 // Worker processes for tests: in this process (createWorkerRuntime), or as real child processes
-// (`main/worker.ts`) for scale-out and crash tests.
+// (`main/cli.ts worker`, or the compiled `dist/main/cli.js`) for scale-out and crash tests.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { jobHandlers } from '../../jobs/index.js';
@@ -13,7 +13,7 @@ export async function startWorker(config: Config, opts: WorkerRuntimeOptions = {
   return worker;
 }
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 export interface WorkerProcess {
   child: ChildProcess;
@@ -22,11 +22,22 @@ export interface WorkerProcess {
   /** Resolves when a log line matching the predicate appears. */
   waitForLine(match: (line: Record<string, unknown>) => boolean, timeoutMs?: number): Promise<Record<string, unknown>>;
   stop(signal?: NodeJS.Signals): Promise<number | null>;
+  /** Resolves with the exit code when the process ends by itself. */
+  exited: Promise<number | null>;
 }
 
-/** `npm run worker` as a child process, with the given environment on top of the test's. */
-export function spawnWorker(env: Record<string, string>): WorkerProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'main/worker.ts'], {
+export interface SpawnOptions {
+  /** Run the compiled CLI (`node dist/main/cli.js <command>`, as in production; needs `npm run build`). */
+  compiled?: boolean;
+  /** The CLI command; default `worker`. */
+  command?: 'worker' | 'api' | 'migrate' | 'start';
+}
+
+/** A worker (or another CLI command) as a child process, with the given environment on top of the test's. */
+export function spawnWorker(env: Record<string, string>, opts: SpawnOptions = {}): WorkerProcess {
+  const command = opts.command ?? 'worker';
+  const args = opts.compiled ? ['dist/main/cli.js', command] : ['--import', 'tsx', 'main/cli.ts', command];
+  const child = spawn(process.execPath, args, {
     cwd: ROOT,
     env: { ...process.env, LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -55,6 +66,7 @@ export function spawnWorker(env: Record<string, string>): WorkerProcess {
   return {
     child,
     lines,
+    exited,
     waitForLine(match, timeoutMs = 20_000) {
       return new Promise((resolve, reject) => {
         const check = () => {
