@@ -28,7 +28,7 @@ import { renderEmail } from '../src/mail/render-email.js';
 import type { InvoiceDocument } from '../src/domain/invoice-document.js';
 import { renderInvoicePdf } from '../src/pdf/render-invoice-pdf.js';
 import { QUEUES } from '../src/queue/catalogue.js';
-import { redisOptions } from '../src/queue/redis.js';
+import { queuePrefix, redisOptions } from '../src/queue/redis.js';
 import { provisionMerchant } from '../src/runtime/provision.js';
 import {
   REDIS_URL,
@@ -494,7 +494,7 @@ async function main(): Promise<void> {
   const pool = new pg.Pool({ connectionString: db.url, max: 4 });
   // The drop at the end terminates whatever is still connected; never crash on an idle client.
   pool.on('error', () => undefined);
-  const queue = new Queue(QUEUES.send, { connection: redisOptions(REDIS_URL), prefix });
+  const queue = new Queue(QUEUES.send, { connection: redisOptions(REDIS_URL), prefix: queuePrefix(prefix, QUEUES.send) });
   let apiChild: Child | null = null;
   const cleanup = async () => {
     await apiChild?.stop().catch(() => undefined);

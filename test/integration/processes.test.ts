@@ -7,7 +7,7 @@ import path from 'node:path';
 import { Queue } from 'bullmq';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { QUEUES } from '../../src/queue/catalogue.js';
-import { redisOptions } from '../../src/queue/redis.js';
+import { queuePrefix, redisOptions } from '../../src/queue/redis.js';
 import { startApiFixture, type ApiFixture } from '../helpers/context.js';
 import { startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
 import { ROOT, spawnWorker, startWorker, waitUntil, workerProcessEnv, type SpawnOptions, type WorkerProcess } from '../helpers/worker.js';
@@ -74,7 +74,7 @@ const recipients = (tag: string) =>
   sink.messages.flatMap((m) => (Array.isArray(m.to) ? m.to : [m.to]).flatMap((a) => a?.value.map((v) => v.address ?? '') ?? [])).filter((a) => a.startsWith(`${tag}-`));
 
 async function activeSends(): Promise<number> {
-  const queue = new Queue(QUEUES.send, { connection: redisOptions(fx.env.redisUrl), prefix: fx.env.redisPrefix });
+  const queue = new Queue(QUEUES.send, { connection: redisOptions(fx.env.redisUrl), prefix: queuePrefix(fx.env.redisPrefix, QUEUES.send) });
   try {
     return await queue.getActiveCount();
   } finally {

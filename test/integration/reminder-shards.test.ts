@@ -13,12 +13,13 @@ import { apiClient, type ApiResponse, type HttpMethod } from '../helpers/http.js
 import { startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
 import { startWorker, waitUntil } from '../helpers/worker.js';
 
-// Before due: every 2 s from 14 s before; after due: two, 2 s apart.
+// Before due: every 4 s from 16 s before; after due: two, 3 s apart. Steps of seconds, not
+// fractions: a worker late by more than a step skips to the next slot (no burst), by design.
 const POLICY = {
-  REMINDERS_BEFORE_START: 'PT14S',
-  REMINDERS_BEFORE_EVERY: 'PT2S',
-  REMINDERS_AFTER_START: 'PT2S',
-  REMINDERS_AFTER_EVERY: 'PT2S',
+  REMINDERS_BEFORE_START: 'PT16S',
+  REMINDERS_BEFORE_EVERY: 'PT4S',
+  REMINDERS_AFTER_START: 'PT3S',
+  REMINDERS_AFTER_EVERY: 'PT3S',
   REMINDERS_AFTER_MAX: '2',
   RECONCILE_EVERY: 'PT1S',
 };
@@ -60,7 +61,7 @@ describe('changing REMINDER_SHARDS', () => {
     workers.push(oldWorker);
 
     // Invoices until a few live in the shard that goes away (OLD - 1).
-    const dueAt = new Date(Date.now() + 26_000);
+    const dueAt = new Date(Date.now() + 36_000);
     const invoices: { id: string; email: string }[] = [];
     while (invoices.filter((inv) => reminderShardOf(inv.id, OLD) === OLD - 1).length < 3 && invoices.length < 40) {
       const email = `shard-${invoices.length}@example.test`;
@@ -96,7 +97,7 @@ describe('changing REMINDER_SHARDS', () => {
     // state to wait for: every invoice overdue with its before-phase slots sent.
     const plan: ReminderSlot[] = planReminderSlots(fx.env.config(POLICY).reminders, dueAt, TIME_ZONE);
     const before = plan.filter((s) => s.phase === 'before' && s.at.getTime() > settledAt + 500);
-    expect(before.length).toBeGreaterThanOrEqual(2);
+    expect(before.length).toBeGreaterThanOrEqual(1);
     const rowsOf = async (id: string) =>
       (
         await fx.api.pool.query<{ slot_at: Date; status: string; message_id: string }>(
