@@ -13,7 +13,7 @@ export class DeliveryBusyError extends Error {
 }
 
 export type DeliveryOutcome =
-  | { sent: true; messageId: string; location?: string }
+  | { sent: true; messageId: string; location?: string; transport: string; destination: string }
   | { sent: false; reason: 'already_sent' | 'no_longer_due' };
 
 /**
@@ -59,10 +59,10 @@ export async function deliverOnce(
       if (kind === 'permanent') throw new PermanentJobError(`permanent SMTP failure: ${reason}`, { cause: err });
       throw err;
     }
-    await markDeliverySent(client, deliveryId);
+    await markDeliverySent(client, deliveryId, result);
     await client.query('commit');
     open = false;
-    return { sent: true, messageId: delivery.message_id, location: result.location };
+    return { sent: true, messageId: delivery.message_id, location: result.location, transport: result.transport, destination: result.destination };
   } finally {
     if (open) await client.query('rollback').catch(() => undefined);
     client.release();

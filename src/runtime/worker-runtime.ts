@@ -6,13 +6,14 @@ import { Redis } from 'ioredis';
 import type { FastifyInstance } from 'fastify';
 import { createMetrics, type Metrics } from '../observability/metrics.js';
 import { startWorkerHttp } from './worker-http.js';
+import { claimRedisPrefix, claimRedisPrefixOrWait } from './redis-prefix.js';
 import { reminderQueueHandlers, sendQueueHandlers } from '../../jobs/index.js';
 import type { JobContext } from '../../jobs/context.js';
 import type { Config } from '../config.js';
 import { listen } from '../db/listen.js';
 import { createPool, type Pool } from '../db/pool.js';
-import type { Logger } from '../log.js';
-import { createMailTransport, type MailTransport } from '../mail/transport.js';
+import { redactUrl, type Logger } from '../log.js';
+import { createMailRouter, type MailTransport } from '../mail/transport.js';
 import { loadEmailTemplates } from '../mail/render-email.js';
 import { createProcessor, plannedAtOfDelayed, type JobObserver } from '../queue/dispatcher.js';
 import { REMINDER_QUEUE, SEND_QUEUE } from '../queue/names.js';
@@ -48,13 +49,25 @@ export async function createWorkerRuntime(config: Config, log: Logger, opts: Wor
   // Compile the email templates now: a missing or broken one fails the start, not a send.
   loadEmailTemplates();
   const pool = createPool(config.databaseUrl, config.workerConcurrency * 2 + 5);
-  const mail = opts.mail ?? createMailTransport({ smtpUrl: config.smtpUrl, poolSize: config.smtpPoolSize, outboxDir: config.outboxDir });
+  const mail =
+    opts.mail ??
+    createMailRouter({ smtpUrl: config.smtpUrl, sandboxSmtpUrl: config.sandboxSmtpUrl, poolSize: config.smtpPoolSize, outboxDir: config.outboxDir });
   const connection = redisOptions(config.redisUrl);
   const send = new Queue(SEND_QUEUE, { connection, prefix: config.redisPrefix });
   const reminderQueue = new Queue(REMINDER_QUEUE, { connection, prefix: config.redisPrefix, settings: reminderSchedulerSettings });
   const redis = new Redis({ ...connection, maxRetriesPerRequest: null });
   for (const emitter of [send, reminderQueue, redis]) emitter.on('error', (err: Error) => log.warn({ err }, 'redis connection error'));
 
+  // Before anything touches the queues: this prefix must be this database's.
+  try {
+    await claimRedisPrefixOrWait(config, pool, log);
+  } catch (err) {
+    await Promise.all([send.close(), reminderQueue.close()]).catch(() => undefined);
+    redis.disconnect();
+    if (!opts.mail) await mail.close();
+    await pool.end();
+    throw err;
+  }
   const reminders = createReminderService(pool, reminderQueue, redis, config.reminders);
   const metrics = createMetrics({ queues: [send, reminderQueue], db: pool });
   // The health port first: a start that cannot bind it (WORKER_PORT taken) ends before this
@@ -152,6 +165,8 @@ export async function createWorkerRuntime(config: Config, log: Logger, opts: Wor
   // A Redis loss takes the reconciler's own scheduler with it: put it back, or nothing would
   // ever repair Redis until a worker restarts.
   const reconcilerGuard = setInterval(() => {
+    // The prefix marker went with the data too: claim it again (or learn that another database did).
+    claimRedisPrefix(config, pool, log).catch((err) => log.error({ err }, 'redis prefix claim check failed'));
     reminderQueue
       .getJobScheduler(RECONCILE_SCHEDULER_ID)
       .then((found) => (found ? undefined : upsertReconciler().then(() => log.warn('reconciler scheduler was missing from Redis; re-created'))))
@@ -191,7 +206,10 @@ export async function createWorkerRuntime(config: Config, log: Logger, opts: Wor
   log.info(
     {
       concurrency: config.workerConcurrency,
-      mail: config.smtpUrl ? 'smtp' : `files in ${config.outboxDir}`,
+      mail: {
+        live: config.smtpUrl ? redactUrl(config.smtpUrl) : `files in ${config.outboxDir}`,
+        sandbox: config.sandboxSmtpUrl ? redactUrl(config.sandboxSmtpUrl) : `files in ${config.outboxDir}`,
+      },
       port: httpPort,
     },
     'worker started',
