@@ -5,6 +5,7 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { jobHandlers } from '../../jobs/index.js';
 import { createLogger } from '../../src/log.js';
 import { prefixClaimKey } from '../../src/queue/prefix-claim.js';
 import { StartupError } from '../../src/runtime/startup-error.js';
@@ -65,7 +66,7 @@ describe('one Redis prefix, one database', () => {
     const other = await createTestDatabase();
     cleanups.push(() => other.drop());
     const otherConfig = fx.env.config({ DATABASE_URL: other.url });
-    const refused = await createWorkerRuntime(otherConfig, createLogger('silent')).then(
+    const refused = await createWorkerRuntime(otherConfig, createLogger('silent'), jobHandlers).then(
       (w) => w.close().then(() => null),
       (err: unknown) => err,
     );
