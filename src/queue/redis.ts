@@ -110,6 +110,28 @@ function clusterReady(cluster: Cluster): Promise<void> {
 }
 
 /**
+ * A one-off client that fails at once instead of waiting (no offline queue, no retries): for a
+ * start-up check that must neither hang nor be refused before it connects. Call connect() first.
+ */
+export function createProbeClient(target: RedisTarget): RedisClient {
+  const base = redisOptions(target.redisUrl);
+  const probe = { connectTimeout: 2_000, maxRetriesPerRequest: 0 };
+  const client: RedisClient =
+    target.redisClusterNodes === null
+      ? new Redis({ ...base, ...probe, lazyConnect: true, retryStrategy: () => null })
+      : new Cluster(
+          target.redisClusterNodes.map((n) => ({ host: n.host, port: n.port })),
+          {
+            ...clusterOptions(false, base, true),
+            clusterRetryStrategy: () => null,
+            redisOptions: { ...clusterOptions(false, base, true).redisOptions, ...probe },
+          },
+        );
+  client.on('error', () => undefined);
+  return client;
+}
+
+/**
  * The connections of one process. In cluster mode, credentials and TLS come from REDIS_URL when
  * it carries them (`rediss://user:pass@any-host`), so a managed cluster needs no extra variable.
  */

@@ -7,7 +7,7 @@ import type { Job, Queue } from 'bullmq';
 import type { RedisClient } from './redis.js';
 import type { ReminderPolicy } from '../domain/reminder-schedule.js';
 import { remindersShouldRun } from '../domain/invoice-rules.js';
-import { findReminderTarget, listReminderTargets, type ReminderTarget } from '../db/reminders.js';
+import { existingInvoiceIds, findReminderTarget, listReminderTargets, type ReminderTarget } from '../db/reminders.js';
 import type { Queryable } from '../db/pool.js';
 import { dueJobId, JOBS, type InvoiceDuePayload } from './catalogue.js';
 import { forgettable, inPlace, placementsOf } from './reminder-placement.js';
@@ -27,6 +27,8 @@ export interface ReconcileReport {
   /** Schedulers moved to the invoice's shard after a change of the shard count. */
   schedulersMoved: number;
   schedulersRemoved: number;
+  /** Schedulers under this prefix for invoices this database does not have: left alone. */
+  schedulersForeign: number;
   dueJobsCreated: number;
   /** Stale shard members forgotten (their extra shards drained). */
   membersForgotten: number;
@@ -141,7 +143,15 @@ export function createReminderService(db: Queryable, shards: ReminderShardSet, r
         }
       }
       const targets = await listReminderTargets(db);
-      const report: ReconcileReport = { qualifying: 0, schedulersCreated: 0, schedulersMoved: 0, schedulersRemoved: 0, dueJobsCreated: 0, membersForgotten: 0 };
+      const report: ReconcileReport = {
+        qualifying: 0,
+        schedulersCreated: 0,
+        schedulersMoved: 0,
+        schedulersRemoved: 0,
+        schedulersForeign: 0,
+        dueJobsCreated: 0,
+        membersForgotten: 0,
+      };
       const wanted = new Set<string>();
       const now = Date.now();
       for (const t of targets) {
@@ -167,9 +177,17 @@ export function createReminderService(db: Queryable, shards: ReminderShardSet, r
         if (planned && where.length > 0) report.schedulersMoved++;
         else if (planned) report.schedulersCreated++;
       }
-      for (const [invoiceId, where] of present) {
-        if (wanted.has(invoiceId)) continue;
-        for (const s of where) await schedulersOf(s).cancel(invoiceId);
+      // Only schedulers of this database's own invoices are removed: one of an invoice this
+      // database does not have belongs to another deployment sharing the prefix (see
+      // prefix-claim.ts), and removing it would silently stop that deployment's reminders.
+      const unwanted = [...present.keys()].filter((id) => !wanted.has(id));
+      const ours = await existingInvoiceIds(db, unwanted);
+      for (const invoiceId of unwanted) {
+        if (!ours.has(invoiceId)) {
+          report.schedulersForeign++;
+          continue;
+        }
+        for (const s of present.get(invoiceId) ?? []) await schedulersOf(s).cancel(invoiceId);
         report.schedulersRemoved++;
       }
       // Due-date jobs: one existence check per shard (a pipeline over one queue's keys stays in

@@ -12,6 +12,8 @@ import { DASHBOARD_PATH, registerDashboard } from '../http/plugins/dashboard.js'
 import { createOutboxRelay } from '../queue/outbox-relay.js';
 import { createRedisConnections } from '../queue/redis.js';
 import { withTimeout } from '../lib/with-timeout.js';
+import { claimRedisPrefix } from './redis-prefix.js';
+import { StartupError } from './startup-error.js';
 
 const FAST_PATH_TIMEOUT_MS = 2_000;
 
@@ -25,6 +27,31 @@ export interface ApiRuntime {
 
 export async function createApiRuntime(config: Config, log: Logger, extra: Partial<AppDeps> = {}): Promise<ApiRuntime> {
   const pool = createPool(config.databaseUrl);
+  // This REDIS_PREFIX must be this database's: the API enqueues sends that workers of the
+  // prefix's database would otherwise take. Redis (or Postgres) away at start does not stop the
+  // API (the outbox covers sends): the claim is retried in the background, and another
+  // database's claim found then ends the process as it would have at start.
+  let claimRetry: NodeJS.Timeout | undefined;
+  try {
+    await claimRedisPrefix(config, pool, log);
+  } catch (err) {
+    if (err instanceof StartupError) {
+      await pool.end();
+      throw err;
+    }
+    log.warn({ err }, 'cannot check the Redis prefix claim yet; retrying in the background');
+    claimRetry = setInterval(() => {
+      claimRedisPrefix(config, pool, log).then(
+        () => clearInterval(claimRetry),
+        (e: unknown) => {
+          if (!(e instanceof StartupError)) return;
+          log.fatal({ variable: e.variable }, e.message);
+          process.exit(1);
+        },
+      );
+    }, 5_000);
+    claimRetry.unref();
+  }
   // Fail fast: a request never waits on Redis (the outbox keeps what could not be added).
   const redisConnections = createRedisConnections(config, { failFast: true });
   // A Queue emits 'error' while Redis is away; the outbox covers those jobs, so log and go on.
@@ -75,6 +102,7 @@ export async function createApiRuntime(config: Config, log: Logger, extra: Parti
     reminders,
     async close() {
       clearInterval(heartbeat);
+      clearInterval(claimRetry);
       await app.close();
       await withTimeout(shards.leave(), FAST_PATH_TIMEOUT_MS, 'leave the shard membership').catch(() => undefined);
       // A queue that never reached Redis may never finish closing: bounded.

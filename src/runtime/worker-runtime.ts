@@ -6,9 +6,9 @@ import type { Queue, Worker } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config.js';
 import { createPool, type Pool } from '../db/pool.js';
-import type { Logger } from '../log.js';
+import { redactUrl, type Logger } from '../log.js';
 import { loadEmailTemplates } from '../mail/render-email.js';
-import { createMailTransport, type MailTransport } from '../mail/transport.js';
+import { createMailRouter, type MailTransport } from '../mail/transport.js';
 import { createMetrics, type Metrics } from '../observability/metrics.js';
 import type { JobObserver } from '../queue/dispatcher.js';
 import type { JobContext, JobHandlers } from '../queue/job-context.js';
@@ -22,6 +22,7 @@ import { startOutboxRelayLoop } from './outbox-relay-loop.js';
 import { startQueueWorkers } from './queue-workers.js';
 import { startReminderUpkeep } from './reminder-upkeep.js';
 import { startWorkerHttp } from './worker-http.js';
+import { claimRedisPrefix, claimRedisPrefixOrWait } from './redis-prefix.js';
 
 export interface WorkerRuntime {
   pool: Pool;
@@ -48,12 +49,24 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
   // Compile the email templates now: a missing or broken one fails the start, not a send.
   loadEmailTemplates();
   const pool = createPool(config.databaseUrl, config.workerConcurrency * 2 + 5);
-  const mail = opts.mail ?? createMailTransport({ smtpUrl: config.smtpUrl, poolSize: config.smtpPoolSize, outboxDir: config.outboxDir });
+  const mail =
+    opts.mail ??
+    createMailRouter({ smtpUrl: config.smtpUrl, sandboxSmtpUrl: config.sandboxSmtpUrl, poolSize: config.smtpPoolSize, outboxDir: config.outboxDir });
   const redisConnections = createRedisConnections(config);
   const queues = openQueues(redisConnections.forQueue(), config.redisPrefix, (err) => log.warn({ err }, 'redis connection error'));
   const redis = redisConnections.client;
   redis.on('error', (err: Error) => log.warn({ err }, 'redis connection error'));
 
+  // Before anything touches the queues: this prefix must be this database's.
+  try {
+    await claimRedisPrefixOrWait(config, pool, log);
+  } catch (err) {
+    await Promise.all(allQueues(queues).map((q) => q.close())).catch(() => undefined);
+    await redisConnections.close();
+    await mail.close();
+    await pool.end();
+    throw err;
+  }
   const shards = createReminderShardSet(pool, queues.reminders, config.reminderShards, config.reconcileEvery.toMillis());
   // Which shards to consume: this count's, and any other count still in use or not drained.
   await shards.refresh().catch((err) => log.warn({ err }, 'could not read the reminder shard membership; consuming this process\'s shards only'));
@@ -116,6 +129,11 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
     reconcileEveryMs,
     log,
   );
+  // A Redis flush takes the prefix's claim with it: claim it again (or learn another database did).
+  const claimGuard = setInterval(() => {
+    claimRedisPrefix(config, pool, log).catch((err) => log.error({ err }, 'redis prefix claim check failed'));
+  }, reconcileEveryMs);
+  claimGuard.unref();
   const upkeep = startReminderUpkeep(config.databaseUrl, reminders, log, {
     everyMs: reconcileEveryMs,
     consume: (count) => {
@@ -130,7 +148,10 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
       concurrency: config.workerConcurrency,
       redis: redisConnections.mode,
       reminder_shards: shards.layout(),
-      mail: config.smtpUrl ? 'smtp' : `files in ${config.outboxDir}`,
+      mail: {
+        live: config.smtpUrl ? redactUrl(config.smtpUrl) : `files in ${config.outboxDir}`,
+        sandbox: config.sandboxSmtpUrl ? redactUrl(config.sandboxSmtpUrl) : `files in ${config.outboxDir}`,
+      },
       port: httpPort,
     },
     'worker started',
@@ -148,6 +169,7 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
     async close() {
       await relayLoop.stop();
       schedulers.stop();
+      clearInterval(claimGuard);
       await http.close();
       // Worker.close() lets active jobs finish; the caller bounds the total time.
       await Promise.all(workers.map((w) => w.close()));
