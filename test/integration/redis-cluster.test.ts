@@ -9,6 +9,7 @@ import { createLogger } from '../../src/log.js';
 import { QUEUES } from '../../src/queue/catalogue.js';
 import { createRedisConnections, queuePrefix } from '../../src/queue/redis.js';
 import { reminderShardSlot, reminderShardTag } from '../../src/queue/reminder-shards.js';
+import { prefixClaimKey } from '../../src/queue/prefix-claim.js';
 import { createApiRuntime, type ApiRuntime } from '../../src/runtime/api-runtime.js';
 import type { WorkerRuntime } from '../../src/runtime/worker-runtime.js';
 import { createTestEnv, deleteRedisPrefix, scanNode, type TestEnv } from '../helpers/context.js';
@@ -78,8 +79,9 @@ describe.skipIf(!nodes)('the service on a Redis Cluster', () => {
       for (const node of await connections.masters()) keysByNode.push(await scanNode(node, `${env.redisPrefix}:*`));
       const keys = keysByNode.flat();
       const slotsOf = (tag: string) => new Set(keys.filter((k) => k.startsWith(`${queuePrefix(env.redisPrefix, tag)}:`)).map((k) => calculateSlot(k)));
-      // Every key of the service is a queue key under a hash tag.
-      for (const k of keys) expect(k).toMatch(new RegExp(`^${env.redisPrefix}:\\{[^{}]+\\}:`));
+      // Every key of the service is under a hash tag: the queues', and the prefix claim's marker.
+      for (const k of keys) expect(k).toMatch(new RegExp(`^${env.redisPrefix}:\\{[^{}]+\\}(:|$)`));
+      expect(keys).toContain(prefixClaimKey(env.redisPrefix));
       expect([...slotsOf(QUEUES.send)]).toEqual([calculateSlot(`{${QUEUES.send}}`)]);
       for (let i = 0; i < 12; i++) expect([...slotsOf(reminderShardTag(i))]).toEqual([reminderShardSlot(i)]);
       // Each master holds the keys of 4 shards.
