@@ -15,6 +15,7 @@ import { hashApiKey } from '../domain/api-keys.js';
 
 const DEMO_ACCOUNT = 'acct_demo';
 const KEYS_FILE = 'var/demo-keys.json';
+const DEMO_SETTLEMENT_ADDRESS = '0xDe30000000000000000000000000000000000001';
 
 // Quiet by default: the last line of stdout is the JSON a newcomer copies from.
 const config = loadConfigOrExit({ LOG_LEVEL: 'warn', ...process.env });
@@ -63,12 +64,22 @@ try {
     );
     ({ keys } = await provisionMerchant(
       api.pool,
-      { id: DEMO_ACCOUNT, name: 'Demo Merchant GmbH', email: 'billing@demo-merchant.example', timeZone: 'Europe/Berlin', keyNamePrefix: 'demo ' },
+      {
+        id: DEMO_ACCOUNT,
+        name: 'Demo Merchant GmbH',
+        email: 'billing@demo-merchant.example',
+        timeZone: 'Europe/Berlin',
+        keyNamePrefix: 'demo ',
+        // A made-up address: the sandbox moves no real funds.
+        settlementAddress: DEMO_SETTLEMENT_ADDRESS,
+      },
       { platformFeeBps: config.platformFeeBps, timeZone: config.reminders.defaultTimeZone },
     ));
     await mkdir(dirname(KEYS_FILE), { recursive: true });
     await writeFile(KEYS_FILE, JSON.stringify(keys), { mode: 0o600 });
   }
+  // Also for a demo account made before settlement addresses existed.
+  await api.pool.query('update accounts set settlement_address = coalesce(settlement_address, $2) where id = $1', [DEMO_ACCOUNT, DEMO_SETTLEMENT_ADDRESS]);
   const key = keys.sandbox;
 
   const productId =

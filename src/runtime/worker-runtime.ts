@@ -20,6 +20,7 @@ import { createOutboxRelay } from '../queue/outbox-relay.js';
 import { redisOptions } from '../queue/redis.js';
 import { backoffSettings } from '../queue/backoff.js';
 import { REMINDER_JOB, plannedInstantOf, reminderSchedulerSettings, reminderWorkerOptions, type ReminderJobData } from '../queue/reminder-schedulers.js';
+import { describePolicy } from '../domain/reminder-schedule.js';
 import { createReminderService, JOB_RECONCILE, RECONCILE_SCHEDULER_ID, type ReminderService } from '../queue/reminder-service.js';
 
 export interface WorkerRuntime {
@@ -179,6 +180,8 @@ export async function createWorkerRuntime(config: Config, log: Logger, opts: Wor
       concurrency: config.workerConcurrency,
       mail: config.smtpUrl ? 'smtp' : `files in ${config.outboxDir}`,
       port: typeof address === 'object' && address ? address.port : config.workerPort,
+      // What the schedules of this worker follow; a change moves open invoices at the next reconcile.
+      reminder_policy: describePolicy(config.reminders),
     },
     'worker started',
   );
