@@ -52,6 +52,7 @@ export async function paymentPageRoutes(app: FastifyInstance, deps: AppDeps): Pr
   const visitorLocale = (req: FastifyRequest) => negotiateLocale(req.headers['accept-language']) ?? 'en';
 
   await app.register(async (pages) => {
+    // Pages are HTML for people, not part of the v1 API: left out of the OpenAPI document (hide).
     // The simulate form posts application/x-www-form-urlencoded; nothing else is accepted here.
     pages.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 4096 }, (_req, body, done) => {
       done(null, Object.fromEntries(new URLSearchParams(typeof body === 'string' ? body : body.toString('utf8'))));
@@ -123,7 +124,7 @@ export async function paymentPageRoutes(app: FastifyInstance, deps: AppDeps): Pr
       return { status: error ? 400 : 200, html };
     }
 
-    pages.get<{ Params: Params; Querystring: Query }>('/:id', async (req, reply) => {
+    pages.get<{ Params: Params; Querystring: Query }>('/:id', { schema: { hide: true } }, async (req, reply) => {
       const { id } = req.params;
       if (!PAGE_ID.test(id)) return sendHtml(reply, 404, renderNotFoundPage(visitorLocale(req)));
       const paid = typeof req.query.paid === 'string' && PAGE_ID.test(req.query.paid) ? req.query.paid : null;
@@ -131,7 +132,7 @@ export async function paymentPageRoutes(app: FastifyInstance, deps: AppDeps): Pr
       return sendHtml(reply, page.status, page.html);
     });
 
-    pages.post<{ Params: Params; Body: Record<string, string> | undefined }>('/:id/simulate', async (req, reply) => {
+    pages.post<{ Params: Params; Body: Record<string, string> | undefined }>('/:id/simulate', { schema: { hide: true } }, async (req, reply) => {
       const { id } = req.params;
       if (!PAGE_ID.test(id)) return sendHtml(reply, 404, renderNotFoundPage(visitorLocale(req)));
       const form = req.body ?? {};
