@@ -9,6 +9,8 @@ export function invoiceMessage(
   email: { subject: string; html: string; text: string },
   pdf: Buffer,
   messageId: string,
+  /** The attachment's name: the invoice, or its receipt. */
+  document: 'invoice' | 'receipt' = 'invoice',
 ): OutgoingMail {
   const { doc } = loaded;
   return {
@@ -19,6 +21,6 @@ export function invoiceMessage(
     html: email.html,
     text: email.text,
     messageId,
-    attachments: [{ filename: `invoice-${doc.code}.pdf`, content: pdf, contentType: 'application/pdf' }],
+    attachments: [{ filename: `${document}-${doc.code}.pdf`, content: pdf, contentType: 'application/pdf' }],
   };
 }

@@ -10,7 +10,8 @@ import { newId } from '../domain/ids.js';
 import { nextStatus } from '../domain/invoice-rules.js';
 import { formatDecimal, Money, parseAmount, toAtomic } from '../domain/money.js';
 import { ApiError, notFound } from '../errors.js';
-import type { ReminderControl } from './app.js';
+import { pendingReceiptJob } from '../db/outbox.js';
+import type { OutboxPublisher, ReminderControl } from './app.js';
 
 const fakeTxHash = () => `0x${randomBytes(32).toString('hex')}`;
 
@@ -20,10 +21,11 @@ interface Log {
 
 /**
  * open|overdue -> paid, then the reminder schedule goes (the paid re-check in the reminder job
- * and the database trigger stop every email even when Redis is away).
+ * and the database trigger stop every email even when Redis is away), and the receipt the
+ * database queued is handed to BullMQ at once (the worker's outbox relay would otherwise).
  */
 export async function payInvoice(
-  deps: { pool: Pool; reminders?: ReminderControl },
+  deps: { pool: Pool; reminders?: ReminderControl; outbox?: OutboxPublisher },
   scope: Scope,
   invoiceId: string,
   log: Log,
@@ -41,6 +43,14 @@ export async function payInvoice(
       await deps.reminders.stop(paid.id);
     } catch (err) {
       log.warn({ err, invoice_id: paid.id }, 'could not remove reminder schedules now; the paid re-check still stops every email');
+    }
+  }
+  if (deps.outbox) {
+    try {
+      const receipt = await pendingReceiptJob(deps.pool, paid.id);
+      if (receipt) await deps.outbox.publish([receipt]);
+    } catch (err) {
+      log.warn({ err, invoice_id: paid.id }, 'could not enqueue the receipt now; the outbox relay will');
     }
   }
   return paid;

@@ -12,6 +12,14 @@ export interface InvoiceSendPayload {
   deliveryId: string;
 }
 
+/** The "payment received" email with its receipt PDF; the row comes from a database trigger. */
+export const JOB_INVOICE_RECEIPT = 'invoice.receipt';
+
+export interface InvoiceReceiptPayload {
+  invoiceId: string;
+  deliveryId: string;
+}
+
 /** BullMQ job ids must not contain ':'; the id names the invoice and the delivery, so re-adding the same send is a no-op. */
 export function invoiceSendJobId(p: InvoiceSendPayload): string {
   return `${JOB_INVOICE_SEND}-${p.invoiceId}-${p.deliveryId}`;

@@ -7,7 +7,7 @@ import type { JobsOptions, Queue } from 'bullmq';
 import { markEnqueued, pendingOutbox, type OutboxRow } from '../db/outbox.js';
 import type { Queryable } from '../db/pool.js';
 import { CAPPED_BACKOFF } from './backoff.js';
-import { JOB_INVOICE_SEND } from './names.js';
+import { JOB_INVOICE_RECEIPT, JOB_INVOICE_SEND } from './names.js';
 
 const BATCH = 500;
 
@@ -33,7 +33,7 @@ export interface OutboxRelay {
 
 export function createOutboxRelay(db: Queryable, queues: { send: Queue }): OutboxRelay {
   const queueFor = (jobName: string): Queue => {
-    if (jobName === JOB_INVOICE_SEND) return queues.send;
+    if (jobName === JOB_INVOICE_SEND || jobName === JOB_INVOICE_RECEIPT) return queues.send;
     throw new Error(`outbox row for unknown job ${jobName}`);
   };
   async function publish(jobs: OutboxJob[]): Promise<void> {

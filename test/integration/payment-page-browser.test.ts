@@ -70,7 +70,7 @@ describe.skipIf(!CHROMIUM)(`payment page in Chromium${CHROMIUM ? '' : ` (${NO_CH
     }
   }
 
-  it('from the emailed link: amount and test-mode notice, Simulate payment, paid; JavaScript off, nothing external', async () => {
+  it('from the emailed link: amount and test-mode notice, Simulate payment, paid, receipt; JavaScript off, nothing external', async () => {
     const email = 'flow@example.test';
     const created = await api.post('/v1/invoices', key(), { customer_email: email, customer_name: 'Flo', amount: '42.5', due_at: '2031-06-30T12:00:00Z' });
     const inv = (await api.post(`/v1/invoices/${created.body.data.id}/send`, key())).body.data;
@@ -105,6 +105,11 @@ describe.skipIf(!CHROMIUM)(`payment page in Chromium${CHROMIUM ? '' : ` (${NO_CH
       expect(await page.locator('.notice-ok').innerText()).toMatch(/^Paid on \d{1,2} [A-Z][a-z]{2} \d{4}\. Thank you!$/);
       expect(await page.getByRole('button', { name: 'Simulate payment' }).count()).toBe(0);
       expect((await api.get(`/v1/invoices/${inv.id}`, key())).body.data.status).toBe('paid');
+      // The receipt: one "payment received" email with its PDF, in the captured mail.
+      const receipt = await mailMatching((m) => to(m).includes(email) && (m.subject ?? '').startsWith('Payment received'));
+      expect(receipt.subject).toBe(`Payment received: invoice ${inv.code} from Acme Widgets Ltd`);
+      expect(receipt.text).toContain('Amount paid: 42.50 USDC on base-sepolia');
+      expect(receipt.attachments.map((a) => a.filename)).toEqual([`receipt-${inv.code}.pdf`]);
 
       // Nothing but the page itself (and its own form post) was ever requested; no CSP report.
       expect(requested.every((u) => u.startsWith(`${origin}/pay/`)), requested.join('\n')).toBe(true);
