@@ -2,16 +2,13 @@
 // The delivery and this job's outbox row were written by the database in the transaction that
 // marked the invoice paid (migration 1700000001201), whatever path did it.
 import { ensureMessageId } from '../src/db/deliveries.js';
-import { loadInvoiceForMail } from '../src/db/invoice-document.js';
+import { loadInvoiceForMail } from '../src/db/invoice-for-mail.js';
 import { PermanentJobError } from '../src/errors.js';
-import { deliverOnce } from '../src/mail/deliver-once.js';
 import { messageIdFor } from '../src/mail/message-id.js';
-import { renderEmail } from '../src/mail/render-email.js';
-import { renderReceiptPdf } from '../src/pdf/render-invoice-pdf.js';
+import type { InvoiceReceiptPayload } from '../src/queue/catalogue.js';
 import type { JobHandler } from '../src/queue/dispatcher.js';
-import type { InvoiceReceiptPayload } from '../src/queue/names.js';
-import type { JobContext } from './context.js';
-import { invoiceMessage } from './invoice-message.js';
+import type { JobContext } from '../src/queue/job-context.js';
+import { emailInvoiceDocument } from './steps/email-invoice-document.js';
 
 export const invoiceReceipt: JobHandler<InvoiceReceiptPayload, JobContext> = async (payload, ctx) => {
   const loaded = await loadInvoiceForMail(ctx.pool, payload.invoiceId, ctx.config.paymentPageBase, payload.deliveryId);
@@ -21,15 +18,9 @@ export const invoiceReceipt: JobHandler<InvoiceReceiptPayload, JobContext> = asy
     ctx.countEmail?.('receipt', 'skipped');
     return 'already_sent';
   }
+  // The database wrote the row without a Message-ID: it does not know MAIL_FROM's domain.
   await ensureMessageId(ctx.pool, payload.deliveryId, messageIdFor(payload.deliveryId, ctx.config.mailFrom));
-  const pdf = await renderReceiptPdf(loaded.doc);
-  const email = renderEmail('receipt', loaded.doc);
-  const result = await deliverOnce(ctx.pool, ctx.mail, payload.deliveryId, (messageId) =>
-    invoiceMessage(ctx.config, loaded, email, pdf, messageId, 'receipt'),
-  ).catch((err: unknown) => {
-    ctx.countEmail?.('receipt', 'failed');
-    throw err;
-  });
+  const result = await emailInvoiceDocument(ctx, loaded, 'receipt', payload.deliveryId);
   ctx.countEmail?.('receipt', result.sent ? 'sent' : 'skipped');
   if (!result.sent) return result.reason;
   ctx.log.info({ message_id: result.messageId, ...(result.location ? { eml: result.location } : {}) }, 'receipt emailed');

@@ -18,6 +18,11 @@ export async function findAccount(db: Queryable, id: string): Promise<AccountRow
   return rows[0] ?? null;
 }
 
+/** Sets the account's settlement address unless it already has one. */
+export async function ensureSettlementAddress(db: Queryable, accountId: string, address: string): Promise<void> {
+  await db.query('update accounts set settlement_address = coalesce(settlement_address, $2) where id = $1', [accountId, address]);
+}
+
 export async function upsertAccount(db: Queryable, a: AccountRow): Promise<AccountRow> {
   const { rows } = await db.query<AccountRow>(
     `insert into accounts (id, name, email, time_zone, platform_fee_bps, settlement_address) values ($1, $2, $3, $4, $5, $6)

@@ -3,19 +3,15 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { Api } from './types.js';
-import type { Config } from '../config.js';
-import type { Pool } from '../db/pool.js';
-import type { OutboxJob } from '../queue/outbox-relay.js';
+import type { Api, AppDeps } from './types.js';
 import { ApiError } from '../errors.js';
-import type { Logger } from '../log.js';
 import { authenticate, presentKey } from './auth.js';
 import swagger from '@fastify/swagger';
 import rateLimit from '@fastify/rate-limit';
-import type { Redis } from 'ioredis';
-import type { Metrics } from '../observability/metrics.js';
 import { registerHealth } from './plugins/health.js';
 import { registerIdempotency } from './plugins/idempotency.js';
+import { operationIdFor } from './operation-ids.js';
+import { IdempotencyKeyHeaders } from './schemas.js';
 import { registerMetrics } from './plugins/metrics.js';
 import { credentialRoutes } from './routes/credentials.js';
 import { invoiceRoutes } from './routes/invoices.js';
@@ -26,32 +22,7 @@ import { productRoutes } from './routes/products.js';
 import { subscriptionRoutes } from './routes/subscriptions.js';
 import { testHelperRoutes } from './routes/test-helpers.js';
 
-/** Hands committed outbox rows to the queue at once; failures are left to the worker's relay. */
-export interface OutboxPublisher {
-  publish(jobs: OutboxJob[]): Promise<void>;
-}
-
-/** Keeps Redis's reminder schedules in step with a change the API just committed. */
-export interface ReminderControl {
-  stop(invoiceId: string): Promise<void>;
-  resume(invoiceId: string): Promise<void>;
-}
-
-export interface AppDeps {
-  config: Config;
-  pool: Pool;
-  log: Logger;
-  outbox?: OutboxPublisher;
-  reminders?: ReminderControl;
-  /** Prometheus metrics: /metrics and the HTTP duration histogram. */
-  metrics?: Metrics;
-  /** Redis client pinged by /readyz. */
-  redis?: Redis;
-  /** Extra plugins (the queue dashboard) registered before the routes. */
-  plugins?: ((app: FastifyInstance) => Promise<void>)[];
-}
-
-export type { Api as App } from './types.js';
+export type { Api as App, AppDeps } from './types.js';
 
 function sendError(reply: FastifyReply, err: ApiError): FastifyReply {
   return reply.status(err.status).send({
@@ -181,6 +152,22 @@ export async function buildApp(deps: AppDeps): Promise<Api> {
     openapi: {
       openapi: '3.1.0',
       info: { title: 'Stablecoin payments: invoices, payment links, products, subscriptions, keys', version: '1.0.0' },
+      // One base address for both environments (the key decides which one a request acts on).
+      servers: [
+        {
+          url: '{base_url}',
+          description: 'The service; sandbox and live share it',
+          variables: { base_url: { default: 'http://localhost:3000', description: 'scheme, host and port the API is served on' } },
+        },
+      ],
+      tags: [
+        { name: 'invoices', description: 'Create, edit, send, void, delete, list and download invoices; reminders' },
+        { name: 'payment links', description: 'Hosted payment pages for a price or a custom amount' },
+        { name: 'products', description: 'Products and their prices' },
+        { name: 'subscriptions', description: 'Recurring pull payments on a price' },
+        { name: 'credentials', description: 'API keys of the environment' },
+        { name: 'test helpers', description: 'Sandbox only: what the on-chain payment detector would do' },
+      ],
       components: {
         securitySchemes: {
           ApiKey: { type: 'apiKey', in: 'header', name: 'Api-Key' },
@@ -218,6 +205,11 @@ export async function buildApp(deps: AppDeps): Promise<Api> {
     v1.addHook('onRoute', (route) => {
       route.schema ??= {};
       route.schema.querystring ??= { type: 'object', properties: {}, additionalProperties: false };
+      const method = Array.isArray(route.method) ? route.method[0] : route.method;
+      // Every operation has a stable operationId (generated clients are named after them), and
+      // every POST documents the Idempotency-Key header its hooks honour.
+      route.schema.operationId ??= operationIdFor(method, route.url);
+      if (method === 'POST') route.schema.headers ??= IdempotencyKeyHeaders;
     });
     v1.decorateRequest('auth', null as never);
     v1.decorateRequest('presentedKey', null as never);

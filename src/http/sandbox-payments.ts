@@ -11,7 +11,7 @@ import { nextStatus } from '../domain/invoice-rules.js';
 import { formatDecimal, Money, parseAmount, toAtomic } from '../domain/money.js';
 import { ApiError, notFound } from '../errors.js';
 import { pendingReceiptJob } from '../db/outbox.js';
-import type { OutboxPublisher, ReminderControl } from './app.js';
+import type { OutboxPublisher, ReminderControl } from './types.js';
 
 const fakeTxHash = () => `0x${randomBytes(32).toString('hex')}`;
 
@@ -48,7 +48,9 @@ export async function payInvoice(
   if (deps.outbox) {
     try {
       const receipt = await pendingReceiptJob(deps.pool, paid.id);
-      if (receipt) await deps.outbox.publish([receipt]);
+      if (receipt) {
+        await deps.outbox.publish([{ job_name: 'invoice.receipt', job_id: receipt.job_id, payload: { invoiceId: paid.id, deliveryId: receipt.delivery_id } }]);
+      }
     } catch (err) {
       log.warn({ err, invoice_id: paid.id }, 'could not enqueue the receipt now; the outbox relay will');
     }

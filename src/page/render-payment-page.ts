@@ -9,7 +9,7 @@ import QRCode from 'qrcode';
 import { erc20TransferUri } from '../domain/eip681.js';
 import type { InvoiceStatus } from '../domain/invoice-rules.js';
 import { MESSAGES, messagesFor, registerPhraseHelpers, type WithMessages } from '../i18n/messages.js';
-import { formatDocumentDate, formatTokenAmount } from '../pdf/format.js';
+import { formatDocumentDate, formatTokenAmount } from '../domain/invoice-format.js';
 
 const TEMPLATES_DIR = new URL('../../templates/', import.meta.url);
 const CSS = readFileSync(new URL('pay-page.css', TEMPLATES_DIR), 'utf8').trim();

@@ -18,8 +18,8 @@ import path from 'node:path';
 import PDFDocument from 'pdfkit';
 import QRCode from 'qrcode';
 import { messagesFor, type Messages } from '../i18n/messages.js';
-import { formatDocumentDate, formatInvoiceAmount, formatQuantity } from './format.js';
-import type { InvoiceDocument, InvoiceDocumentLine, InvoiceStamp } from './invoice-document.js';
+import { formatDocumentDate, formatInvoiceAmount, formatQuantity } from '../domain/invoice-format.js';
+import type { InvoiceDocument, InvoiceDocumentLine, InvoiceStamp } from '../domain/invoice-document.js';
 
 // ---------------------------------------------------------------------------------------------
 // Fonts: read and parsed once per process. Parsing a TTF with fontkit (cmap, GSUB/GPOS, hmtx...)

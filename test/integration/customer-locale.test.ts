@@ -2,7 +2,7 @@
 // API, the worker and a real SMTP server; the customer's stored locale as the default.
 import type { ParsedMail } from 'mailparser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { formatDocumentDate } from '../../src/pdf/format.js';
+import { formatDocumentDate } from '../../src/domain/invoice-format.js';
 import type { WorkerRuntime } from '../../src/runtime/worker-runtime.js';
 import { startApiFixture, type ApiFixture } from '../helpers/context.js';
 import { apiClient, expectError } from '../helpers/http.js';

@@ -3,8 +3,7 @@
 // delivery machinery (database trigger -> delivery + outbox in the same transaction -> worker).
 import type { ParsedMail } from 'mailparser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { JOB_INVOICE_RECEIPT } from '../../src/queue/names.js';
-import { SEND_JOB_OPTIONS } from '../../src/queue/outbox-relay.js';
+import { JOBS } from '../../src/queue/catalogue.js';
 import type { WorkerRuntime } from '../../src/runtime/worker-runtime.js';
 import { startApiFixture, type ApiFixture } from '../helpers/context.js';
 import { apiClient } from '../helpers/http.js';
@@ -88,7 +87,7 @@ describe('receipts', () => {
       await client.query('begin');
       await client.query(`update invoices set status = 'paid', paid_at = now() where id = $1`, [inv.id]);
       // Inside the transaction: the delivery and the outbox row exist with the change...
-      const inside = await client.query(`select count(*)::int as n from outbox where job_name = $1 and payload->>'invoiceId' = $2`, [JOB_INVOICE_RECEIPT, inv.id]);
+      const inside = await client.query(`select count(*)::int as n from outbox where job_name = $1 and payload->>'invoiceId' = $2`, ['invoice.receipt', inv.id]);
       expect(inside.rows[0].n).toBe(1);
       await client.query('rollback');
     } finally {
@@ -111,11 +110,11 @@ describe('receipts', () => {
     await api.post(`/v1/test_helpers/invoices/${inv.id}/pay`, key());
     await waitUntil(async () => (await receiptRows(inv.id))[0]?.status === 'sent', 20_000);
     const { rows } = await fx.api.pool.query<{ payload: Record<string, string> }>(`select payload from outbox where job_name = $1 and payload->>'invoiceId' = $2`, [
-      JOB_INVOICE_RECEIPT,
+      'invoice.receipt',
       inv.id,
     ]);
     // The same job under another id, as a retried or re-relayed job would run.
-    const job = await fx.api.queues.send.add(JOB_INVOICE_RECEIPT, rows[0].payload, { ...SEND_JOB_OPTIONS, jobId: `again-${inv.id}` });
+    const job = await fx.api.queues.send.add('invoice.receipt', rows[0].payload, { ...JOBS['invoice.receipt'].options, jobId: `again-${inv.id}` });
     await waitUntil(async () => (await job.getState()) === 'completed', 20_000);
     expect(await job.getState()).toBe('completed');
     expect(receiptsTo(email)).toHaveLength(1);

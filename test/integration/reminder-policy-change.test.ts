@@ -9,7 +9,8 @@ import { planReminderSlots, reminderKindOf } from '../../src/domain/reminder-sch
 import { createLogger } from '../../src/log.js';
 import { reminderSchedulerId } from '../../src/queue/reminder-schedulers.js';
 import { createApiRuntime, type ApiRuntime } from '../../src/runtime/api-runtime.js';
-import { createWorkerRuntime, type WorkerRuntime } from '../../src/runtime/worker-runtime.js';
+import { jobHandlers } from '../../jobs/index.js';
+import { createWorkerRuntime } from '../../src/runtime/worker-runtime.js';
 import { startApiFixture, type ApiFixture } from '../helpers/context.js';
 import { apiClient, type JsonBody } from '../helpers/http.js';
 import { startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
@@ -93,7 +94,7 @@ describe('reminder policy change between two worker starts', () => {
     // ...then everything restarts with the new policy: an API and a worker reading POLICY_B.
     const configB = fx.env.config({ ...POLICY_B, SMTP_URL: sink.url, OUTBOX_RELAY_INTERVAL_MS: '100' });
     apiB = await createApiRuntime(configB, createLogger('silent'));
-    const workerB = await createWorkerRuntime(configB, createLogger('info', capture));
+    const workerB = await createWorkerRuntime(configB, createLogger('info', capture), jobHandlers);
     closers.push(() => workerB.close());
     const started = lines.find((l) => l.msg === 'worker started');
     expect(started?.reminder_policy).toEqual({

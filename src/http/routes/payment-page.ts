@@ -11,7 +11,7 @@ import { negotiateLocale } from '../../domain/locale.js';
 import { resolveToken } from '../../domain/tokens.js';
 import { ApiError } from '../../errors.js';
 import { PAYMENT_PAGE_CSP, renderInvoicePage, renderLinkPage, renderNotFoundPage } from '../../page/render-payment-page.js';
-import type { AppDeps } from '../app.js';
+import type { AppDeps } from '../types.js';
 import { payInvoice, recordLinkPayment } from '../sandbox-payments.js';
 
 export const PAYMENT_PAGE_PREFIX = '/pay';

@@ -9,13 +9,13 @@ import { insertSubscription } from '../../db/subscriptions.js';
 import { newId } from '../../domain/ids.js';
 import { resolveToken } from '../../domain/tokens.js';
 import { ApiError } from '../../errors.js';
-import type { AppDeps } from '../app.js';
+import type { AppDeps } from '../types.js';
 import { requireWrite, type AuthContext } from '../auth.js';
 import { payInvoice, recordLinkPayment } from '../sandbox-payments.js';
 import { presentInvoice, presentLinkPayment, presentSubscription } from '../presenters.js';
-import { Data, ErrorEnvelope, IdParams, Invoice, InvoiceIdParams, LinkPayment, LinkPaymentBody, StartSubscriptionBody, Subscription } from '../schemas.js';
+import { Data, ErrorEnvelope, PaymentLinkIdParams, Invoice, InvoiceIdParams, LinkPayment, LinkPaymentBody, StartSubscriptionBody, Subscription } from '../schemas.js';
 import type { Api } from '../types.js';
-import { errorResponses } from './invoices.js';
+import { errorResponses } from '../route-helpers.js';
 
 function requireSandbox(auth: AuthContext): void {
   if (auth.environment !== 'sandbox') {
@@ -38,12 +38,12 @@ export async function testHelperRoutes(app: Api, deps: AppDeps): Promise<void> {
   );
 
   app.post(
-    '/test_helpers/payment-links/:id/payments',
+    '/test_helpers/payment-links/:paymentLinkId/payments',
     {
       schema: {
         ...opts,
         summary: 'Record a payment on an active sandbox payment link',
-        params: IdParams,
+        params: PaymentLinkIdParams,
         // No body at all is fine (a preset or fixed amount): Fastify validates a missing body as null.
         body: Type.Union([LinkPaymentBody, Type.Null()]),
         response: { 200: Data(LinkPayment), ...errorResponses },
@@ -51,7 +51,7 @@ export async function testHelperRoutes(app: Api, deps: AppDeps): Promise<void> {
     },
     async (req) => {
       requireSandbox(req.auth);
-      return { data: presentLinkPayment(await recordLinkPayment(pool, req.auth, req.params.id, req.body ?? {})) };
+      return { data: presentLinkPayment(await recordLinkPayment(pool, req.auth, req.params.paymentLinkId, req.body ?? {})) };
     },
   );
 
