@@ -12,12 +12,14 @@ export interface InvoiceForMail {
   remindersEnabled: boolean;
   dueAt: Date | null;
   merchantEmail: string | null;
+  environment: 'live' | 'sandbox';
   /** Status of the delivery named in the read, null when none was asked or it does not exist. */
   deliveryStatus: DeliveryStatus | null;
 }
 
 interface Row {
   id: string;
+  environment: 'live' | 'sandbox';
   code: string | null;
   reference: string;
   status: InvoiceStatus;
@@ -27,7 +29,6 @@ interface Row {
   network: string;
   chain_id: number;
   token_address: string;
-  environment: 'sandbox' | 'live';
   customer_locale: string;
   paid_at: Date | null;
   sent_at: Date | null;
@@ -54,8 +55,8 @@ export async function loadInvoiceForMail(
 ): Promise<InvoiceForMail | null> {
   const { rows } = await db.query<Row>({
     name: 'invoice-for-mail',
-    text: `select i.id, i.code, i.reference, i.status, i.reminders_enabled, i.amount::text as amount, i.currency, i.network,
-       i.chain_id, i.token_address, i.environment, i.customer_locale, i.paid_at, i.sent_at, i.created_at, i.due_at, i.memo, i.footer, i.tax_id,
+    text: `select i.id, i.environment, i.code, i.reference, i.status, i.reminders_enabled, i.amount::text as amount, i.currency, i.network,
+       i.chain_id, i.token_address, i.customer_locale, i.paid_at, i.sent_at, i.created_at, i.due_at, i.memo, i.footer, i.tax_id,
        c.email as customer_email, c.name as customer_name, c.time_zone as customer_time_zone,
        a.name as account_name, a.email as account_email, a.time_zone as account_time_zone,
        coalesce((select json_agg(json_build_object('description', l.description, 'quantity', l.quantity,
@@ -85,6 +86,7 @@ export async function loadInvoiceForMail(
     remindersEnabled: r.reminders_enabled,
     dueAt: r.due_at,
     merchantEmail: r.account_email,
+    environment: r.environment,
     deliveryStatus: r.delivery_status,
     doc: {
       invoiceId: r.id,

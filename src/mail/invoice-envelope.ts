@@ -24,5 +24,7 @@ export function invoiceEnvelope(
     text: email.text,
     messageId,
     attachments: [{ filename: `${document}-${doc.code}.pdf`, content: pdf, contentType: 'application/pdf' }],
+    // Sandbox mail is routed to capture only (SANDBOX_SMTP_URL or the outbox), never to SMTP_URL.
+    environment: loaded.environment,
   };
 }

@@ -5,7 +5,7 @@ import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { describePolicy, type ReminderPolicy } from '../domain/reminder-schedule.js';
 import { remindersShouldRun } from '../domain/invoice-rules.js';
-import { findReminderTarget, listReminderTargets, type ReminderTarget } from '../db/reminders.js';
+import { existingInvoiceIds, findReminderTarget, listReminderTargets, type ReminderTarget } from '../db/reminders.js';
 import type { Queryable } from '../db/pool.js';
 import { dueJobId, JOBS, type InvoiceDuePayload } from './catalogue.js';
 import { createReminderSchedulers, invoiceIdOfReminderScheduler, reminderSchedulerId, type ReminderSchedulers } from './reminder-schedulers.js';
@@ -19,6 +19,8 @@ export interface ReconcileReport {
   qualifying: number;
   schedulersCreated: number;
   schedulersRemoved: number;
+  /** Schedulers under this prefix for invoices this database does not have: left alone. */
+  schedulersForeign: number;
   dueJobsCreated: number;
   /** Schedulers re-planned because the configured policy changed since the last reconcile. */
   schedulersMoved: number;
@@ -101,7 +103,7 @@ export function createReminderService(db: Queryable, queue: Queue, redis: Redis,
       const present = new Set(await redis.zrange(queue.keys.repeat, '0', '-1'));
       const policyChanged = (await redis.get(policyKey)) !== policyId;
       const targets = await listReminderTargets(db);
-      const report: ReconcileReport = { qualifying: 0, schedulersCreated: 0, schedulersRemoved: 0, dueJobsCreated: 0, schedulersMoved: 0 };
+      const report: ReconcileReport = { qualifying: 0, schedulersCreated: 0, schedulersRemoved: 0, schedulersForeign: 0, dueJobsCreated: 0, schedulersMoved: 0 };
       const planned: ReminderTarget[] = [];
       const wanted = new Set<string>();
       const now = Date.now();
@@ -122,12 +124,21 @@ export function createReminderService(db: Queryable, queue: Queue, redis: Redis,
         if (t.due_at!.getTime() + planHorizonMs < from.getTime()) continue;
         if (await schedulers.schedule(target(t), from)) report.schedulersCreated++;
       }
-      for (const id of present) {
-        const invoiceId = invoiceIdOfReminderScheduler(id);
-        if (invoiceId !== null && !wanted.has(id)) {
-          await schedulers.cancel(invoiceId);
-          report.schedulersRemoved++;
+      // Only schedulers of this database's own invoices are removed: one of an invoice this
+      // database does not have belongs to another deployment sharing the prefix (see
+      // prefix-claim.ts), and removing it would silently stop that deployment's reminders.
+      const unwanted = [...present]
+        .filter((id) => !wanted.has(id))
+        .map(invoiceIdOfReminderScheduler)
+        .filter((id): id is string => id !== null);
+      const ours = await existingInvoiceIds(db, unwanted);
+      for (const invoiceId of unwanted) {
+        if (!ours.has(invoiceId)) {
+          report.schedulersForeign++;
+          continue;
         }
+        await schedulers.cancel(invoiceId);
+        report.schedulersRemoved++;
       }
       if (policyChanged) {
         for (let i = 0; i < planned.length; i += 200) {
