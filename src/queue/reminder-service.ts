@@ -5,13 +5,13 @@
 // of reminder-placement.ts say where else they may be.
 import type { Job, Queue } from 'bullmq';
 import type { RedisClient } from './redis.js';
-import type { ReminderPolicy } from '../domain/reminder-schedule.js';
+import { describePolicy, type ReminderPolicy } from '../domain/reminder-schedule.js';
 import { remindersShouldRun } from '../domain/invoice-rules.js';
 import { existingInvoiceIds, findReminderTarget, listReminderTargets, type ReminderTarget } from '../db/reminders.js';
 import type { Queryable } from '../db/pool.js';
 import { dueJobId, JOBS, type InvoiceDuePayload } from './catalogue.js';
 import { forgettable, inPlace, placementsOf } from './reminder-placement.js';
-import { createReminderSchedulers, invoiceIdOfReminderScheduler, type ReminderSchedulers } from './reminder-schedulers.js';
+import { createReminderSchedulers, invoiceIdOfReminderScheduler, reminderSchedulerId, type ReminderSchedulers } from './reminder-schedulers.js';
 import type { ReminderShardSet } from './reminder-shard-set.js';
 import { reminderShardOf, shardOfQueueName } from './reminder-shards.js';
 import type { ReminderJobData } from './catalogue.js';
@@ -25,6 +25,8 @@ export interface ReconcileReport {
   qualifying: number;
   schedulersCreated: number;
   /** Schedulers moved to the invoice's shard after a change of the shard count. */
+  schedulersResharded: number;
+  /** Schedulers re-planned because the configured policy changed since the last reconcile. */
   schedulersMoved: number;
   schedulersRemoved: number;
   /** Schedulers under this prefix for invoices this database does not have: left alone. */
@@ -48,6 +50,8 @@ export interface ReminderService {
   stop(invoiceId: string): Promise<void>;
   /** Reminders turned on again: future slots only, no burst of missed ones. */
   resume(invoiceId: string): Promise<void>;
+  /** The job's slot was planned under this process's policy (issue: policy changes at reconcile). */
+  plannedUnderPolicy(job: Job): boolean;
   /** After a reminder job ran, in the shard it came from: the schedule moves on when its phase is used up. */
   advance(job: Job<ReminderJobData>, now: Date): Promise<void>;
   /** Makes Redis match Postgres for every open and overdue invoice, shard by shard. */
@@ -89,6 +93,13 @@ export function createReminderService(db: Queryable, shards: ReminderShardSet, r
     });
   }
 
+  // The policy the schedules in Redis were last brought in line with (recorded in shard 0). A
+  // scheduler stores the policy it was planned with (its pattern), so after a restart with other
+  // REMINDERS_* values it would keep firing the old plan while the timeline shows the new one: the
+  // reconcile that first sees a new policy re-plans every open invoice's schedule, then records it.
+  const policyKey = () => shards.queues.shard(0).toKey('reminder-policy');
+  const policyId = JSON.stringify(describePolicy(policy));
+
   return {
     shards,
     schedulersOf,
@@ -123,6 +134,7 @@ export function createReminderService(db: Queryable, shards: ReminderShardSet, r
       await own(t.id).schedule(target(t), new Date());
       await cancelElsewhere(t.id, ownShard(t.id));
     },
+    plannedUnderPolicy: (job) => schedulersOf(0).plannedUnderPolicy(job),
     async advance(job, now) {
       const shard = shardOfQueueName(job.queueName);
       if (shard !== null) await schedulersOf(shard).advance(job, now);
@@ -142,10 +154,13 @@ export function createReminderService(db: Queryable, shards: ReminderShardSet, r
           if (invoiceId !== null) present.set(invoiceId, [...(present.get(invoiceId) ?? []), shard]);
         }
       }
+      const policyChanged = (await redis.get(policyKey())) !== policyId;
       const targets = await listReminderTargets(db);
+      const replan: { t: ReminderTarget; shard: number }[] = [];
       const report: ReconcileReport = {
         qualifying: 0,
         schedulersCreated: 0,
+        schedulersResharded: 0,
         schedulersMoved: 0,
         schedulersRemoved: 0,
         schedulersForeign: 0,
@@ -163,6 +178,7 @@ export function createReminderService(db: Queryable, shards: ReminderShardSet, r
         if (kept.length > 0) {
           // In place under a live count; a copy elsewhere is left over from a move: remove it.
           for (const s of where) if (!kept.includes(s)) await schedulersOf(s).cancel(t.id);
+          if (policyChanged) replan.push({ t, shard: kept[0] });
           continue;
         }
         // Lost from Redis, or in a shard no live count uses: plan again in this process's shard
@@ -174,7 +190,7 @@ export function createReminderService(db: Queryable, shards: ReminderShardSet, r
         if (where.length === 0 && t.due_at!.getTime() + planHorizonMs < from.getTime()) continue;
         const planned = await own(t.id).schedule(target(t), from);
         for (const s of where) if (s !== ownShard(t.id)) await schedulersOf(s).cancel(t.id);
-        if (planned && where.length > 0) report.schedulersMoved++;
+        if (planned && where.length > 0) report.schedulersResharded++;
         else if (planned) report.schedulersCreated++;
       }
       // Only schedulers of this database's own invoices are removed: one of an invoice this
@@ -189,6 +205,23 @@ export function createReminderService(db: Queryable, shards: ReminderShardSet, r
         }
         for (const s of present.get(invoiceId) ?? []) await schedulersOf(s).cancel(invoiceId);
         report.schedulersRemoved++;
+      }
+      if (policyChanged) {
+        for (let i = 0; i < replan.length; i += 200) {
+          const batch = replan.slice(i, i + 200);
+          const current = await Promise.all(batch.map(({ t, shard }) => shards.queues.shard(shard).getJobScheduler(reminderSchedulerId(t.id))));
+          for (const [j, { t, shard }] of batch.entries()) {
+            const found = current[j];
+            if (!found || schedulersOf(shard).followsPolicy(found.pattern, t.due_at!)) continue;
+            // From now on, under the new policy: slots already sent stay sent (and a slot is
+            // deduplicated in deliveries anyway), missed slots of the new plan are not caught
+            // up, so no burst; the next email is the new plan's first slot from now.
+            await schedulersOf(shard).schedule(target(t), new Date());
+            report.schedulersMoved++;
+          }
+        }
+        // Only once every schedule follows it: a failure above leaves the next reconcile to finish.
+        await redis.set(policyKey(), policyId);
       }
       // Due-date jobs: one existence check per shard (a pipeline over one queue's keys stays in
       // one slot), in every shard the job may be in.

@@ -64,6 +64,15 @@ export function startQueueWorkers(
   // role, not per shard (12 shards x 8 would outgrow the database pool).
   const shardConcurrency = (count: number) => Math.max(1, Math.ceil(opts.concurrency / count));
   const processReminder = async (job: Job) => {
+    // A slot planned under another reminder policy (this worker started with other REMINDERS_*
+    // values and its start's reconcile has not reached this invoice yet) is not sent: the
+    // invoice moves to this worker's policy, future slots only, as the reconcile would.
+    if (job.name === 'invoice.reminder' && !reminders.plannedUnderPolicy(job)) {
+      const { invoiceId } = job.data as ReminderJobData;
+      await reminders.resume(invoiceId);
+      log.info({ job_id: job.id, invoice_id: invoiceId }, 'reminder planned under another policy: re-planned, not sent');
+      return 'replanned';
+    }
     try {
       return await reminderProcessor(job);
     } finally {
