@@ -2,12 +2,14 @@
 // templates/. Amounts and dates are formatted exactly as on the PDF, by the same functions.
 import { readFileSync } from 'node:fs';
 import Handlebars from 'handlebars';
+import { DELIVERY_KINDS, type DeliveryKind } from '../domain/delivery-kinds.js';
 import type { InvoiceDocument } from '../domain/invoice-document.js';
 import { formatDocumentDate, formatInvoiceAmount } from '../domain/invoice-format.js';
 
-export type EmailKind = 'invoice' | 'reminder_before' | 'reminder_after';
+/** One email (subject, HTML and text templates) per delivery kind. */
+export type EmailKind = DeliveryKind;
 
-export const EMAIL_KINDS: readonly EmailKind[] = ['invoice', 'reminder_before', 'reminder_after'];
+export const EMAIL_KINDS: readonly EmailKind[] = DELIVERY_KINDS;
 
 export interface RenderedEmail {
   subject: string;

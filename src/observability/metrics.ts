@@ -3,6 +3,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Queue } from 'bullmq';
 import { countPendingOutbox } from '../db/outbox.js';
+import { DELIVERY_KINDS } from '../domain/delivery-kinds.js';
 import type { Queryable } from '../db/pool.js';
 import { withTimeout } from '../lib/with-timeout.js';
 
@@ -68,7 +69,7 @@ export function createMetrics(opts: { queues: Queue[]; db: Queryable; defaultMet
     }),
     emails: new Counter({
       name: 'invoice_emails_total',
-      help: 'Emails by kind (invoice, reminder_before, reminder_after) and outcome (sent, failed, skipped)',
+      help: `Emails by kind (${DELIVERY_KINDS.join(', ')}) and outcome (sent, failed, skipped)`,
       labelNames: ['kind', 'outcome'],
       registers: [registry],
     }),
