@@ -146,9 +146,14 @@ describe('reminder schedulers on BullMQ', () => {
     const watcher = watch(queue, [inv.id]);
     expect(await pendingJobs(queue, inv.id)).toEqual([`repeat:${reminderSchedulerId(inv.id)}:${plan[0].at.getTime()}`]);
 
-    await sleep(inv.dueAt.getTime() - Date.now());
+    // The before slot fired; at the due date (which the due-date job would mark) the schedule
+    // switches to the after phase, whose first slot is still ahead.
+    await waitUntil(async () => fired.length >= 1, plan[0].at.getTime() - Date.now() + 5_000, 20);
+    await waitUntil(async () => Date.now() >= inv.dueAt.getTime(), inv.dueAt.getTime() - Date.now() + 1_000, 10);
     expect(await schedulers.switchToAfter(inv, new Date())).toEqual(plan[1]);
-    await sleep(plan[plan.length - 1].at.getTime() - Date.now() + 400);
+    // Every slot fired, and the used-up chain plans no further job (so no extra can come).
+    await waitUntil(async () => fired.length >= plan.length, plan[plan.length - 1].at.getTime() - Date.now() + 5_000, 20);
+    await waitUntil(async () => (await pendingJobs(queue, inv.id)).length === 0 && (await queue.getActiveCount()) === 0, 5_000, 20);
     await watcher.stop();
 
     expect(fired.map((f) => [f.phase, f.planned])).toEqual(plan.map((s) => [s.phase, s.at.getTime()]));
@@ -188,10 +193,10 @@ describe('reminder schedulers on BullMQ', () => {
     const watcher = watch(queue, invoices.map((i) => i.id));
     await Promise.all(invoices.map((inv) => schedulers.schedule(inv, new Date())));
     const lastPlanned = Math.max(...invoices.flatMap((inv) => planReminderSlots(policy, inv.dueAt, inv.timeZone).map((s) => s.at.getTime())));
-    // Wait for every planned reminder (a loaded machine may fire late), then a little longer
-    // to catch any extra one.
+    // Wait for every planned reminder (a loaded machine may fire late), then for advance() to
+    // have removed every scheduler with nothing pending or running: no extra one can come.
     await waitUntil(async () => fired.length >= invoices.length * 6, lastPlanned - Date.now() + 10_000, 50);
-    await sleep(500);
+    await waitUntil(async () => (await queue.getJobSchedulersCount()) === 0 && Object.values(await queue.getJobCounts('delayed', 'waiting', 'prioritized', 'active')).every((n) => n === 0), 10_000, 50);
     await watcher.stop();
 
     for (const inv of invoices) {
@@ -232,7 +237,8 @@ describe('reminder schedulers on BullMQ', () => {
     expect(await schedulers.schedule(inv, new Date(now - 2600))).toEqual(plan[0]);
     const expected = [plan[0], ...plan.filter((s) => s.phase === 'after')];
     await waitUntil(async () => fired.length >= expected.length, plan[plan.length - 1].at.getTime() - Date.now() + 10_000, 50);
-    await sleep(500);
+    // advance() removed the exhausted scheduler and nothing runs: no extra one can come.
+    await waitUntil(async () => (await keysOf(queue, inv.id)).length === 0 && (await queue.getActiveCount()) === 0, 5_000, 50);
 
     expect(fired.map((f) => [f.phase, f.planned])).toEqual(expected.map((s) => [s.phase, s.at.getTime()]));
     // BullMQ clamped the past slot to the upsert time: the job id alone would say a later instant.

@@ -12,7 +12,7 @@ import type { WorkerRuntime } from '../../src/runtime/worker-runtime.js';
 import { startApiFixture, type ApiFixture } from '../helpers/context.js';
 import { extractPdfText } from '../helpers/pdf-text.js';
 import { startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
-import { spawnWorker, startWorker, waitUntil, workerProcessEnv, type WorkerProcess } from '../helpers/worker.js';
+import { spawnWorker, startWorker, waitQueueDrained, waitUntil, workerProcessEnv, type WorkerProcess } from '../helpers/worker.js';
 
 let fx: ApiFixture;
 let sink: SmtpSink;
@@ -175,7 +175,7 @@ describe('invoice.send', () => {
 
   it('SMTP down then up delivers everything, once', async () => {
     const port = await freePort();
-    await worker({ SMTP_URL: `smtp://127.0.0.1:${port}` });
+    const w = await worker({ SMTP_URL: `smtp://127.0.0.1:${port}` });
     const emails = ['down1@example.test', 'down2@example.test', 'down3@example.test'];
     const ids: string[] = [];
     for (const email of emails) {
@@ -188,7 +188,8 @@ describe('invoice.send', () => {
     cleanups.push(() => late.close());
     await late.waitFor(3, 20_000);
     await waitUntil(async () => (await Promise.all(ids.map(deliveries))).every(([d]) => d?.status === 'sent'), 10_000);
-    await new Promise((r) => setTimeout(r, 500));
+    // Every send job has finished: no retry is left to send one of them again.
+    await waitQueueDrained(w.queues.send);
     expect(late.messages.flatMap(to).sort()).toEqual([...emails].sort());
   });
 
@@ -239,7 +240,7 @@ describe('worker processes', () => {
       );
       return rows[0].n === 200;
     }, 20_000);
-    await new Promise((r) => setTimeout(r, 500));
+    await waitQueueDrained(fx.api.queues.send);
     const bulk = sink.messages.filter((m) => to(m).some((t) => t?.startsWith('bulk-')));
     expect(bulk).toHaveLength(200);
     expect(new Set(bulk.flatMap(to)).size).toBe(200);
@@ -265,13 +266,13 @@ describe('worker processes', () => {
     const queue = new Queue(QUEUES.send, { connection: redisOptions(fx.env.redisUrl), prefix: fx.env.redisPrefix });
     cleanups.push(() => queue.close());
     await waitUntil(async () => (await queue.getActiveCount()) === 1, 10_000);
-    await new Promise((r) => setTimeout(r, 300));
+    await waitUntil(async () => slow.recipientsSeen.includes(email), 10_000, 20);
     victim.child.kill('SIGKILL');
     expect(slow.messages).toHaveLength(0);
     const rescuer = spawned(env);
     await waitUntil(async () => slow.messages.length === 1, 30_000);
     await waitUntil(async () => (await deliveries(id))[0]?.status === 'sent', 10_000);
-    await new Promise((r) => setTimeout(r, 1_000));
+    await waitQueueDrained(queue);
     expect(slow.messages.flatMap(to)).toEqual([email]);
     await rescuer.stop();
   }, 60_000);
