@@ -189,7 +189,8 @@ describe('reminders recovery and scale-out', () => {
       const mine = rows.filter((r) => r.invoice_id === inv.id);
       expect(mine.map((r) => [r.kind, r.slot_at.getTime(), r.status, r.attempt])).toEqual(inv.plan.map((s) => [kindOf(s), s.at.getTime(), 'sent', 1]));
       const mails = remindersTo(inv.email);
-      expect(mails.map((m) => m.messageId)).toEqual(mine.map((r) => r.message_id));
+      // One email per row (two slots a second apart may reach the sink in either order on a busy machine).
+      expect(mails.map((m) => m.messageId).sort()).toEqual(mine.map((r) => r.message_id).sort());
       expect(mailsTo(inv.email)).toHaveLength(1 + inv.plan.length);
       expect(await statusOf(inv.id)).toBe('overdue');
     }
