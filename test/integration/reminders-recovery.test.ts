@@ -177,7 +177,7 @@ describe('reminders recovery and scale-out', () => {
     const invoices: Sent[] = [];
     for (let i = 0; i < 8; i++) invoices.push(await createAndSend(`two-workers-${i}@example.test`, new Date(start + 14_000 + i * 53)));
     const last = Math.max(...invoices.map((inv) => inv.plan[inv.plan.length - 1].at.getTime()));
-    await waitUntil(async () => (await Promise.all(invoices.map((inv) => scheduler(inv.id)))).every((s) => s !== undefined), 5_000, 50);
+    await waitUntil(async () => (await Promise.all(invoices.map((inv) => scheduler(inv.id)))).every((s) => s !== undefined), 10_000, 50);
     expect(Date.now()).toBeLessThan(Math.min(...invoices.map((inv) => inv.plan[0].at.getTime())) - 200);
     // Every planned slot of every invoice sent, and each email in the sink.
     const planned = invoices.reduce((n, inv) => n + inv.plan.length, 0);
