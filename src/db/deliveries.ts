@@ -70,6 +70,18 @@ export async function listDeliveries(db: Queryable, invoiceId: string): Promise<
   return rows;
 }
 
+/**
+ * Gives a delivery written by the database (a receipt, see migration 1700000001201) its
+ * Message-ID, once; returns the row's.
+ */
+export async function ensureMessageId(db: Queryable, id: string, messageId: string): Promise<string | null> {
+  const { rows } = await db.query<{ message_id: string }>(
+    `update deliveries set message_id = case when message_id = '' then $2 else message_id end where id = $1 returning message_id`,
+    [id, messageId],
+  );
+  return rows[0]?.message_id ?? null;
+}
+
 /** Drops a delivery that was never attempted (a reminder slot that turned out not to be due). */
 export async function deletePendingDelivery(db: Queryable, id: string): Promise<void> {
   await db.query(`delete from deliveries where id = $1 and status = 'pending' and attempt = 0`, [id]);
