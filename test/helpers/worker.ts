@@ -121,6 +121,7 @@ export function workerProcessEnv(config: Config, extra: Record<string, string> =
 }
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, Math.max(0, ms)));
+export const sleepUntil = (t: number) => sleep(t - Date.now());
 
 /**
  * Until the queue has nothing waiting, delayed, prioritized or running: every job added so far has
