@@ -44,6 +44,7 @@ import {
   type ReminderInvoice,
 } from '../src/queue/reminder-schedulers.js';
 import { createReminderService } from '../src/queue/reminder-service.js';
+import { queueBackendOf } from '../src/queue/backend.js';
 import { provisionMerchant } from '../src/runtime/provision.js';
 import { createWorkerRuntime, type WorkerRuntime } from '../src/runtime/worker-runtime.js';
 import { createBenchDatabase, deleteRedisPrefix, fmt, loadAvg, note, percentile, REDIS_URL, sleep, table, type BenchDatabase } from './support.js';
@@ -166,7 +167,7 @@ async function remSchedulerCount(redis: Redis, repeatKey: string): Promise<numbe
 }
 
 async function measureLateness(config: Config, prefix: string, policy: ReminderPolicy): Promise<number[]> {
-  const connection = redisOptions(config.redisUrl);
+  const connection = redisOptions(REDIS_URL);
   const name = `${REMINDER_QUEUE}-lateness`;
   const queue = new Queue(name, { connection, prefix, settings: reminderSchedulerSettings });
   // One slot per invoice: 10 s before due, then nothing until a day after due.
@@ -266,7 +267,7 @@ async function runSize(db: BenchDatabase, n: number, accountId: string, customer
     const started = Date.now();
     while ((await worker.queues.reminders.getCompletedCount()) < 1 && Date.now() - started < 15_000) await sleep(50);
     await sleep(500);
-    const service = createReminderService(pool, apiQueue, redis, policy);
+    const service = createReminderService(pool, apiQueue, queueBackendOf(config, 'producer'), policy);
     const repeatKey = apiQueue.keys.repeat;
 
     note(`N=${n}: inserting invoices`);

@@ -3,11 +3,12 @@
 //
 // Re-running keeps the same merchant, keys, product, links and subscription, and creates a new
 // draft invoice only when the previous one was already sent.
-import { loadConfigOrExit } from '../config.js';
+import { loadConfigOrExit, orExitOnConfigError } from '../config.js';
 import { migrate } from '../db/migrate.js';
 import type { Pool } from '../db/pool.js';
 import { createLogger } from '../log.js';
 import { createApiRuntime } from '../runtime/api-runtime.js';
+import { chooseDatabaseOrExit } from '../runtime/database.js';
 import { provisionMerchant, type MerchantKeys } from '../runtime/provision.js';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
@@ -17,10 +18,11 @@ const DEMO_ACCOUNT = 'acct_demo';
 const KEYS_FILE = 'var/demo-keys.json';
 
 // Quiet by default: the last line of stdout is the JSON a newcomer copies from.
-const config = loadConfigOrExit({ LOG_LEVEL: 'warn', ...process.env });
+const database = await chooseDatabaseOrExit({ LOG_LEVEL: 'warn', ...process.env }, 'share');
+const config = loadConfigOrExit(database.env);
 const log = createLogger(config.logLevel);
-await migrate(config.databaseUrl);
-const api = await createApiRuntime(config, log);
+await migrate(config.databaseUrl, undefined, { queueSchema: config.queueBackend === 'postgres' });
+const api = await orExitOnConfigError(createApiRuntime(config, log));
 
 async function call<T>(key: string, method: 'GET' | 'POST' | 'PATCH', url: string, payload?: object): Promise<T> {
   const res = await api.app.inject({ method, url, headers: { 'api-key': key }, ...(payload ? { payload } : {}) });
@@ -136,4 +138,5 @@ try {
   process.stdout.write(`${JSON.stringify(summary)}\n`);
 } finally {
   await api.close();
+  await database.stop();
 }

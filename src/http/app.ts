@@ -12,9 +12,8 @@ import type { Logger } from '../log.js';
 import { authenticate, presentKey } from './auth.js';
 import swagger from '@fastify/swagger';
 import rateLimit from '@fastify/rate-limit';
-import type { Redis } from 'ioredis';
 import type { Metrics } from '../observability/metrics.js';
-import { registerHealth } from './plugins/health.js';
+import { registerHealth, type Readiness } from './plugins/health.js';
 import { registerMetrics } from './plugins/metrics.js';
 import { credentialRoutes } from './routes/credentials.js';
 import { invoiceRoutes } from './routes/invoices.js';
@@ -42,8 +41,8 @@ export interface AppDeps {
   reminders?: ReminderControl;
   /** Prometheus metrics: /metrics and the HTTP duration histogram. */
   metrics?: Metrics;
-  /** Redis client pinged by /readyz. */
-  redis?: Redis;
+  /** The queue store's readiness check; without it /healthz and /readyz are not served. */
+  readiness?: Readiness;
   /** Extra plugins (the queue dashboard) registered before the routes. */
   plugins?: ((app: FastifyInstance) => Promise<void>)[];
 }
@@ -187,7 +186,7 @@ export async function buildApp(deps: AppDeps): Promise<Api> {
   });
   const root = app as unknown as FastifyInstance;
   if (deps.metrics) registerMetrics(root, deps.metrics);
-  if (deps.redis) registerHealth(root, { db: deps.pool, redis: deps.redis });
+  if (deps.readiness) registerHealth(root, { db: deps.pool, readiness: deps.readiness });
   for (const plugin of deps.plugins ?? []) await plugin(root);
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 

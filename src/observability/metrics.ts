@@ -1,10 +1,10 @@
 // Prometheus metrics of one process, in a registry of its own (tests build several apps in one
 // process). Gauges that read Redis or Postgres are computed at scrape time, bounded in time.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { Queue } from 'bullmq';
 import { countPendingOutbox } from '../db/outbox.js';
 import type { Queryable } from '../db/pool.js';
 import { withTimeout } from '../runtime/with-timeout.js';
+import type { AppQueue } from '../queue/backend.js';
 
 const JOB_STATES = ['waiting', 'active', 'delayed', 'completed', 'failed', 'prioritized', 'waiting-children'] as const;
 const SCRAPE_TIMEOUT_MS = 1_000;
@@ -17,7 +17,7 @@ export interface Metrics {
   reminderLateness: Histogram;
 }
 
-export function createMetrics(opts: { queues: Queue[]; db: Queryable; defaultMetrics?: boolean }): Metrics {
+export function createMetrics(opts: { queues: AppQueue[]; db: Queryable; defaultMetrics?: boolean }): Metrics {
   const registry = new Registry();
   if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: registry });
 

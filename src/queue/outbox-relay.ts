@@ -3,11 +3,12 @@
 // between commit and enqueue, Redis down). No database lock is held while Redis is called: a
 // row handed over twice is harmless, since its job id makes the second add a no-op, and the
 // delivery row keeps a rerun from sending twice.
-import type { JobsOptions, Queue } from 'bullmq';
+import type { JobsOptions } from 'bullmq';
 import { markEnqueued, pendingOutbox, type OutboxRow } from '../db/outbox.js';
 import type { Queryable } from '../db/pool.js';
 import { CAPPED_BACKOFF } from './backoff.js';
 import { JOB_INVOICE_SEND } from './names.js';
+import type { AppQueue } from './backend.js';
 
 const BATCH = 500;
 
@@ -31,8 +32,8 @@ export interface OutboxRelay {
   relay(): Promise<number>;
 }
 
-export function createOutboxRelay(db: Queryable, queues: { send: Queue }): OutboxRelay {
-  const queueFor = (jobName: string): Queue => {
+export function createOutboxRelay(db: Queryable, queues: { send: AppQueue }): OutboxRelay {
+  const queueFor = (jobName: string): AppQueue => {
     if (jobName === JOB_INVOICE_SEND) return queues.send;
     throw new Error(`outbox row for unknown job ${jobName}`);
   };

@@ -1,8 +1,7 @@
-// Keeps Redis's reminder schedules and due-date jobs in step with Postgres, which is the truth.
+// Keeps the queue's reminder schedules and due-date jobs in step with Postgres, which is the truth.
 // Used by the worker (after a send, on a stop notification, by the reconciler) and by the API
 // (reminders on/off, paid through the test helper).
-import type { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { AppQueue, QueueBackend } from './backend.js';
 import type { ReminderPolicy } from '../domain/reminder-schedule.js';
 import { remindersShouldRun } from '../domain/invoice-rules.js';
 import { findReminderTarget, listReminderTargets, type ReminderTarget } from '../db/reminders.js';
@@ -44,12 +43,17 @@ export interface ReminderService {
   stop(invoiceId: string): Promise<void>;
   /** Reminders turned on again: future slots only, no burst of missed ones. */
   resume(invoiceId: string): Promise<void>;
-  /** Makes Redis match Postgres for every open and overdue invoice. */
+  /** Makes the queue match Postgres for every open and overdue invoice. */
   reconcile(): Promise<ReconcileReport>;
 }
 
-/** `redis` is a plain client on the queue's server, for the reconciler's bulk reads. */
-export function createReminderService(db: Queryable, queue: Queue, redis: Redis, policy: ReminderPolicy): ReminderService {
+/** `store` gives the reconciler its bulk reads of the queue (one read each, on either backend). */
+export function createReminderService(
+  db: Queryable,
+  queue: AppQueue,
+  store: Pick<QueueBackend, 'schedulerIds' | 'existingJobIds'>,
+  policy: ReminderPolicy,
+): ReminderService {
   // A reminder that hits a transient SMTP failure is retried (backing off up to 10 min, about
   // 4 hours in all) rather than losing its slot; the handler dedups by slot, so a retry never
   // sends twice.
@@ -91,12 +95,11 @@ export function createReminderService(db: Queryable, queue: Queue, redis: Redis,
       if (t && runs(t)) await schedulers.schedule(target(t), new Date());
     },
     async reconcile() {
-      // Scheduler ids live in the queue's `repeat` sorted set; one read for all of them. Redis is
-      // read BEFORE Postgres: an invoice paid (and its scheduler removed) between the two reads is
-      // then seen paid and left alone; read the other way round it would look qualifying and
-      // missing, and be put back on a schedule. Likewise a schedule created between the reads is
-      // at worst upserted again, never removed.
-      const present = new Set(await redis.zrange(queue.keys.repeat, '0', '-1'));
+      // Every scheduler id in one read. The queue store is read BEFORE Postgres: an invoice paid
+      // (and its scheduler removed) between the two reads is then seen paid and left alone; read
+      // the other way round it would look qualifying and missing, and be put back on a schedule.
+      // Likewise a schedule created between the reads is at worst upserted again, never removed.
+      const present = new Set(await store.schedulerIds(queue));
       const targets = await listReminderTargets(db);
       const report: ReconcileReport = { qualifying: 0, schedulersCreated: 0, schedulersRemoved: 0, dueJobsCreated: 0 };
       const wanted = new Set<string>();
@@ -122,15 +125,11 @@ export function createReminderService(db: Queryable, queue: Queue, redis: Redis,
         }
       }
       const open = targets.filter((t) => t.status === 'open');
-      if (open.length > 0) {
-        const pipeline = redis.pipeline();
-        for (const t of open) pipeline.exists(queue.toKey(dueJobId(t.id, t.due_at!)));
-        const exists = (await pipeline.exec()) ?? [];
-        for (const [i, t] of open.entries()) {
-          if (exists[i]?.[1] === 0) {
-            await addDueJob(t);
-            report.dueJobsCreated++;
-          }
+      const exists = await store.existingJobIds(queue, open.map((t) => dueJobId(t.id, t.due_at!)));
+      for (const t of open) {
+        if (!exists.has(dueJobId(t.id, t.due_at!))) {
+          await addDueJob(t);
+          report.dueJobsCreated++;
         }
       }
       return report;

@@ -1,5 +1,4 @@
 // Wires the API process: pool, producer queues, the outbox fast path, then the Fastify app.
-import { Queue } from 'bullmq';
 import type { Config } from '../config.js';
 import { createPool, type Pool } from '../db/pool.js';
 import { buildApp, type AppDeps } from '../http/app.js';
@@ -8,11 +7,10 @@ import type { Logger } from '../log.js';
 import { REMINDER_QUEUE, SEND_QUEUE } from '../queue/names.js';
 import { reminderSchedulerSettings } from '../queue/reminder-schedulers.js';
 import { createReminderService } from '../queue/reminder-service.js';
-import { Redis } from 'ioredis';
 import { createMetrics } from '../observability/metrics.js';
 import { DASHBOARD_PATH, registerDashboard } from '../http/plugins/dashboard.js';
 import { createOutboxRelay } from '../queue/outbox-relay.js';
-import { producerRedisOptions } from '../queue/redis.js';
+import { claimQueueStorage, queueBackendOf, type AppQueue } from '../queue/backend.js';
 import { withTimeout } from './with-timeout.js';
 
 const FAST_PATH_TIMEOUT_MS = 2_000;
@@ -20,29 +18,27 @@ const FAST_PATH_TIMEOUT_MS = 2_000;
 export interface ApiRuntime {
   app: Api;
   pool: Pool;
-  queues: { send: Queue; reminders: Queue };
+  queues: { send: AppQueue; reminders: AppQueue };
   close(): Promise<void>;
 }
 
 export async function createApiRuntime(config: Config, log: Logger, extra: Partial<AppDeps> = {}): Promise<ApiRuntime> {
+  await claimQueueStorage(config);
   const pool = createPool(config.databaseUrl);
-  const connection = producerRedisOptions(config.redisUrl);
-  const send = new Queue(SEND_QUEUE, { connection, prefix: config.redisPrefix });
-  // A Queue emits 'error' while Redis is away; the outbox covers those sends, so log and go on.
+  const backend = queueBackendOf(config, 'producer');
+  const send = backend.queue(SEND_QUEUE);
+  // A Queue emits 'error' while its store is away; the outbox covers those sends, so log and go on.
   send.on('error', (err) => log.debug({ err }, 'send queue connection error'));
-  const reminderQueue = new Queue(REMINDER_QUEUE, { connection, prefix: config.redisPrefix, settings: reminderSchedulerSettings });
+  const reminderQueue = backend.queue(REMINDER_QUEUE, { settings: reminderSchedulerSettings });
   reminderQueue.on('error', (err) => log.debug({ err }, 'reminder queue connection error'));
-  // For /readyz pings (fail fast while Redis is away) and the reminder service's reads.
-  const redis = new Redis(connection);
-  redis.on('error', (err) => log.debug({ err }, 'redis connection error'));
-  const reminders = createReminderService(pool, reminderQueue, redis, config.reminders);
+  const reminders = createReminderService(pool, reminderQueue, backend, config.reminders);
   const relay = createOutboxRelay(pool, { send });
   const queues = [send, reminderQueue];
   const metrics = createMetrics({ queues, db: pool });
   const plugins: AppDeps['plugins'] = [];
   if (config.adminUser && config.adminPassword) {
     const credentials = { user: config.adminUser, password: config.adminPassword };
-    plugins.push((app) => registerDashboard(app, queues, credentials));
+    plugins.push((app) => registerDashboard(app, queues, credentials, backend.kind));
     log.info({ path: DASHBOARD_PATH }, 'queue dashboard on');
   } else {
     log.info('queue dashboard off: set ADMIN_USER and ADMIN_PASSWORD to turn it on');
@@ -52,7 +48,7 @@ export async function createApiRuntime(config: Config, log: Logger, extra: Parti
     pool,
     log,
     metrics,
-    redis,
+    readiness: backend.readiness,
     plugins,
     outbox: { publish: (jobs) => withTimeout(relay.publish(jobs), FAST_PATH_TIMEOUT_MS, 'enqueue') },
     reminders: {
@@ -69,7 +65,7 @@ export async function createApiRuntime(config: Config, log: Logger, extra: Parti
       await app.close();
       // A queue that never reached Redis may never finish closing: bounded.
       await withTimeout(Promise.all([send.close(), reminderQueue.close()]), 2_000, 'queue close').catch(() => undefined);
-      redis.disconnect();
+      await backend.close();
       await pool.end();
     },
   };

@@ -1,8 +1,7 @@
 // Wires a worker process: its pool, mail transport, queues and BullMQ workers, the outbox relay,
 // the reminder machinery (stop notifications, reconciler). Several such processes may run on one
 // Redis and one Postgres.
-import { Queue, Worker, type Job } from 'bullmq';
-import { Redis } from 'ioredis';
+import type { Job } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
 import { createMetrics, type Metrics } from '../observability/metrics.js';
 import { startWorkerHttp } from './worker-http.js';
@@ -17,7 +16,7 @@ import { loadEmailTemplates } from '../mail/render-email.js';
 import { createProcessor, plannedAtOfDelayed, type JobObserver } from '../queue/dispatcher.js';
 import { REMINDER_QUEUE, SEND_QUEUE } from '../queue/names.js';
 import { createOutboxRelay } from '../queue/outbox-relay.js';
-import { redisOptions } from '../queue/redis.js';
+import { claimQueueStorage, queueBackendOf, type AppQueue, type AppWorker } from '../queue/backend.js';
 import { backoffSettings } from '../queue/backoff.js';
 import { REMINDER_JOB, plannedInstantOf, reminderSchedulerSettings, reminderWorkerOptions, type ReminderJobData } from '../queue/reminder-schedulers.js';
 import { createReminderService, JOB_RECONCILE, RECONCILE_SCHEDULER_ID, type ReminderService } from '../queue/reminder-service.js';
@@ -25,8 +24,8 @@ import { createReminderService, JOB_RECONCILE, RECONCILE_SCHEDULER_ID, type Remi
 export interface WorkerRuntime {
   pool: Pool;
   mail: MailTransport;
-  queues: { send: Queue; reminders: Queue };
-  workers: Worker[];
+  queues: { send: AppQueue; reminders: AppQueue };
+  workers: AppWorker[];
   reminders: ReminderService;
   metrics: Metrics;
   /** The worker's health and metrics port. */
@@ -47,15 +46,15 @@ export const REMINDER_CHANNEL = 'invoice_reminders_stop';
 export async function createWorkerRuntime(config: Config, log: Logger, opts: WorkerRuntimeOptions = {}): Promise<WorkerRuntime> {
   // Compile the email templates now: a missing or broken one fails the start, not a send.
   loadEmailTemplates();
+  await claimQueueStorage(config);
   const pool = createPool(config.databaseUrl, config.workerConcurrency * 2 + 5);
   const mail = opts.mail ?? createMailTransport({ smtpUrl: config.smtpUrl, poolSize: config.smtpPoolSize, outboxDir: config.outboxDir });
-  const connection = redisOptions(config.redisUrl);
-  const send = new Queue(SEND_QUEUE, { connection, prefix: config.redisPrefix });
-  const reminderQueue = new Queue(REMINDER_QUEUE, { connection, prefix: config.redisPrefix, settings: reminderSchedulerSettings });
-  const redis = new Redis({ ...connection, maxRetriesPerRequest: null });
-  for (const emitter of [send, reminderQueue, redis]) emitter.on('error', (err: Error) => log.warn({ err }, 'redis connection error'));
+  const backend = queueBackendOf(config, 'consumer');
+  const send = backend.queue(SEND_QUEUE);
+  const reminderQueue = backend.queue(REMINDER_QUEUE, { settings: reminderSchedulerSettings });
+  for (const q of [send, reminderQueue]) q.on('error', (err: Error) => log.warn({ err, backend: backend.kind }, 'queue connection error'));
 
-  const reminders = createReminderService(pool, reminderQueue, redis, config.reminders);
+  const reminders = createReminderService(pool, reminderQueue, backend, config.reminders);
   const metrics = createMetrics({ queues: [send, reminderQueue], db: pool });
   const observer: JobObserver = {
     onOutcome(name, outcome, durationMs) {
@@ -72,14 +71,12 @@ export async function createWorkerRuntime(config: Config, log: Logger, opts: Wor
     observeReminderLateness: (seconds) => metrics.reminderLateness.observe(seconds),
   };
   const common = {
-    connection,
-    prefix: config.redisPrefix,
     concurrency: config.workerConcurrency,
     lockDuration: config.workerLockDurationMs,
     stalledInterval: config.workerStalledIntervalMs,
     maxStalledCount: 5,
   };
-  const sendWorker = new Worker(SEND_QUEUE, createProcessor(sendQueueHandlers, ctx, log, plannedAtOfDelayed, observer), {
+  const sendWorker = backend.worker(SEND_QUEUE, createProcessor(sendQueueHandlers, ctx, log, plannedAtOfDelayed, observer), {
     ...common,
     settings: backoffSettings,
   });
@@ -91,7 +88,7 @@ export async function createWorkerRuntime(config: Config, log: Logger, opts: Wor
     (job) => (job.name === REMINDER_JOB ? plannedInstantOf(job) : plannedAtOfDelayed(job)),
     observer,
   );
-  const reminderWorker = new Worker(
+  const reminderWorker = backend.worker(
     REMINDER_QUEUE,
     async (job: Job) => {
       try {
@@ -172,11 +169,12 @@ export async function createWorkerRuntime(config: Config, log: Logger, opts: Wor
   }, config.outboxRelayIntervalMs);
   timer.unref();
 
-  const http = await startWorkerHttp({ port: config.workerPort, host: config.host, db: pool, redis, metrics }, log);
+  const http = await startWorkerHttp({ port: config.workerPort, host: config.host, db: pool, readiness: backend.readiness, metrics }, log);
   const address = http.server.address();
   log.info(
     {
       concurrency: config.workerConcurrency,
+      queue_backend: backend.kind,
       mail: config.smtpUrl ? 'smtp' : `files in ${config.outboxDir}`,
       port: typeof address === 'object' && address ? address.port : config.workerPort,
     },
@@ -201,7 +199,7 @@ export async function createWorkerRuntime(config: Config, log: Logger, opts: Wor
       await stopListener.close();
       await relaying?.catch(() => undefined);
       await Promise.all([send.close(), reminderQueue.close()]);
-      redis.disconnect();
+      await backend.close();
       await mail.close();
       await pool.end();
     },

@@ -348,7 +348,7 @@ describe('docker-compose.yml', () => {
         const db = new URL(config.databaseUrl);
         expect(db.hostname, where).toBe('postgres');
         expect(db.port || '5432', where).toBe('5432');
-        const redis = new URL(config.redisUrl);
+        const redis = new URL(config.redisUrl ?? 'redis://missing');
         expect(redis.hostname, where).toBe('redis');
         expect(redis.port || '6379', where).toBe('6379');
         expect(config.smtpUrl, where).toBe('smtp://mailpit:1025');

@@ -7,7 +7,7 @@ import { planReminderSlots, type ReminderSlot, reminderKindOf } from '../../src/
 import { loadEmailTemplates } from '../../src/mail/render-email.js';
 import { reminderSchedulerId } from '../../src/queue/reminder-schedulers.js';
 import { dueJobId, RECONCILE_SCHEDULER_ID } from '../../src/queue/reminder-service.js';
-import { deleteRedisPrefix, startApiFixture, type ApiFixture } from '../helpers/context.js';
+import { loseQueueStore, startApiFixture, type ApiFixture } from '../helpers/context.js';
 import { startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
 import { sleep, sleepUntil, spawnWorker, startWorker, waitUntil, workerProcessEnv, type WorkerProcess } from '../helpers/worker.js';
 import { apiClient, type ApiResponse, type HttpMethod } from '../helpers/http.js';
@@ -114,8 +114,8 @@ describe('reminders recovery and scale-out', () => {
     await waitUntil(async () => remindersTo(inv.email).length === 1, plan[0].at.getTime() - Date.now() + 1_500, 20);
     await sleepUntil(plan[0].at.getTime() + 200);
 
-    // Redis loses everything of this service.
-    await deleteRedisPrefix(fx.env.redisUrl, fx.env.redisPrefix);
+    // Redis (or the Postgres backend's schema) loses everything of this service.
+    await loseQueueStore(fx.env);
     const flushedAt = Date.now();
     expect(await scheduler(inv.id)).toBeUndefined();
     expect(await queue().getJobScheduler(RECONCILE_SCHEDULER_ID)).toBeUndefined();
