@@ -1,15 +1,26 @@
-// `npm run api`: the HTTP API alone (migrations are `npm run migrate`'s job in a deployment).
-import { loadConfigOrExit, orExitOnConfigError } from '../config.js';
+// `invoice-lifecycle api` (`npm run api`): the HTTP API alone (migrations are `migrate`'s job in
+// a deployment). DATABASE_URL unset: the embedded PostgreSQL of a running `start`, else its own.
+import { loadConfigOrExit } from '../config.js';
 import { createLogger } from '../log.js';
 import { createApiRuntime } from '../runtime/api-runtime.js';
 import { chooseDatabaseOrExit } from '../runtime/database.js';
+import { listenOn } from '../runtime/listen.js';
 import { exitOnSignals } from '../runtime/shutdown.js';
+import { startOrExit } from '../runtime/startup-error.js';
 
 const database = await chooseDatabaseOrExit(process.env, 'share');
 const config = loadConfigOrExit(database.env);
 const log = createLogger(config.logLevel);
-const api = await orExitOnConfigError(createApiRuntime(config, log));
-await api.app.listen({ port: config.port, host: config.host });
+const api = await startOrExit(async () => {
+  const runtime = await createApiRuntime(config, log);
+  try {
+    await listenOn(runtime.app, { port: config.port, host: config.host, variable: 'PORT', fallbackToAny: false }, log);
+  } catch (err) {
+    await runtime.close();
+    throw err;
+  }
+  return runtime;
+});
 exitOnSignals(log, config.shutdownTimeoutMs, async () => {
   await api.close();
   await database.stop();

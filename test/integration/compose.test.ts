@@ -33,7 +33,8 @@ function parseConfigVariables(source: string): Set<string> {
 
 const CONFIG_VARS = parseConfigVariables(read('src/config.ts'));
 const REQUIRED_APP_VARS = ['DATABASE_URL', 'REDIS_URL', 'SMTP_URL', 'PAYMENT_PAGE_BASE'];
-const DEFAULTS = loadConfig({});
+// The compose services always set DATABASE_URL (unset, the commands would run an embedded PostgreSQL).
+const DEFAULTS = loadConfig({ DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/invoices' });
 
 // ---------------------------------------------------------------------------------------------
 // Compose file: YAML (with merge keys), then interpolation as docker compose does it
@@ -239,7 +240,8 @@ describe('what src/config.ts reads', () => {
       new Proxy({} as Record<string, string | undefined>, {
         get(_target, key) {
           if (typeof key === 'string') touched.add(key);
-          return undefined;
+          // DATABASE_URL is required here (the commands set it, to an embedded server's when unset).
+          return key === 'DATABASE_URL' ? 'postgres://postgres@127.0.0.1:5432/invoices' : undefined;
         },
       }),
     );
@@ -279,15 +281,12 @@ describe('docker-compose.yml', () => {
     for (const name of ['migrate', 'api', 'worker']) expect(COMPOSE.services[name].build, name).toBeDefined();
   });
 
-  it('runs the npm scripts that exist, one per role', () => {
-    const scripts = (JSON.parse(read('package.json')) as { scripts: Record<string, string> }).scripts;
-    for (const [name, script] of [
-      ['migrate', 'migrate'],
-      ['api', 'api'],
-      ['worker', 'worker'],
-    ]) {
-      expect(commandText(COMPOSE.services[name]), name).toBe(`npm run ${script}`);
-      expect(scripts[script], `package.json script ${script}`).toBeDefined();
+  it('runs each role with node on the compiled CLI (package.json bin), no npm or tsx in between', () => {
+    const pkg = JSON.parse(read('package.json')) as { bin: Record<string, string> };
+    const bin = pkg.bin['invoice-lifecycle'];
+    expect(bin).toBe('dist/src/cli.js');
+    for (const role of ['migrate', 'api', 'worker']) {
+      expect(COMPOSE.services[role].command, role).toEqual(['node', bin, role]);
     }
   });
 
@@ -452,7 +451,7 @@ describe('.env.example', () => {
   it('names only variables the code reads, with values it accepts', () => {
     expect(ENV_EXAMPLE.documented.size).toBeGreaterThan(0);
     expect([...ENV_EXAMPLE.documented].filter((n) => !CONFIG_VARS.has(n))).toEqual([]);
-    expect(() => loadConfig(ENV_EXAMPLE.active)).not.toThrow();
+    expect(() => loadConfig({ DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/invoices', ...ENV_EXAMPLE.active })).not.toThrow();
   });
 });
 
@@ -486,7 +485,10 @@ describe('Dockerfile', () => {
     const cmd = final.filter((l) => /^CMD\s/i.test(l)).at(-1);
     expect(cmd).toBeDefined();
     const args = cmd!.replace(/^CMD\s+/i, '');
-    expect(args.startsWith('[') ? (JSON.parse(args) as string[]).join(' ') : args).toBe('npm run api');
+    // Exec form: node is the process Docker signals (a shell or npm would not pass SIGTERM on).
+    expect(args.startsWith('[')).toBe(true);
+    expect(JSON.parse(args) as string[]).toEqual(['node', 'dist/src/cli.js', 'api']);
+    expect(dockerfile).toMatch(/RUN npm run build/);
   });
 
   it('copies from the build context only what exists and .dockerignore lets through', () => {

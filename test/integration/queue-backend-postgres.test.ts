@@ -119,7 +119,7 @@ describe('the Postgres queue backend', () => {
       const code = await new Promise<number | null>((r) => child.once('exit', r));
       expect(code).toBe(1);
       expect(stderr.trim().split('\n')).toHaveLength(1);
-      expect(stderr).toMatch(/^invalid configuration: QUEUE_BACKEND \(postgres\): schema bullmq belongs to production \(oid 1\)/);
+      expect(stderr).toMatch(/^cannot start: invalid configuration: QUEUE_BACKEND \(postgres\): schema bullmq belongs to production \(oid 1\)/);
     } finally {
       await query(`comment on schema bullmq is null`);
     }
