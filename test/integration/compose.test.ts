@@ -397,6 +397,32 @@ describe('docker-compose.yml', () => {
   });
 });
 
+describe('docker-compose.single.yml (the app alone, Postgres queue backend)', () => {
+  const SINGLE_RAW = parse(read('docker-compose.single.yml'), { merge: true }) as ComposeFile;
+  const SINGLE = interpolateDeep(SINGLE_RAW, {});
+
+  it('is valid against the compose specification schema', () => {
+    const validate = composeValidator();
+    expect(validate(SINGLE), JSON.stringify(validate.errors, null, 2)).toBe(true);
+  });
+
+  it('is postgres and one app service running `start` on the Postgres queue backend: no Redis anywhere', () => {
+    expect(Object.keys(SINGLE.services).sort()).toEqual(['app', 'postgres']);
+    expect(SINGLE.services.app.command).toEqual(['node', 'dist/src/cli.js', 'start']);
+    const env = environmentOf(SINGLE.services.app);
+    expect(Object.keys(env).filter((n) => !CONFIG_VARS.has(n))).toEqual([]);
+    expect(Object.keys(env).filter((n) => n.startsWith('REDIS'))).toEqual([]);
+    const config = loadConfig(env);
+    expect(config.queueBackend).toBe('postgres');
+    expect(config.redisUrl).toBeNull();
+    expect(new URL(config.databaseUrl).hostname).toBe('postgres');
+    expect(SINGLE.services.app.depends_on).toEqual({ postgres: { condition: 'service_healthy' } });
+    expect(JSON.stringify(SINGLE.services.app.healthcheck?.test)).toContain('/readyz');
+    const published = portsOf(SINGLE.services.app).find((p) => p.target === config.port);
+    expect(published?.published).toBe(String(config.port));
+  });
+});
+
 describe('healthcheck scripts of api and worker', () => {
   async function withServer<T>(status: number, fn: (port: number, paths: string[]) => Promise<T>): Promise<T> {
     const paths: string[] = [];
