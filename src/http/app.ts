@@ -14,6 +14,7 @@ import swagger from '@fastify/swagger';
 import rateLimit from '@fastify/rate-limit';
 import type { Metrics } from '../observability/metrics.js';
 import { registerHealth, type Readiness } from './plugins/health.js';
+import { registerIdempotency } from './plugins/idempotency.js';
 import { registerMetrics } from './plugins/metrics.js';
 import { credentialRoutes } from './routes/credentials.js';
 import { invoiceRoutes } from './routes/invoices.js';
@@ -218,6 +219,8 @@ export async function buildApp(deps: AppDeps): Promise<Api> {
       if (req.routeOptions.config.auth === 'in-query') req.presentedKey = presentKey(req);
       else req.auth = await authenticate(deps.pool, req);
     });
+    // After authentication (keys belong to an account and environment), for every POST below.
+    registerIdempotency(v1 as unknown as FastifyInstance, deps);
     await invoiceRoutes(v1, deps);
     await invoiceLifecycleRoutes(v1, deps);
     await paymentLinkRoutes(v1, deps);
