@@ -205,7 +205,7 @@ describe('reminder schedulers on BullMQ', () => {
     const lastPlanned = Math.max(...invoices.flatMap((inv) => planReminderSlots(policy, inv.dueAt, inv.timeZone).map((s) => s.at.getTime())));
     // Wait for every planned reminder (a loaded machine may fire late), then a little longer
     // to catch any extra one.
-    await waitUntil(async () => fired.length >= invoices.length * 6, lastPlanned - Date.now() + 10_000, 50);
+    await waitUntil(async () => fired.length >= invoices.length * 6, lastPlanned - Date.now() + 20_000, 50);
     await sleep(500);
     await watcher.stop();
 
