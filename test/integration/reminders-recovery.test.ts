@@ -181,7 +181,8 @@ describe('reminders recovery and scale-out', () => {
       const mine = rows.filter((r) => r.invoice_id === inv.id);
       expect(mine.map((r) => [r.kind, r.slot_at.getTime(), r.status, r.attempt])).toEqual(inv.plan.map((s) => [kindOf(s), s.at.getTime(), 'sent', 1]));
       const mails = remindersTo(inv.email);
-      expect(mails.map((m) => m.messageId)).toEqual(mine.map((r) => r.message_id));
+      // One email per row; two workers may deliver two late slots out of order on a loaded machine.
+      expect(mails.map((m) => m.messageId).sort()).toEqual(mine.map((r) => r.message_id).sort());
       expect(mailsTo(inv.email)).toHaveLength(1 + inv.plan.length);
       expect(await statusOf(inv.id)).toBe('overdue');
     }
