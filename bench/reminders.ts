@@ -35,11 +35,11 @@ import { loadConfig, type Config } from '../src/config.js';
 import { newId, newInvoiceReference } from '../src/domain/ids.js';
 import type { ReminderPolicy } from '../src/domain/reminder-schedule.js';
 import { createLogger } from '../src/log.js';
-import { REMINDER_QUEUE } from '../src/queue/names.js';
+import { jobHandlers } from '../jobs/index.js';
+import { QUEUES } from '../src/queue/catalogue.js';
 import {
   createReminderSchedulers,
   plannedInstantOf,
-  REMINDER_JOB,
   reminderSchedulerId,
   reminderSchedulerSettings,
   reminderWorkerOptions,
@@ -238,7 +238,7 @@ async function timeUntilGone(store: Store, queue: AppQueue, id: string, t0: numb
 }
 
 async function measureLateness(queues: QueueBackend, config: Config, policy: ReminderPolicy): Promise<number[]> {
-  const name = `${REMINDER_QUEUE}-lateness`;
+  const name = `${QUEUES.reminders}-lateness`;
   const queue = queues.queue(name, { settings: reminderSchedulerSettings });
   // One slot per invoice: 10 s before due, then nothing until a day after due.
   const latenessPolicy: ReminderPolicy = { ...policy, beforeStart: Duration.fromISO('PT10S'), beforeEvery: Duration.fromISO('PT1H') };
@@ -281,7 +281,7 @@ async function measureLateness(queues: QueueBackend, config: Config, policy: Rem
 
 async function runBare(queues: QueueBackend, store: Store, invoices: Invoice[], policy: ReminderPolicy): Promise<RunResult['bare']> {
   // Its own queue (and so its own keys or rows), same ids.
-  const queue = queues.queue(`${REMINDER_QUEUE}-bare`);
+  const queue = queues.queue(`${QUEUES.reminders}-bare`);
   try {
     const before = await store.baseline();
     const t0 = performance.now();
@@ -292,7 +292,7 @@ async function runBare(queues: QueueBackend, store: Store, invoices: Invoice[], 
       queue.upsertJobScheduler(
         reminderSchedulerId(inv.id),
         { every: 86_400_000, startDate: new Date(inv.dueAt.getTime() - firstOffset) },
-        { name: REMINDER_JOB, data: { invoiceId: inv.id, phase: 'before' } },
+        { name: 'invoice.reminder', data: { invoiceId: inv.id, phase: 'before' } },
       ),
     );
     const scheduleS = (performance.now() - t0) / 1000;
@@ -325,10 +325,10 @@ async function runSize(backend: BenchBackend, db: BenchDatabase, n: number, acco
   const queues = queueBackendOf(config, 'consumer');
   const pool = new pg.Pool({ connectionString: db.url, max: 4 });
   let worker: WorkerRuntime | null = null;
-  const apiQueue = queues.queue(REMINDER_QUEUE, { settings: reminderSchedulerSettings });
+  const apiQueue = queues.queue(QUEUES.reminders, { settings: reminderSchedulerSettings });
   try {
     // A running worker: its LISTEN on the stop trigger is what removes schedulers on payment.
-    worker = await createWorkerRuntime(config, createLogger('silent'));
+    worker = await createWorkerRuntime(config, createLogger('silent'), jobHandlers);
     await Promise.all(worker.workers.map((w) => w.waitUntilReady()));
     // Its reconciler runs at start (and its fresh scheduler fires at once): let both finish on the
     // database as it is now, before any invoice of this size exists.

@@ -66,6 +66,11 @@ export async function claimQueueSchema(databaseUrl: string): Promise<void> {
   }
 }
 
+/** Readiness: BullMQ's schema answers (and exists). */
+export async function pingQueueSchema(db: Queryable): Promise<void> {
+  await db.query(`select 1 from ${QUEUE_SCHEMA}.meta limit 1`);
+}
+
 /** Every job scheduler id of a queue. */
 export async function queueSchedulerIds(db: Queryable, queue: string): Promise<string[]> {
   const { rows } = await db.query<{ scheduler_id: string }>(`select scheduler_id from ${QUEUE_SCHEMA}.scheduler where queue = $1`, [queue]);

@@ -1,9 +1,9 @@
 // Prometheus metrics of one process, in a registry of its own (tests build several apps in one
-// process). Gauges that read Redis or Postgres are computed at scrape time, bounded in time.
+// process). Gauges that read the queue store or Postgres are computed at scrape time, bounded in time.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { countPendingOutbox } from '../db/outbox.js';
 import type { Queryable } from '../db/pool.js';
-import { withTimeout } from '../runtime/with-timeout.js';
+import { withTimeout } from '../lib/with-timeout.js';
 import type { AppQueue } from '../queue/backend.js';
 
 const JOB_STATES = ['waiting', 'active', 'delayed', 'completed', 'failed', 'prioritized', 'waiting-children'] as const;
@@ -32,7 +32,7 @@ export function createMetrics(opts: { queues: AppQueue[]; db: Queryable; default
           const counts = await withTimeout(queue.getJobCounts(...JOB_STATES), SCRAPE_TIMEOUT_MS, 'queue counts');
           for (const state of JOB_STATES) this.set({ queue: queue.name, state }, counts[state] ?? 0);
         } catch {
-          // Redis unreachable: leave the last values; readyz reports the outage.
+          // Queue store unreachable: leave the last values; readyz reports the outage.
         }
       }
     },

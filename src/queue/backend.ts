@@ -15,7 +15,7 @@ import {
 } from 'bullmq';
 import { Redis } from 'ioredis';
 import { ConfigError, type Config, type QueueBackendKind } from '../config.js';
-import { claimQueueSchema, createQueueSchemaPool, existingQueueJobIds, queueSchedulerIds, QueueSchemaClaimError, QUEUE_SCHEMA } from '../db/queue-schema.js';
+import { claimQueueSchema, createQueueSchemaPool, existingQueueJobIds, pingQueueSchema, queueSchedulerIds, QueueSchemaClaimError } from '../db/queue-schema.js';
 import { producerRedisOptions, redisOptions } from './redis.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any -- job data is typed by the handlers; the
@@ -100,7 +100,7 @@ function postgresBackend(config: Config, role: QueueRole): QueueBackend {
     kind: 'postgres',
     queue: (name, opts = {}) => new Queue(name, { ...opts, connection }, createPostgresBackend) as AppQueue,
     worker: (name, processor, opts) => new Worker(name, processor, { ...opts, connection }, createPostgresBackend) as unknown as AppWorker,
-    readiness: { name: 'queue', probe: () => pool.query(`select 1 from ${QUEUE_SCHEMA}.meta limit 1`) },
+    readiness: { name: 'queue', probe: () => pingQueueSchema(pool) },
     schedulerIds: (queue) => queueSchedulerIds(pool, queue.name),
     existingJobIds: (queue, ids) => existingQueueJobIds(pool, queue.name, ids),
     async close() {

@@ -24,8 +24,8 @@ import { chmod, chown, mkdir, rename, rm, stat, writeFile } from 'node:fs/promis
 import net from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
 import { ensureDatabase } from '../db/migrate.js';
+import { acceptsConnections } from '../db/pool.js';
 import type { Logger } from '../log.js';
 
 export const EMBEDDED_DATABASE = 'invoices';
@@ -194,16 +194,9 @@ async function waitUntilAccepting(url: string, child: ChildProcess, logFile: str
       const tail = readFileSync(logFile, 'utf8').trim().split('\n').slice(-3).join(' | ');
       throw new EmbeddedPostgresError(`PostgreSQL exited at start (see ${logFile}): ${tail}`);
     }
-    const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1_000 });
-    try {
-      await client.connect();
-      await client.end();
-      return;
-    } catch {
-      await client.end().catch(() => undefined);
-      if (Date.now() > deadline) throw new EmbeddedPostgresError(`PostgreSQL did not accept connections within ${timeoutMs / 1000} s (see ${logFile})`);
-      await sleep(100);
-    }
+    if (await acceptsConnections(url)) return;
+    if (Date.now() > deadline) throw new EmbeddedPostgresError(`PostgreSQL did not accept connections within ${timeoutMs / 1000} s (see ${logFile})`);
+    await sleep(100);
   }
 }
 

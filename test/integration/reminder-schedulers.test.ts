@@ -13,13 +13,12 @@ import { queueBackendOf, type AppQueue, type AppWorker, type QueueBackend } from
 import { planReminderSlots, type ReminderPolicy } from '../../src/domain/reminder-schedule.js';
 import {
   createReminderSchedulers,
-  REMINDER_JOB,
   reminderSchedulerId,
   reminderSchedulerSettings,
   reminderWorkerOptions,
-  type ReminderJobData,
   type ReminderSchedulers,
 } from '../../src/queue/reminder-schedulers.js';
+import type { ReminderJobData } from '../../src/queue/catalogue.js';
 
 const d = (iso: string) => Duration.fromISO(iso);
 /** Same shape as the app's ids (`inv_` + 24 base62): the memory figures depend on id length. */
@@ -81,7 +80,7 @@ async function startWorker(queue: AppQueue, schedulers: ReminderSchedulers, fire
     queue.name,
     async (job: Job<ReminderJobData>) => {
       const firedAt = Date.now();
-      expect(job.name).toBe(REMINDER_JOB);
+      expect(job.name).toBe('invoice.reminder');
       fired.push({ jobId: job.id ?? '', invoiceId: job.data.invoiceId, phase: job.data.phase, planned: schedulers.plannedInstantOf(job).getTime(), firedAt });
       if (advance) await schedulers.advance(job, new Date());
     },

@@ -3,8 +3,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { ParsedMail } from 'mailparser';
 import { createServer } from 'node:net';
-import { JOB_INVOICE_SEND } from '../../src/queue/names.js';
-import { SEND_JOB_OPTIONS } from '../../src/queue/outbox-relay.js';
+import { JOBS } from '../../src/queue/catalogue.js';
 import { createLogger } from '../../src/log.js';
 import { createApiRuntime } from '../../src/runtime/api-runtime.js';
 import type { WorkerRuntime } from '../../src/runtime/worker-runtime.js';
@@ -148,13 +147,13 @@ describe('invoice.send', () => {
     const payload = rows[0].payload;
     // Duplicates under new job ids, so BullMQ runs each: the delivery row is what dedups.
     const dups = await Promise.all(
-      [1, 2, 3].map((n) => w.queues.send.add(JOB_INVOICE_SEND, payload, { ...SEND_JOB_OPTIONS, jobId: `dup-${n}-${id}` })),
+      [1, 2, 3].map((n) => w.queues.send.add('invoice.send', payload, { ...JOBS['invoice.send'].options, jobId: `dup-${n}-${id}` })),
     );
     await waitUntil(async () => (await Promise.all(dups.map((j) => j.getState()))).every((s) => s === 'completed'));
     expect(messagesTo(email)).toHaveLength(1);
     expect((await deliveries(id))[0]).toMatchObject({ status: 'sent', attempt: 1 });
     // And adding the original job id again is a no-op.
-    const again = await w.queues.send.add(JOB_INVOICE_SEND, payload, { jobId: `${JOB_INVOICE_SEND}-${payload.invoiceId}-${payload.deliveryId}` });
+    const again = await w.queues.send.add('invoice.send', payload, { jobId: JOBS['invoice.send'].jobId!(payload) });
     expect(await again.getState()).toBe('completed');
   });
 

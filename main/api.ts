@@ -1,12 +1,12 @@
 // `invoice-lifecycle api` (`npm run api`): the HTTP API alone (migrations are `migrate`'s job in
 // a deployment). DATABASE_URL unset: the embedded PostgreSQL of a running `start`, else its own.
-import { loadConfigOrExit } from '../config.js';
-import { createLogger } from '../log.js';
-import { createApiRuntime } from '../runtime/api-runtime.js';
-import { chooseDatabaseOrExit } from '../runtime/database.js';
-import { listenOn } from '../runtime/listen.js';
-import { exitOnSignals } from '../runtime/shutdown.js';
-import { startOrExit } from '../runtime/startup-error.js';
+import { loadConfigOrExit } from '../src/config.js';
+import { createLogger } from '../src/log.js';
+import { createApiRuntime } from '../src/runtime/api-runtime.js';
+import { chooseDatabaseOrExit } from '../src/runtime/database.js';
+import { listenOn } from '../src/runtime/listen.js';
+import { exitOnSignals } from '../src/runtime/shutdown.js';
+import { startOrExit } from '../src/runtime/startup-error.js';
 
 const database = await chooseDatabaseOrExit(process.env, 'share');
 const config = loadConfigOrExit(database.env);

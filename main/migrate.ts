@@ -1,8 +1,8 @@
 // `invoice-lifecycle migrate` (`npm run migrate`): creates the database if needed and applies pending migrations.
-import { loadConfigOrExit } from '../config.js';
-import { migrate } from '../db/migrate.js';
-import { createLogger, redactUrl } from '../log.js';
-import { chooseDatabaseOrExit } from '../runtime/database.js';
+import { loadConfigOrExit } from '../src/config.js';
+import { migrate } from '../src/db/migrate.js';
+import { createLogger, redactUrl } from '../src/log.js';
+import { chooseDatabaseOrExit } from '../src/runtime/database.js';
 
 const database = await chooseDatabaseOrExit(process.env, 'share');
 const config = loadConfigOrExit(database.env);
