@@ -109,7 +109,7 @@ describe('the Postgres queue backend', () => {
         (err) => err instanceof ConfigError && err.variable === 'QUEUE_BACKEND' && /belongs to production \(oid 1\)/.test(err.message),
       );
       // The process: one line on stderr naming the variable, exit 1.
-      const child = spawn(process.execPath, ['--import', 'tsx', 'src/bin/api.ts'], {
+      const child = spawn(process.execPath, ['--import', 'tsx', 'main/api.ts'], {
         cwd: fileURLToPath(new URL('../../', import.meta.url)),
         env: { ...process.env, DATABASE_URL: fx.env.db.url, QUEUE_BACKEND: 'postgres', PORT: '0', LOG_LEVEL: 'silent' },
         stdio: ['ignore', 'pipe', 'pipe'],
