@@ -96,14 +96,19 @@ function postgresBackend(config: Config, role: QueueRole): QueueBackend {
   // schema (reconciler, readiness) use it too, with qualified names.
   const pool = createQueueSchemaPool(config.databaseUrl, role === 'producer' ? 4 : 2 + Math.min(config.workerConcurrency, 8));
   const connection: PostgresConnectionOptions = pool;
+  // The pool outlives every Queue and Worker on it: close() waits for theirs (each close is
+  // idempotent) before ending it, so no BullMQ call meets an ended pool.
+  const built: { close(): Promise<void> }[] = [];
+  const track = <T extends { close(): Promise<void> }>(o: T): T => (built.push(o), o);
   return {
     kind: 'postgres',
-    queue: (name, opts = {}) => new Queue(name, { ...opts, connection }, createPostgresBackend) as AppQueue,
-    worker: (name, processor, opts) => new Worker(name, processor, { ...opts, connection }, createPostgresBackend) as unknown as AppWorker,
+    queue: (name, opts = {}) => track(new Queue(name, { ...opts, connection }, createPostgresBackend) as AppQueue),
+    worker: (name, processor, opts) => track(new Worker(name, processor, { ...opts, connection }, createPostgresBackend) as unknown as AppWorker),
     readiness: { name: 'queue', probe: () => pingQueueSchema(pool) },
     schedulerIds: (queue) => queueSchedulerIds(pool, queue.name),
     existingJobIds: (queue, ids) => existingQueueJobIds(pool, queue.name, ids),
     async close() {
+      await Promise.allSettled(built.map((o) => o.close()));
       await pool.end();
     },
   };

@@ -3,6 +3,7 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
 import { Writable } from 'node:stream';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { POSTGRES_DASHBOARD_NOTE } from '../../src/http/plugins/dashboard.js';
 import { createLogger } from '../../src/log.js';
 import { createApiRuntime } from '../../src/runtime/api-runtime.js';
 import { provisionMerchant } from '../../src/runtime/provision.js';
@@ -40,6 +41,17 @@ describe('queue dashboard', () => {
     const queues = api.json().queues as { name: string; counts: Record<string, number> }[];
     expect(queues.map((q) => q.name).sort()).toEqual(['invoice-reminders', 'invoice-send']);
     for (const q of queues) expect(q.counts).toHaveProperty('waiting');
+    // The server panel reads the queue backend's own store; on Postgres the page says what differs.
+    const stats = await fx.api.app.inject({ method: 'GET', url: '/admin/queues/api/redis/stats', headers: { authorization: basic('ops', 's3cret:pass') } });
+    expect(stats.statusCode).toBe(200);
+    const described = (api.json().queues as { description?: string }[]).map((q) => q.description ?? '');
+    if (fx.env.queueBackend === 'postgres') {
+      expect(stats.json()).toMatchObject({ backend: 'postgres' });
+      for (const d of described) expect(d).toBe(POSTGRES_DASHBOARD_NOTE);
+    } else {
+      expect(stats.json()).toHaveProperty('version');
+      expect(described.filter((d) => d !== '')).toEqual([]);
+    }
   });
 
   it('retries and cleans failed jobs', async () => {
