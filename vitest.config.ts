@@ -9,6 +9,7 @@ const BOTH_BACKENDS = [
   'test/integration/reminders-recovery.test.ts',
   'test/integration/reminder-schedulers.test.ts',
   'test/integration/ops.test.ts',
+  'test/integration/deployment-isolation.test.ts',
 ];
 
 const redis = await redisAvailability();

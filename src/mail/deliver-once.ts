@@ -13,7 +13,7 @@ export class DeliveryBusyError extends Error {
 }
 
 export type DeliveryOutcome =
-  | { sent: true; messageId: string; location?: string }
+  | { sent: true; messageId: string; location?: string; transport: string; destination: string }
   | { sent: false; reason: 'already_sent' | 'no_longer_due' };
 
 /**
@@ -46,8 +46,8 @@ export async function deliverOnce(
       await markDeliveryFailed(tx, deliveryId, permanent ? 'failed' : 'retrying', reason);
       return { failed: err, permanent, reason };
     }
-    await markDeliverySent(tx, deliveryId);
-    return { sent: true, messageId: delivery.message_id, location: result.location };
+    await markDeliverySent(tx, deliveryId, result);
+    return { sent: true, messageId: delivery.message_id, location: result.location, transport: result.transport, destination: result.destination };
   });
   if ('failed' in outcome) {
     if (outcome.permanent) throw new PermanentJobError(`permanent SMTP failure: ${outcome.reason}`, { cause: outcome.failed });

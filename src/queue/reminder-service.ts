@@ -4,7 +4,7 @@
 import type { AppQueue, QueueBackend } from './backend.js';
 import type { ReminderPolicy } from '../domain/reminder-schedule.js';
 import { remindersShouldRun } from '../domain/invoice-rules.js';
-import { findReminderTarget, listReminderTargets, type ReminderTarget } from '../db/reminders.js';
+import { existingInvoiceIds, findReminderTarget, listReminderTargets, type ReminderTarget } from '../db/reminders.js';
 import type { Queryable } from '../db/pool.js';
 import { dueJobId, JOBS, type InvoiceDuePayload } from './catalogue.js';
 import { createReminderSchedulers, invoiceIdOfReminderScheduler, reminderSchedulerId, type ReminderSchedulers } from './reminder-schedulers.js';
@@ -18,6 +18,8 @@ export interface ReconcileReport {
   qualifying: number;
   schedulersCreated: number;
   schedulersRemoved: number;
+  /** Schedulers under this prefix for invoices this database does not have: left alone. */
+  schedulersForeign: number;
   dueJobsCreated: number;
 }
 
@@ -95,7 +97,7 @@ export function createReminderService(
       // Likewise a schedule created between the reads is at worst upserted again, never removed.
       const present = new Set(await store.schedulerIds(queue));
       const targets = await listReminderTargets(db);
-      const report: ReconcileReport = { qualifying: 0, schedulersCreated: 0, schedulersRemoved: 0, dueJobsCreated: 0 };
+      const report: ReconcileReport = { qualifying: 0, schedulersCreated: 0, schedulersRemoved: 0, schedulersForeign: 0, dueJobsCreated: 0 };
       const wanted = new Set<string>();
       const now = Date.now();
       for (const t of targets) {
@@ -112,12 +114,21 @@ export function createReminderService(
         if (t.due_at!.getTime() + planHorizonMs < from.getTime()) continue;
         if (await schedulers.schedule(target(t), from)) report.schedulersCreated++;
       }
-      for (const id of present) {
-        const invoiceId = invoiceIdOfReminderScheduler(id);
-        if (invoiceId !== null && !wanted.has(id)) {
-          await schedulers.cancel(invoiceId);
-          report.schedulersRemoved++;
+      // Only schedulers of this database's own invoices are removed: one of an invoice this
+      // database does not have belongs to another deployment sharing the prefix (see
+      // prefix-claim.ts), and removing it would silently stop that deployment's reminders.
+      const unwanted = [...present]
+        .filter((id) => !wanted.has(id))
+        .map(invoiceIdOfReminderScheduler)
+        .filter((id): id is string => id !== null);
+      const ours = await existingInvoiceIds(db, unwanted);
+      for (const invoiceId of unwanted) {
+        if (!ours.has(invoiceId)) {
+          report.schedulersForeign++;
+          continue;
         }
+        await schedulers.cancel(invoiceId);
+        report.schedulersRemoved++;
       }
       const open = targets.filter((t) => t.status === 'open');
       const exists = await store.existingJobIds(queue, open.map((t) => dueJobId(t.id, t.due_at!)));
