@@ -83,3 +83,19 @@ export async function existingQueueJobIds(db: Queryable, queue: string, ids: str
   const { rows } = await db.query<{ id: string }>(`select id from ${QUEUE_SCHEMA}.job where queue = $1 and id = any($2::text[])`, [queue, ids]);
   return new Set(rows.map((r) => r.id));
 }
+
+// The service's markers live in BullMQ's per-queue `meta` table under a field of their own
+// (`invoice-lifecycle:<name>`), as on Redis they live under the queue's keys: lost with the queue.
+const markerField = (name: string) => `invoice-lifecycle:${name}`;
+
+export async function readQueueMarker(db: Queryable, queue: string, name: string): Promise<string | null> {
+  const { rows } = await db.query<{ value: string | null }>(`select value from ${QUEUE_SCHEMA}.meta where queue = $1 and field = $2`, [queue, markerField(name)]);
+  return rows[0]?.value ?? null;
+}
+
+export async function writeQueueMarker(db: Queryable, queue: string, name: string, value: string): Promise<void> {
+  await db.query(
+    `insert into ${QUEUE_SCHEMA}.meta (queue, field, value) values ($1, $2, $3) on conflict (queue, field) do update set value = excluded.value`,
+    [queue, markerField(name), value],
+  );
+}

@@ -15,7 +15,16 @@ import {
 } from 'bullmq';
 import { Redis } from 'ioredis';
 import { ConfigError, type Config, type QueueBackendKind } from '../config.js';
-import { claimQueueSchema, createQueueSchemaPool, existingQueueJobIds, pingQueueSchema, queueSchedulerIds, QueueSchemaClaimError } from '../db/queue-schema.js';
+import {
+  claimQueueSchema,
+  createQueueSchemaPool,
+  existingQueueJobIds,
+  pingQueueSchema,
+  queueSchedulerIds,
+  QueueSchemaClaimError,
+  readQueueMarker,
+  writeQueueMarker,
+} from '../db/queue-schema.js';
 import { producerRedisOptions, redisOptions } from './redis.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any -- job data is typed by the handlers; the
@@ -47,6 +56,9 @@ export interface QueueBackend {
   schedulerIds(queue: AppQueue): Promise<string[]>;
   /** Which of these job ids exist in the queue (any state), in one round trip. */
   existingJobIds(queue: AppQueue, ids: string[]): Promise<Set<string>>;
+  /** A small value kept with the queue's own data (gone when the queue store loses it). */
+  readMarker(queue: AppQueue, name: string): Promise<string | null>;
+  writeMarker(queue: AppQueue, name: string, value: string): Promise<void>;
   /** Closes what the backend itself opened (not the queues and workers it built). */
   close(): Promise<void>;
 }
@@ -82,6 +94,10 @@ function redisBackend(config: Config, role: QueueRole): QueueBackend {
       const replies = (await pipeline.exec()) ?? [];
       return new Set(ids.filter((_, i) => replies[i]?.[1] === 1));
     },
+    readMarker: (queue, name) => redis().get(queue.toKey(name)),
+    async writeMarker(queue, name, value) {
+      await redis().set(queue.toKey(name), value);
+    },
     async close() {
       client?.disconnect();
     },
@@ -107,6 +123,8 @@ function postgresBackend(config: Config, role: QueueRole): QueueBackend {
     readiness: { name: 'queue', probe: () => pingQueueSchema(pool) },
     schedulerIds: (queue) => queueSchedulerIds(pool, queue.name),
     existingJobIds: (queue, ids) => existingQueueJobIds(pool, queue.name, ids),
+    readMarker: (queue, name) => readQueueMarker(pool, queue.name, name),
+    writeMarker: (queue, name, value) => writeQueueMarker(pool, queue.name, name, value),
     async close() {
       await Promise.allSettled(built.map((o) => o.close()));
       await pool.end();
