@@ -179,7 +179,7 @@ export async function buildApp(deps: AppDeps): Promise<Api> {
   });
   const root = app as unknown as FastifyInstance;
   if (deps.metrics) registerMetrics(root, deps.metrics);
-  if (deps.redis) registerHealth(root, { db: deps.pool, redis: deps.redis });
+  if (deps.readiness) registerHealth(root, { db: deps.pool, readiness: deps.readiness });
   for (const plugin of deps.plugins ?? []) await plugin(root);
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   // The hosted payment page (HTML, outside /v1 and its key authentication).

@@ -7,7 +7,7 @@ import { planReminderSlots, type ReminderSlot, reminderKindOf } from '../../src/
 import { loadEmailTemplates } from '../../src/mail/render-email.js';
 import { reminderSchedulerId } from '../../src/queue/reminder-schedulers.js';
 import { dueJobId, SCHEDULERS } from '../../src/queue/catalogue.js';
-import { deleteRedisPrefix, startApiFixture, type ApiFixture } from '../helpers/context.js';
+import { loseQueueStore, startApiFixture, type ApiFixture } from '../helpers/context.js';
 import { startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
 import { spawnWorker, startWorker, waitUntil, workerProcessEnv, type WorkerProcess } from '../helpers/worker.js';
 import { apiClient, type ApiResponse, type HttpMethod } from '../helpers/http.js';
@@ -115,8 +115,8 @@ describe('reminders recovery and scale-out', () => {
     // The first slot's job has completed (recorded, schedule advanced): nothing in flight.
     await waitUntil(async () => (await queue().getActiveCount()) === 0, 5_000, 20);
 
-    // Redis loses everything of this service.
-    await deleteRedisPrefix(fx.env.redisUrl, fx.env.redisPrefix);
+    // Redis (or the Postgres backend's schema) loses everything of this service.
+    await loseQueueStore(fx.env);
     const flushedAt = Date.now();
     expect(await scheduler(inv.id)).toBeUndefined();
     expect(await queue().getJobScheduler(SCHEDULERS.reconcile)).toBeUndefined();
