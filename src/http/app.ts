@@ -22,6 +22,8 @@ import { paymentLinkRoutes } from './routes/payment-links.js';
 import { productRoutes } from './routes/products.js';
 import { subscriptionRoutes } from './routes/subscriptions.js';
 import { testHelperRoutes } from './routes/test-helpers.js';
+import { eventRoutes } from './routes/events.js';
+import { webhookEndpointRoutes } from './routes/webhook-endpoints.js';
 
 /** Hands committed outbox rows to the queue at once; failures are left to the worker's relay. */
 export interface OutboxPublisher {
@@ -224,6 +226,8 @@ export async function buildApp(deps: AppDeps): Promise<Api> {
     await subscriptionRoutes(v1, deps);
     await credentialRoutes(v1, deps);
     await testHelperRoutes(v1, deps);
+    await eventRoutes(v1, deps);
+    await webhookEndpointRoutes(v1, deps);
   }, { prefix: '/v1' });
 
   return app as unknown as Api;

@@ -3,6 +3,8 @@
 // again) cannot both send; once the SMTP server accepted the message the row says 'sent' and
 // every later run of the job is a no-op.
 import { lockDelivery, markDeliveryFailed, markDeliverySent } from '../db/deliveries.js';
+import { emitInvoiceEvent } from '../db/events.js';
+import { recordReminderSent } from '../db/reminders.js';
 import type { Pool, PoolClient } from '../db/pool.js';
 import { PermanentJobError } from '../errors.js';
 import { classifySmtpError, type MailTransport, type OutgoingMail } from './transport.js';
@@ -54,12 +56,19 @@ export async function deliverOnce(
       const kind = classifySmtpError(err);
       const reason = err instanceof Error ? err.message : String(err);
       await markDeliveryFailed(client, deliveryId, kind === 'permanent' ? 'failed' : 'retrying', reason);
+      // The merchant hears of an email that will never go out, in the same transaction.
+      if (kind === 'permanent') await emitInvoiceEvent(client, delivery.invoice_id, 'invoice.email_failed');
       await client.query('commit');
       open = false;
       if (kind === 'permanent') throw new PermanentJobError(`permanent SMTP failure: ${reason}`, { cause: err });
       throw err;
     }
     await markDeliverySent(client, deliveryId);
+    if (delivery.kind === 'reminder_before' || delivery.kind === 'reminder_after') {
+      // The reminder is recorded on the invoice and told to the merchant with the sent mark.
+      await recordReminderSent(client, delivery.invoice_id);
+      await emitInvoiceEvent(client, delivery.invoice_id, 'invoice.reminder_sent');
+    }
     await client.query('commit');
     open = false;
     return { sent: true, messageId: delivery.message_id, location: result.location };
