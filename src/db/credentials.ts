@@ -2,6 +2,7 @@ import { generateApiKey, hashApiKey } from '../domain/api-keys.js';
 import { newId } from '../domain/ids.js';
 import type { Environment, Permission } from '../domain/environment.js';
 import type { Scope } from './invoices.js';
+import { listPage, type PageRequest, type PageResult } from './page.js';
 import type { Queryable } from './pool.js';
 
 export interface CredentialRow {
@@ -22,6 +23,12 @@ const COLUMNS = 'id, account_id, environment, name, permission, secret_hash, sec
 export async function findCredentialByHash(db: Queryable, hash: Buffer): Promise<CredentialRow | null> {
   const { rows } = await db.query<CredentialRow>(`select ${COLUMNS} from credentials where secret_hash = $1`, [hash]);
   return rows[0] ?? null;
+}
+
+/** A page of the scope's keys (revoked ones included), newest first (see page.ts). */
+export async function listCredentials(db: Queryable, scope: Scope, page: PageRequest): Promise<PageResult<CredentialRow>> {
+  const cols = COLUMNS.split(', ').map((c) => `c.${c}`).join(', ');
+  return listPage<CredentialRow>(db, scope, { table: 'credentials', alias: 'c', select: `select ${cols} from credentials c` }, page);
 }
 
 export async function insertCredential(

@@ -4,11 +4,11 @@
 import type { Environment } from '../domain/environment.js';
 import type { EventType } from '../domain/events.js';
 import { QUALIFIED_COLUMNS, type InvoiceRow, type Scope } from './invoices.js';
+import { listPage, type PageRequest, type PageResult } from './page.js';
 import type { Queryable } from './pool.js';
 
 export interface EventRow {
   id: string;
-  seq: string;
   account_id: string;
   environment: Environment;
   type: EventType;
@@ -21,7 +21,7 @@ export interface EventRow {
   created_at: Date;
 }
 
-const COLUMNS = 'e.id, e.seq::text as seq, e.account_id, e.environment, e.type, e.object_type, e.object_id, e.object, e.created_at';
+const COLUMNS = 'e.id, e.account_id, e.environment, e.type, e.object_type, e.object_id, e.object, e.created_at';
 
 /** Records an event whose object the caller presented (non-invoice objects). Returns its id. */
 export async function emitEvent(
@@ -75,32 +75,17 @@ export async function loadEvent(db: Queryable, id: string): Promise<EventRow | n
   return (await attachInvoices(db, rows))[0];
 }
 
-/** The position of an event in its account's list, for a cursor; null when not found there. */
-export async function eventCursor(db: Queryable, scope: Scope, id: string): Promise<string | null> {
-  const { rows } = await db.query<{ seq: string }>(
-    'select seq::text as seq from events where id = $1 and account_id = $2 and environment = $3',
-    [id, scope.accountId, scope.environment],
-  );
-  return rows[0]?.seq ?? null;
-}
-
-/** Newest first; `limit + 1` rows are read so the caller knows whether more follow. */
-export async function listEvents(
-  db: Queryable,
-  scope: Scope,
-  opts: { limit: number; beforeSeq: string | null; type: EventType | null },
-): Promise<{ events: EventRow[]; hasMore: boolean }> {
-  const { rows } = await db.query<Omit<EventRow, 'invoice'>>(
-    `select ${COLUMNS} from events e
-     where e.account_id = $1 and e.environment = $2
-       and ($3::bigint is null or e.seq < $3::bigint)
-       and ($4::text is null or e.type = $4)
-     order by e.seq desc
-     limit $5`,
-    [scope.accountId, scope.environment, opts.beforeSeq, opts.type, opts.limit + 1],
-  );
-  const page = rows.slice(0, opts.limit);
-  return { events: await attachInvoices(db, page), hasMore: rows.length > opts.limit };
+/** One page of the scope's events, newest first, optionally of one type. */
+export async function listEvents(db: Queryable, scope: Scope, type: EventType | null, page: PageRequest): Promise<PageResult<EventRow>> {
+  const result = await listPage<Omit<EventRow, 'invoice'>>(db, scope, {
+    table: 'events',
+    select: `select ${COLUMNS} from events e`,
+    alias: 'e',
+    filters: type === null ? [] : ['e.type = $5'],
+    values: type === null ? [] : [type],
+  }, page);
+  if (!result.ok) return result;
+  return { ...result, rows: await attachInvoices(db, result.rows) };
 }
 
 /** Deletes events created before the cutoff (their deliveries go with them), in batches. */

@@ -1,6 +1,7 @@
 // SQL of the invoices family: invoices, their line items and the per-account number counters.
 import type { Environment } from '../domain/environment.js';
 import type { InvoiceStatus } from '../domain/invoice-rules.js';
+import { listPage, type PageRequest, type PageResult } from './page.js';
 import type { Queryable } from './pool.js';
 
 export interface Scope {
@@ -39,6 +40,7 @@ export interface InvoiceRow {
   memo: string | null;
   footer: string | null;
   tax_id: string | null;
+  voided_at: Date | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -55,7 +57,7 @@ const COLUMNS = `id, account_id, environment, customer_id, code, reference, stat
   amount::text as amount, amount_atomic::text as amount_atomic, fee_atomic::text as fee_atomic,
   currency, network, chain_id, token_address, token_decimals, period_start, period_end,
   attempt_count, next_attempt_at, paid_at, sent_at, reminders_enabled, last_reminder_at,
-  failure_code, failure_message, metadata, due_at, memo, footer, tax_id, created_at, updated_at`;
+  failure_code, failure_message, metadata, due_at, memo, footer, tax_id, voided_at, created_at, updated_at`;
 
 /**
  * The invoice and the presented key's credential in one statement, for the hot GET: the key is
@@ -229,4 +231,45 @@ export async function setRemindersEnabled(db: Queryable, id: string, enabled: bo
     [id, enabled],
   );
   return rows[0];
+}
+
+/** open|overdue -> void. Conditional on the status, so it cannot race a payment. */
+export async function markVoid(db: Queryable, id: string): Promise<InvoiceRow | null> {
+  const { rows } = await db.query<InvoiceRow>(
+    `update invoices set status = 'void', voided_at = clock_timestamp(), updated_at = clock_timestamp()
+     where id = $1 and status in ('open', 'overdue')
+     returning ${COLUMNS}`,
+    [id],
+  );
+  return rows[0] ?? null;
+}
+
+/** Deletes a draft with its lines (cascade). A draft holds no number, so numbering stays gap-free. */
+export async function deleteDraft(db: Queryable, id: string): Promise<boolean> {
+  const { rowCount } = await db.query(`delete from invoices where id = $1 and status = 'draft'`, [id]);
+  return rowCount === 1;
+}
+
+export interface InvoiceFilters {
+  status?: InvoiceStatus;
+  /** Matched case-insensitively, as customers are. */
+  customerEmail?: string;
+}
+
+/** A page of the scope's invoices, newest first (see page.ts). */
+export async function listInvoices(db: Queryable, scope: Scope, filters: InvoiceFilters, page: PageRequest): Promise<PageResult<InvoiceRow>> {
+  const conditions: string[] = [];
+  const values: unknown[] = [];
+  if (filters.status !== undefined) {
+    values.push(filters.status);
+    conditions.push(`i.status = $${4 + values.length}::invoice_status`);
+  }
+  if (filters.customerEmail !== undefined) {
+    values.push(filters.customerEmail);
+    conditions.push(
+      `i.customer_id in (select c.id from customers c
+         where c.account_id = $1 and c.environment = $2 and lower(c.email) = lower($${4 + values.length}))`,
+    );
+  }
+  return listPage<InvoiceRow>(db, scope, { table: 'invoices', alias: 'i', select: `select ${QUALIFIED_COLUMNS} from invoices i`, filters: conditions, values }, page);
 }

@@ -1,5 +1,6 @@
 // SQL of products and their prices.
 import type { Scope } from './invoices.js';
+import { listPage, type PageRequest, type PageResult } from './page.js';
 import type { Queryable } from './pool.js';
 
 export interface PriceRow {
@@ -61,6 +62,33 @@ export async function findProduct(db: Queryable, scope: Scope, id: string): Prom
     id, scope.accountId, scope.environment,
   ]);
   return rows[0] ? toProduct(rows[0]) : null;
+}
+
+/** A page of the scope's products with their prices, newest first (see page.ts). */
+export async function listProducts(db: Queryable, scope: Scope, page: PageRequest): Promise<PageResult<ProductRow>> {
+  const result = await listPage<RawProduct>(db, scope, { table: 'products', alias: 'p', select: PRODUCT_SELECT }, page);
+  return result.ok ? { ...result, rows: result.rows.map(toProduct) } : result;
+}
+
+export type DeleteProductResult = 'deleted' | 'missing' | 'not_deletable';
+
+/**
+ * Deletes a product and its prices while none of them is used. The product's row lock orders it
+ * against a link or subscription being created on one of its prices (they take a share lock on
+ * the product, see findPriceForUse): that one commits first and makes this a refusal, or finds
+ * the price gone.
+ */
+export async function deleteProductIfUnused(db: Queryable, scope: Scope, id: string): Promise<DeleteProductResult> {
+  const { rows } = await db.query<{ id: string }>(
+    'select id from products where id = $1 and account_id = $2 and environment = $3 for update',
+    [id, scope.accountId, scope.environment],
+  );
+  if (!rows[0]) return 'missing';
+  const product = await findProduct(db, scope, id);
+  if (!product?.deletable) return 'not_deletable';
+  await db.query('delete from prices where product_id = $1', [id]);
+  await db.query('delete from products where id = $1', [id]);
+  return 'deleted';
 }
 
 export async function insertProduct(

@@ -4,7 +4,7 @@ import type { Decimal } from 'decimal.js';
 import { formatDecimal, MAX_INTEGER_DIGITS, Money, parseAmount, sumLines, type AmountCheck } from './money.js';
 
 export type InvoiceStatus = 'draft' | 'open' | 'paid' | 'overdue' | 'void';
-export type InvoiceEvent = 'edit' | 'send' | 'pay' | 'mark_overdue' | 'set_reminders';
+export type InvoiceEvent = 'edit' | 'send' | 'pay' | 'mark_overdue' | 'set_reminders' | 'void';
 
 export type Verdict<T = void> = { ok: true; value: T } | { ok: false; code: RuleCode; message: string };
 export type RuleCode =
@@ -13,6 +13,8 @@ export type RuleCode =
   | 'invoice_amount_missing'
   | 'invoice_not_payable'
   | 'invoice_reminders_closed'
+  | 'invoice_not_voidable'
+  | 'invoice_not_deletable'
   | 'amount_mismatch'
   | Extract<AmountCheck, { ok: false }>['code'];
 
@@ -26,6 +28,9 @@ const TRANSITIONS: Record<InvoiceEvent, Partial<Record<InvoiceStatus, InvoiceSta
   pay: { open: 'paid', overdue: 'paid' },
   mark_overdue: { open: 'overdue' },
   set_reminders: { draft: 'draft', open: 'open', overdue: 'overdue' },
+  // A sent invoice that will not be paid. A draft is deleted instead (see canDelete); a paid
+  // one stays paid.
+  void: { open: 'void', overdue: 'void' },
 };
 
 const REFUSALS: Record<InvoiceEvent, RuleCode> = {
@@ -34,6 +39,7 @@ const REFUSALS: Record<InvoiceEvent, RuleCode> = {
   pay: 'invoice_not_payable',
   mark_overdue: 'invoice_not_payable',
   set_reminders: 'invoice_reminders_closed',
+  void: 'invoice_not_voidable',
 };
 
 export function nextStatus(status: InvoiceStatus, event: InvoiceEvent): Verdict<InvoiceStatus> {
@@ -45,8 +51,26 @@ export function nextStatus(status: InvoiceStatus, event: InvoiceEvent): Verdict<
     pay: `This invoice is ${status}; only an open or overdue invoice can be paid.`,
     mark_overdue: `This invoice is ${status}; only an open invoice can become overdue.`,
     set_reminders: `This invoice is ${status}; reminders can only be changed on a draft, open or overdue invoice.`,
+    void:
+      status === 'draft'
+        ? 'This invoice is a draft; delete it instead of voiding it (only an open or overdue invoice can be voided).'
+        : `This invoice is ${status}; only an open or overdue invoice can be voided.`,
   };
   return no(REFUSALS[event], messages[event]);
+}
+
+/**
+ * Only a draft can be deleted: it holds no number yet, so the numbering of sent invoices stays
+ * gap-free, and nothing was emailed about it.
+ */
+export function canDelete(status: InvoiceStatus): Verdict<void> {
+  if (status === 'draft') return ok(undefined);
+  return no(
+    'invoice_not_deletable',
+    status === 'open' || status === 'overdue'
+      ? `This invoice is ${status}; a sent invoice cannot be deleted, void it instead.`
+      : `This invoice is ${status}; only a draft invoice can be deleted.`,
+  );
 }
 
 /** Reminders run only for a sent, unpaid invoice that has them on and has a due date. */

@@ -18,6 +18,7 @@ import { registerHealth } from './plugins/health.js';
 import { registerMetrics } from './plugins/metrics.js';
 import { credentialRoutes } from './routes/credentials.js';
 import { invoiceRoutes } from './routes/invoices.js';
+import { invoiceLifecycleRoutes } from './routes/invoice-lifecycle.js';
 import { paymentLinkRoutes } from './routes/payment-links.js';
 import { productRoutes } from './routes/products.js';
 import { subscriptionRoutes } from './routes/subscriptions.js';
@@ -221,6 +222,7 @@ export async function buildApp(deps: AppDeps): Promise<Api> {
       else req.auth = await authenticate(deps.pool, req);
     });
     await invoiceRoutes(v1, deps);
+    await invoiceLifecycleRoutes(v1, deps);
     await paymentLinkRoutes(v1, deps);
     await productRoutes(v1, deps);
     await subscriptionRoutes(v1, deps);

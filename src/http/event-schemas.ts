@@ -1,6 +1,7 @@
 // Schemas of the events and webhook endpoint routes (see schemas.ts for the conventions).
 import { Type, type Static } from 'typebox';
 import { EVENT_TYPES } from '../domain/events.js';
+import { PageQueryFields } from './schemas.js';
 
 const Nullable = <T extends ReturnType<typeof Type.String>>(t: T) => Type.Union([t, Type.Null()]);
 const DateTime = Type.String({ format: 'date-time' });
@@ -19,20 +20,16 @@ export const Event = Type.Object({
 });
 export type EventObject = Static<typeof Event>;
 
-/** Cursor pagination: `limit` 1-100 (default 10), `starting_after` an id from the previous page. Query values are strings. */
-export const PageQuery = {
-  limit: Type.Optional(Type.String({ pattern: '^[0-9]{1,3}$', description: '1 to 100, default 10' })),
-  starting_after: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
-};
-
 export const ListEventsQuery = Type.Object(
-  { ...PageQuery, type: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'only events of this type' })) },
+  { ...PageQueryFields, type: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'only events of this type' })) },
   { additionalProperties: false },
 );
 
-export const PageQueryOnly = Type.Object(PageQuery, { additionalProperties: false });
-
-export const List = <T extends ReturnType<typeof Type.Object>>(t: T) => Type.Object({ data: Type.Array(t), has_more: Type.Boolean() });
+/** Deliveries page forwards only: `limit` and `starting_after`. */
+export const DeliveriesQuery = Type.Object(
+  { limit: PageQueryFields.limit, starting_after: PageQueryFields.starting_after },
+  { additionalProperties: false },
+);
 
 export const EventIdParams = Type.Object({ eventId: Type.String({ minLength: 1, maxLength: 64 }) }, { additionalProperties: false });
 export const EndpointIdParams = Type.Object({ endpointId: Type.String({ minLength: 1, maxLength: 64 }) }, { additionalProperties: false });

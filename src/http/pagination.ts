@@ -1,17 +1,41 @@
-// Cursor pagination of list routes: `limit` (1-100, default 10) and `starting_after` (the last
-// id of the previous page); the response is `{data, has_more}`.
+// The list endpoints' query: page size and cursors in, `{data, has_more}` out.
+import type { FastifyRequest } from 'fastify';
+import type { PageRequest, PageResult } from '../db/page.js';
 import { ApiError } from '../errors.js';
 
-export const DEFAULT_LIMIT = 10;
-export const MAX_LIMIT = 100;
+export const DEFAULT_PAGE_SIZE = 10;
 
-export function parseLimit(raw: string | undefined): number {
-  if (raw === undefined) return DEFAULT_LIMIT;
-  const n = /^[0-9]{1,3}$/.test(raw) ? Number(raw) : NaN;
-  if (!(n >= 1 && n <= MAX_LIMIT)) throw new ApiError('validation_failed', `limit must be an integer from 1 to ${MAX_LIMIT}.`, 'limit');
-  return n;
+export interface PageQueryInput {
+  limit?: number;
+  starting_after?: string;
+  ending_before?: string;
 }
 
-export function unknownCursor(id: string): ApiError {
-  return new ApiError('validation_failed', `starting_after ${JSON.stringify(id.slice(0, 64))} is not an object of this list.`, 'starting_after');
+/**
+ * Query strings are text and the API never coerces types in general ("12" is not 12 in a body);
+ * a page size is the one number that can only arrive as text, so a run of digits becomes an
+ * integer before validation, and anything else fails the schema's integer check.
+ */
+export async function coerceLimit(req: FastifyRequest): Promise<void> {
+  const query = req.query as Record<string, unknown> | undefined;
+  if (query && typeof query.limit === 'string' && /^[0-9]{1,4}$/.test(query.limit)) query.limit = Number(query.limit);
+}
+
+export function pageRequest(q: PageQueryInput): PageRequest {
+  if (q.starting_after !== undefined && q.ending_before !== undefined) {
+    throw new ApiError('validation_failed', 'Give starting_after or ending_before, not both.', 'starting_after');
+  }
+  return { limit: q.limit ?? DEFAULT_PAGE_SIZE, startingAfter: q.starting_after, endingBefore: q.ending_before };
+}
+
+/** The page as the API answers it; a cursor that names nothing of this list is a 400. */
+export function listBody<R, T>(result: PageResult<R>, what: string, present: (row: R) => T): { data: T[]; has_more: boolean } {
+  if (!result.ok) {
+    throw new ApiError(
+      'invalid_cursor',
+      `${result.missingCursor} names no ${what} of this account and environment (it may have been deleted).`,
+      result.missingCursor,
+    );
+  }
+  return { data: result.rows.map(present), has_more: result.hasMore };
 }

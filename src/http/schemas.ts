@@ -360,3 +360,35 @@ export const CreateCredentialBody = Type.Object(
 
 /** `{ data: T }` success envelope. */
 export const Data = <T extends TSchema>(t: T) => Type.Object({ data: t });
+
+// ---- Lists ----------------------------------------------------------------------------------
+
+const CursorId = Type.String({ minLength: 1, maxLength: 64 });
+
+/** Query of a paginated list: newest first, `limit` 1-100 (default 10), one cursor at most. */
+export const PageQueryFields = {
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 10, description: 'page size, 1-100' })),
+  starting_after: Type.Optional(Type.String({ ...CursorId, description: 'id of an object: the page lists the (older) objects after it' })),
+  ending_before: Type.Optional(Type.String({ ...CursorId, description: 'id of an object: the page lists the (newer) objects before it' })),
+};
+export const PageQuery = Type.Object(PageQueryFields, { additionalProperties: false });
+
+export const ListInvoicesQuery = Type.Object(
+  {
+    ...PageQueryFields,
+    status: Type.Optional(Type.Union([Type.Literal('draft'), Type.Literal('open'), Type.Literal('paid'), Type.Literal('overdue'), Type.Literal('void')])),
+    customer_email: Type.Optional(Type.String({ minLength: 1, maxLength: 254, description: 'case-insensitive' })),
+  },
+  { additionalProperties: false },
+);
+
+/** `{ data: [T], has_more }`: one page of a list. */
+export const ListOf = <T extends TSchema>(t: T) => Type.Object({ data: Type.Array(t), has_more: Type.Boolean() });
+
+/** A line of an invoice as written, with its total (quantity x unit_amount, decimal). */
+export const InvoiceLine = Type.Object({
+  description: Type.String(),
+  quantity: Type.Integer(),
+  unit_amount: Type.String(),
+  amount: Type.String({ description: 'line total: quantity x unit_amount' }),
+});

@@ -27,6 +27,8 @@ export interface ApiError {
 export interface ApiBody {
   data: JsonBody;
   error: ApiError;
+  /** Lists: whether more items follow in the direction paged. */
+  has_more: boolean;
 }
 
 export interface ApiResponse {

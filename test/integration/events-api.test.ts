@@ -79,6 +79,21 @@ describe('invoice events', () => {
     expect(events[2].data.object).toEqual(paid.body.data);
   });
 
+  it('POST /void emits invoice.voided once (by the trigger); a deleted draft keeps its events readable', async () => {
+    const inv = await createInvoice();
+    await post(`/v1/invoices/${inv.id}/send`, keys.sandbox);
+    const voided = await post(`/v1/invoices/${inv.id}/void`, keys.sandbox);
+    expect(voided.status).toBe(200);
+    const events = await eventsOf(inv.id);
+    expect(events.map((e) => e.type)).toEqual(['invoice.created', 'invoice.sent', 'invoice.voided']);
+    expect(events[2].data.object).toEqual(voided.body.data);
+
+    const draft = await createInvoice();
+    expect((await call('DELETE', `/v1/invoices/${draft.id}`, keys.sandbox)).status).toBe(200);
+    const [created] = await eventsOf(draft.id);
+    expect(created.data.object).toEqual(draft);
+  });
+
   it('turning reminders off is invoice.updated; setting the same value again is no event', async () => {
     const inv = await createInvoice();
     await post(`/v1/invoices/${inv.id}/reminders`, keys.sandbox, { enabled: false });
@@ -144,6 +159,11 @@ describe('GET /v1/events', () => {
       after = data[data.length - 1].id;
     }
     expect(all).toEqual([...ids].reverse());
+    // ending_before walks back towards newer events.
+    const back = await get(`/v1/events?limit=2&type=invoice.created&ending_before=${ids[1]}`, keys.live);
+    expect(back.status).toBe(400); // an invoice id is not an event of this list
+    const newer = await get(`/v1/events?limit=2&type=invoice.created&ending_before=${(first.body.data as unknown as JsonBody[])[1].id}`, keys.live);
+    expect(newer.body.data.map((e: JsonBody) => e.data.object.id)).toEqual([ids[4]]);
     for (const e of first.body.data as unknown as JsonBody[]) expect(e.environment).toBe('live');
   });
 
@@ -166,7 +186,7 @@ describe('GET /v1/events', () => {
       expectError(await get(`/v1/events?${q}`, keys.sandbox), 400, 'invalid_request_error', 'validation_failed');
     }
     expectError(await get('/v1/events?type=invoice.nope', keys.sandbox), 400, 'invalid_request_error', 'validation_failed');
-    expectError(await get('/v1/events?starting_after=evt_missing', keys.sandbox), 400, 'invalid_request_error', 'validation_failed');
+    expectError(await get('/v1/events?starting_after=evt_missing', keys.sandbox), 400, 'invalid_request_error', 'invalid_cursor');
     expectError(await get('/v1/events?order=asc', keys.sandbox), 400, 'invalid_request_error', 'validation_failed');
     const ok = await get('/v1/events?limit=100', keys.sandbox);
     expect(ok.status).toBe(200);

@@ -271,6 +271,34 @@ describe('reminders on second-sized policies', () => {
     }
   }, 15_000);
 
+  it('voiding stops them: schedule gone at the response, no reminder of the next seconds sent, never overdue', async () => {
+    const inv = await createAndSend('void@example.test');
+    const { plan, dueAt } = inv;
+    await waitSlotSent(inv, plan[0]);
+    expect(remindersTo(inv.email)).toHaveLength(1);
+
+    // The next reminder is due within a second.
+    expect(plan[1].at.getTime() - Date.now()).toBeLessThan(1_500);
+    const voided = await call('POST', `/v1/invoices/${inv.id}/void`);
+    expect(voided.status, JSON.stringify(voided.body)).toBe(200);
+    expect(voided.body.data.status).toBe('void');
+    expect(await scheduler(inv.id)).toBeUndefined();
+
+    // Past the slots that were due in the next seconds, the due date and the first post-due slot.
+    await sleepUntil(plan[3].at.getTime() + 700);
+    expect(remindersTo(inv.email)).toHaveLength(1);
+    expect((await reminderRows(inv.id)).map((r) => r.slot_at.getTime())).toEqual([plan[0].at.getTime()]);
+    expect(await statusOf(inv.id)).toBe('void'); // invoice.due left it alone
+    expect(await scheduler(inv.id)).toBeUndefined();
+    expect(Date.now()).toBeGreaterThan(dueAt.getTime());
+    // Still readable; reminders of a void invoice are closed; a second void is refused.
+    expect((await call('GET', `/v1/invoices/${inv.id}`)).body.data.status).toBe('void');
+    const again = await call('POST', `/v1/invoices/${inv.id}/void`);
+    expect([again.status, again.body.error?.code]).toEqual([400, 'invoice_not_voidable']);
+    const rem = await call('POST', `/v1/invoices/${inv.id}/reminders`, { enabled: true });
+    expect([rem.status, rem.body.error?.code]).toEqual([400, 'invoice_reminders_closed']);
+  }, 15_000);
+
   it('paying by a direct SQL UPDATE stops them within a second (trigger -> NOTIFY -> worker), no email after it', async () => {
     const inv = await createAndSend('pay-sql@example.test');
     const { plan } = inv;

@@ -119,7 +119,7 @@ describe('webhook endpoints', () => {
     const ep = await create({ url: 'https://93.184.215.14/a', enabled_events: ['*'] });
     const res = await get(`/v1/webhook_endpoints/${ep.id}/deliveries`, keys.sandbox);
     expect(res.body).toEqual({ data: [], has_more: false });
-    expectError(await get(`/v1/webhook_endpoints/${ep.id}/deliveries?starting_after=whd_x`, keys.sandbox), 400, 'invalid_request_error', 'validation_failed');
+    expectError(await get(`/v1/webhook_endpoints/${ep.id}/deliveries?starting_after=whd_x`, keys.sandbox), 400, 'invalid_request_error', 'invalid_cursor');
     expectError(await get(`/v1/webhook_endpoints/${ep.id}/deliveries?limit=0`, keys.sandbox), 400, 'invalid_request_error', 'validation_failed');
   });
 });

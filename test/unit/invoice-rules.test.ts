@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  canDelete,
   nextStatus,
   remindersShouldRun,
   resolveAmountEdit,
@@ -18,7 +19,25 @@ const TABLE: Record<InvoiceEvent, Record<InvoiceStatus, string>> = {
   pay: { draft: 'invoice_not_payable', open: 'paid', paid: 'invoice_not_payable', overdue: 'paid', void: 'invoice_not_payable' },
   mark_overdue: { draft: 'invoice_not_payable', open: 'overdue', paid: 'invoice_not_payable', overdue: 'invoice_not_payable', void: 'invoice_not_payable' },
   set_reminders: { draft: 'draft', open: 'open', paid: 'invoice_reminders_closed', overdue: 'overdue', void: 'invoice_reminders_closed' },
+  void: { draft: 'invoice_not_voidable', open: 'void', paid: 'invoice_not_voidable', overdue: 'void', void: 'invoice_not_voidable' },
 };
+
+describe('canDelete', () => {
+  it('deletes a draft only; a sent invoice is told to void instead', () => {
+    expect(canDelete('draft')).toEqual({ ok: true, value: undefined });
+    for (const status of ['open', 'paid', 'overdue', 'void'] as const) {
+      const v = canDelete(status);
+      expect(v.ok ? 'allowed' : v.code).toBe('invoice_not_deletable');
+    }
+    const open = canDelete('open');
+    expect(!open.ok && open.message).toContain('void it');
+  });
+
+  it('tells a draft to be deleted rather than voided', () => {
+    const v = nextStatus('draft', 'void');
+    expect(!v.ok && v.message).toContain('delete');
+  });
+});
 
 describe('nextStatus', () => {
   for (const [event, row] of Object.entries(TABLE) as [InvoiceEvent, Record<InvoiceStatus, string>][]) {

@@ -6,8 +6,6 @@
 -- (a status change made by any writer, SQL included) carries exactly the object the API shows.
 -- Other events keep the object as the API presented it when it was written (`object`).
 create table events (
-  -- Insertion order: the list order and its cursor.
-  seq bigserial not null unique,
   id text primary key,
   account_id text not null references accounts (id),
   environment environment not null,
@@ -16,11 +14,13 @@ create table events (
   object_id text not null,
   object jsonb,
   snapshot jsonb,
+  -- clock_timestamp(): events of one transaction keep their order in the list.
   created_at timestamptz not null default clock_timestamp(),
   check ((object is null) <> (snapshot is null))
 );
-create index events_list_idx on events (account_id, environment, seq);
-create index events_type_idx on events (account_id, environment, type, seq);
+-- The list's keyset (db/page.ts): newest first by (created_at, id), optionally of one type.
+create index events_list_idx on events (account_id, environment, created_at, id);
+create index events_type_idx on events (account_id, environment, type, created_at, id);
 create index events_created_idx on events (created_at);
 
 -- evt_ + 24 base62 characters, like the ids the application makes (domain/ids.ts).

@@ -1,11 +1,12 @@
-import { issueApiKey, revokeCredential } from '../../db/credentials.js';
+import { issueApiKey, listCredentials, revokeCredential } from '../../db/credentials.js';
 import { emitEvent } from '../../db/events.js';
 import { withTransaction } from '../../db/pool.js';
 import { notFound } from '../../errors.js';
 import type { AppDeps } from '../app.js';
 import { requireWrite } from '../auth.js';
 import { presentCredential } from '../presenters.js';
-import { CreateCredentialBody, Credential, CredentialIdParams, Data } from '../schemas.js';
+import { coerceLimit, listBody, pageRequest } from '../pagination.js';
+import { CreateCredentialBody, Credential, CredentialIdParams, Data, ListOf, PageQuery } from '../schemas.js';
 import type { Api } from '../types.js';
 import { errorResponses } from './invoices.js';
 
@@ -25,6 +26,21 @@ export async function credentialRoutes(app: Api, deps: AppDeps): Promise<void> {
       const { row, secret } = await issueApiKey(deps.pool, req.auth, req.body.name, req.body.permission ?? 'full');
       return { data: presentCredential(row, secret) };
     },
+  );
+
+  app.get(
+    '/credentials',
+    {
+      preValidation: coerceLimit,
+      schema: {
+        tags: ['credentials'],
+        summary: 'List the API keys of the environment of the calling key, newest first (never their secrets)',
+        querystring: PageQuery,
+        response: { 200: ListOf(Credential), ...errorResponses },
+      },
+    },
+    // presentCredential without a secret: the secret exists only in the create response.
+    async (req) => listBody(await listCredentials(deps.pool, req.auth, pageRequest(req.query)), 'credential', (row) => presentCredential(row)),
   );
 
   app.delete(

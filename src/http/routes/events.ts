@@ -1,11 +1,11 @@
-import { eventCursor, findEvent, listEvents } from '../../db/events.js';
+import { findEvent, listEvents } from '../../db/events.js';
 import { isEventType } from '../../domain/events.js';
 import { ApiError, notFound } from '../../errors.js';
 import type { AppDeps } from '../app.js';
-import { Event, EventIdParams, List, ListEventsQuery } from '../event-schemas.js';
-import { parseLimit, unknownCursor } from '../pagination.js';
+import { Event, EventIdParams, ListEventsQuery } from '../event-schemas.js';
+import { coerceLimit, listBody, pageRequest } from '../pagination.js';
 import { presentEvent } from '../presenters.js';
-import { Data } from '../schemas.js';
+import { Data, ListOf } from '../schemas.js';
 import type { Api } from '../types.js';
 import { errorResponses } from './invoices.js';
 
@@ -15,26 +15,20 @@ export async function eventRoutes(app: Api, deps: AppDeps): Promise<void> {
   app.get(
     '/events',
     {
+      preValidation: coerceLimit,
       schema: {
         tags: ['events'],
-        summary: 'List events, newest first (cursor pagination: limit, starting_after; filter: type)',
+        summary: 'List events, newest first (cursor pagination: limit, starting_after, ending_before; filter: type)',
         querystring: ListEventsQuery,
-        response: { 200: List(Event), ...errorResponses },
+        response: { 200: ListOf(Event), ...errorResponses },
       },
     },
     async (req) => {
-      const limit = parseLimit(req.query.limit);
       const type = req.query.type ?? null;
       if (type !== null && !isEventType(type)) {
         throw new ApiError('validation_failed', `Unknown event type ${JSON.stringify(type)}.`, 'type');
       }
-      let beforeSeq: string | null = null;
-      if (req.query.starting_after !== undefined) {
-        beforeSeq = await eventCursor(pool, req.auth, req.query.starting_after);
-        if (beforeSeq === null) throw unknownCursor(req.query.starting_after);
-      }
-      const page = await listEvents(pool, req.auth, { limit, beforeSeq, type });
-      return { data: page.events.map(presentEvent), has_more: page.hasMore };
+      return listBody(await listEvents(pool, req.auth, type, pageRequest(req.query)), 'event', presentEvent);
     },
   );
 

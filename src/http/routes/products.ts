@@ -1,6 +1,6 @@
 import { emitEvent } from '../../db/events.js';
 import { withTransaction } from '../../db/pool.js';
-import { findProduct, insertPrice, insertProduct, updateProduct, type NewPrice } from '../../db/products.js';
+import { deleteProductIfUnused, findProduct, insertPrice, insertProduct, listProducts, updateProduct, type NewPrice } from '../../db/products.js';
 import { resolveCadence } from '../../domain/cadence.js';
 import type { Environment } from '../../domain/environment.js';
 import { newId } from '../../domain/ids.js';
@@ -10,7 +10,8 @@ import { ApiError, notFound } from '../../errors.js';
 import type { AppDeps } from '../app.js';
 import { requireWrite } from '../auth.js';
 import { presentProduct } from '../presenters.js';
-import { CreateProductBody, Data, Product, ProductIdParams, UpdateProductBody, type CreatePriceBody } from '../schemas.js';
+import { coerceLimit, listBody, pageRequest } from '../pagination.js';
+import { CreateProductBody, Data, DeletedObject, ErrorEnvelope, ListOf, PageQuery, Product, ProductIdParams, UpdateProductBody, type CreatePriceBody } from '../schemas.js';
 import type { Api } from '../types.js';
 import { errorResponses } from './invoices.js';
 
@@ -90,6 +91,44 @@ export async function productRoutes(app: Api, deps: AppDeps): Promise<void> {
         return updated;
       });
       return { data: product };
+    },
+  );
+
+  app.get(
+    '/products',
+    {
+      preValidation: coerceLimit,
+      schema: {
+        tags: ['products'],
+        summary: 'List products with their prices, newest first, a page at a time',
+        querystring: PageQuery,
+        response: { 200: ListOf(Product), ...errorResponses },
+      },
+    },
+    async (req) => listBody(await listProducts(pool, req.auth, pageRequest(req.query)), 'product', presentProduct),
+  );
+
+  app.delete(
+    '/products/:productId',
+    {
+      schema: {
+        tags: ['products'],
+        summary: 'Delete a product and its prices while it is deletable (no price used by a subscription or a payment link)',
+        params: ProductIdParams,
+        response: { 200: Data(DeletedObject), ...errorResponses, 409: ErrorEnvelope },
+      },
+    },
+    async (req) => {
+      requireWrite(req.auth);
+      const outcome = await withTransaction(pool, (tx) => deleteProductIfUnused(tx, req.auth, req.params.productId));
+      if (outcome === 'missing') throw notFound('product', req.params.productId);
+      if (outcome === 'not_deletable') {
+        throw new ApiError(
+          'product_not_deletable',
+          'A price of this product is used by a subscription or a payment link, so it cannot be deleted; set active to false to retire it.',
+        );
+      }
+      return { data: { id: req.params.productId, deleted: true } };
     },
   );
 }

@@ -14,16 +14,15 @@ import type { AuthContext } from '../auth.js';
 import {
   CreateWebhookEndpointBody,
   DeletedEndpoint,
+  DeliveriesQuery,
   EndpointIdParams,
-  List,
-  PageQueryOnly,
   UpdateWebhookEndpointBody,
   WebhookDelivery,
   WebhookEndpoint,
 } from '../event-schemas.js';
-import { parseLimit, unknownCursor } from '../pagination.js';
+import { coerceLimit, DEFAULT_PAGE_SIZE } from '../pagination.js';
 import { presentWebhookDelivery, presentWebhookEndpoint } from '../presenters.js';
-import { Data } from '../schemas.js';
+import { Data, ListOf } from '../schemas.js';
 import type { Api } from '../types.js';
 import { errorResponses } from './invoices.js';
 
@@ -95,7 +94,7 @@ export async function webhookEndpointRoutes(app: Api, deps: AppDeps): Promise<vo
 
   app.get(
     '/webhook_endpoints',
-    { schema: { tags, summary: 'List the webhook endpoints of the environment, oldest first', response: { 200: List(WebhookEndpoint), ...errorResponses } } },
+    { schema: { tags, summary: 'List the webhook endpoints of the environment, oldest first', response: { 200: ListOf(WebhookEndpoint), ...errorResponses } } },
     async (req) => {
       requireFullAccess(req.auth);
       return { data: (await listEndpoints(pool, req.auth)).map((w) => presentWebhookEndpoint(w)), has_more: false };
@@ -178,20 +177,22 @@ export async function webhookEndpointRoutes(app: Api, deps: AppDeps): Promise<vo
   app.get(
     '/webhook_endpoints/:endpointId/deliveries',
     {
+      preValidation: coerceLimit,
       schema: {
         tags,
         summary: 'Deliveries to this endpoint, newest first, each with its attempts (status code, duration, error) and next retry',
         params: EndpointIdParams,
-        querystring: PageQueryOnly,
-        response: { 200: List(WebhookDelivery), ...errorResponses },
+        querystring: DeliveriesQuery,
+        response: { 200: ListOf(WebhookDelivery), ...errorResponses },
       },
     },
     async (req) => {
       requireFullAccess(req.auth);
-      const limit = parseLimit(req.query.limit);
       const endpoint = await load(req.auth, req.params.endpointId);
-      const page = await listDeliveries(pool, endpoint.id, { limit, startingAfter: req.query.starting_after ?? null });
-      if (!page.cursorFound) throw unknownCursor(req.query.starting_after ?? '');
+      const page = await listDeliveries(pool, endpoint.id, { limit: req.query.limit ?? DEFAULT_PAGE_SIZE, startingAfter: req.query.starting_after ?? null });
+      if (!page.cursorFound) {
+        throw new ApiError('invalid_cursor', 'starting_after names no delivery of this endpoint.', 'starting_after');
+      }
       return { data: page.deliveries.map(presentWebhookDelivery), has_more: page.hasMore };
     },
   );

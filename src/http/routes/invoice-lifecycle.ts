@@ -1,0 +1,125 @@
+// The rest of an invoice's life: void a sent one, delete a draft, list them a page at a time,
+// read back the lines as written.
+import { Type } from 'typebox';
+import { deleteDraft, findInvoice, findLines, listInvoices, markVoid } from '../../db/invoices.js';
+import { withTransaction } from '../../db/pool.js';
+import { canDelete, nextStatus } from '../../domain/invoice-rules.js';
+import { formatDecimal, lineTotal, Money } from '../../domain/money.js';
+import { notFound } from '../../errors.js';
+import type { AppDeps } from '../app.js';
+import { requireWrite } from '../auth.js';
+import { coerceLimit, listBody, pageRequest } from '../pagination.js';
+import { presentInvoice } from '../presenters.js';
+import { Data, DeletedObject, Invoice, InvoiceIdParams, InvoiceLine, ListInvoicesQuery, ListOf } from '../schemas.js';
+import type { Api } from '../types.js';
+import { errorResponses, unwrap } from './invoices.js';
+
+export async function invoiceLifecycleRoutes(app: Api, deps: AppDeps): Promise<void> {
+  const { pool } = deps;
+
+  app.get(
+    '/invoices',
+    {
+      preValidation: coerceLimit,
+      schema: {
+        tags: ['invoices'],
+        summary: 'List invoices, newest first, a page at a time (filters: status, customer_email)',
+        querystring: ListInvoicesQuery,
+        response: { 200: ListOf(Invoice), ...errorResponses },
+      },
+    },
+    async (req) => {
+      const q = req.query;
+      const result = await listInvoices(pool, req.auth, { status: q.status, customerEmail: q.customer_email }, pageRequest(q));
+      return listBody(result, 'invoice', presentInvoice);
+    },
+  );
+
+  app.post(
+    '/invoices/:invoiceId/void',
+    {
+      schema: {
+        tags: ['invoices'],
+        summary: 'Void an open or overdue invoice: it stays readable, its reminders stop at once',
+        params: InvoiceIdParams,
+        response: { 200: Data(Invoice), ...errorResponses },
+      },
+    },
+    async (req) => {
+      requireWrite(req.auth);
+      const row = await withTransaction(pool, async (tx) => {
+        const inv = await findInvoice(tx, req.auth, req.params.invoiceId, true);
+        if (!inv) throw notFound('invoice', req.params.invoiceId);
+        unwrap(nextStatus(inv.status, 'void'));
+        // Under the row lock the status cannot change between the check and this update. The
+        // event of the change (invoice.voided) comes from the status-change trigger of the
+        // events schema, in this same transaction.
+        return (await markVoid(tx, inv.id))!;
+      });
+      // The schedule goes before the response. Should Redis be unreachable, the reminder job's
+      // re-check in Postgres (and its share lock against this update) still keeps every email
+      // from leaving, the stop notification of the status change reaches the workers, and the
+      // due-date job leaves a void invoice untouched.
+      if (deps.reminders) {
+        try {
+          await deps.reminders.stop(row.id);
+        } catch (err) {
+          req.log.warn({ err, invoice_id: row.id }, 'could not remove reminder schedules now; the void re-check still stops every email');
+        }
+      }
+      return { data: presentInvoice(row) };
+    },
+  );
+
+  app.delete(
+    '/invoices/:invoiceId',
+    {
+      schema: {
+        tags: ['invoices'],
+        summary: 'Delete a draft invoice (a sent one is voided instead)',
+        params: InvoiceIdParams,
+        response: { 200: Data(DeletedObject), ...errorResponses },
+      },
+    },
+    async (req) => {
+      requireWrite(req.auth);
+      await withTransaction(pool, async (tx) => {
+        // The row lock orders the delete against a concurrent send: a send that commits first
+        // makes this a refusal; one that comes second finds nothing to send.
+        const inv = await findInvoice(tx, req.auth, req.params.invoiceId, true);
+        if (!inv) throw notFound('invoice', req.params.invoiceId);
+        unwrap(canDelete(inv.status));
+        await deleteDraft(tx, inv.id);
+      });
+      return { data: { id: req.params.invoiceId, deleted: true } };
+    },
+  );
+
+  app.get(
+    '/invoices/:invoiceId/lines',
+    {
+      schema: {
+        tags: ['invoices'],
+        summary: 'The line items of an invoice as written, with their totals',
+        params: InvoiceIdParams,
+        response: { 200: Data(Type.Array(InvoiceLine)), ...errorResponses },
+      },
+    },
+    async (req) => {
+      const inv = await findInvoice(pool, req.auth, req.params.invoiceId);
+      if (!inv) throw notFound('invoice', req.params.invoiceId);
+      const lines = await findLines(pool, inv.id);
+      return {
+        data: lines.map((l) => {
+          const unitAmount = new Money(l.unit_amount);
+          return {
+            description: l.description,
+            quantity: l.quantity,
+            unit_amount: formatDecimal(unitAmount),
+            amount: formatDecimal(lineTotal({ quantity: l.quantity, unitAmount })),
+          };
+        }),
+      };
+    },
+  );
+}
