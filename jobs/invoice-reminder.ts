@@ -3,7 +3,7 @@
 // schedule is removed and nothing is sent. One email per (invoice, slot), however often it fires.
 import { deletePendingDelivery, upsertDelivery } from '../src/db/deliveries.js';
 import { loadInvoiceForMail } from '../src/db/invoice-document.js';
-import { lockIfRemindersRun } from '../src/db/reminders.js';
+import { lockIfRemindersRun, recordReminderSent } from '../src/db/reminders.js';
 import { newId } from '../src/domain/ids.js';
 import { remindersShouldRun } from '../src/domain/invoice-rules.js';
 import { reminderKindOf } from '../src/domain/reminder-schedule.js';
@@ -57,6 +57,7 @@ export const invoiceReminder: JobHandler<ReminderJobData, JobContext> = async (p
     }
     return result.reason;
   }
+  await recordReminderSent(ctx.pool, payload.invoiceId);
   ctx.countEmail?.(kind, 'sent');
   ctx.log.info({ message_id: result.messageId, slot: meta.plannedAt.toISOString(), kind }, 'reminder emailed');
   return 'sent';

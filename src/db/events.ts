@@ -38,9 +38,12 @@ export async function emitEvent(
   return rows[0].id;
 }
 
-/** Records an event about an invoice as its row stands in the caller's transaction. */
-export async function emitInvoiceEvent(db: Queryable, invoiceId: string, type: EventType): Promise<string | null> {
-  const { rows } = await db.query<{ id: string | null }>('select emit_invoice_event($1, $2) as id', [invoiceId, type]);
+/**
+ * Records an event about an invoice as its row stands in the caller's transaction, with `patch`
+ * applied (columns the caller updates after commit). It only reads the invoice: no row lock.
+ */
+export async function emitInvoiceEvent(db: Queryable, invoiceId: string, type: EventType, patch: Record<string, unknown> = {}): Promise<string | null> {
+  const { rows } = await db.query<{ id: string | null }>('select emit_invoice_event($1, $2, $3::jsonb) as id', [invoiceId, type, JSON.stringify(patch)]);
   return rows[0].id;
 }
 

@@ -4,7 +4,6 @@
 // every later run of the job is a no-op.
 import { lockDelivery, markDeliveryFailed, markDeliverySent } from '../db/deliveries.js';
 import { emitInvoiceEvent } from '../db/events.js';
-import { recordReminderSent } from '../db/reminders.js';
 import type { Pool, PoolClient } from '../db/pool.js';
 import { PermanentJobError } from '../errors.js';
 import { classifySmtpError, type MailTransport, type OutgoingMail } from './transport.js';
@@ -65,9 +64,11 @@ export async function deliverOnce(
     }
     await markDeliverySent(client, deliveryId);
     if (delivery.kind === 'reminder_before' || delivery.kind === 'reminder_after') {
-      // The reminder is recorded on the invoice and told to the merchant with the sent mark.
-      await recordReminderSent(client, delivery.invoice_id);
-      await emitInvoiceEvent(client, delivery.invoice_id, 'invoice.reminder_sent');
+      // Told to the merchant with the sent mark, so a crash right after cannot lose it. The
+      // invoice row is only read here: updating it (last_reminder_at, done by the job after
+      // commit) would turn this transaction's share lock into an exclusive one, and two slots
+      // of one invoice in flight at once would deadlock after their emails went out.
+      await emitInvoiceEvent(client, delivery.invoice_id, 'invoice.reminder_sent', { last_reminder_at: new Date().toISOString() });
     }
     await client.query('commit');
     open = false;

@@ -45,8 +45,10 @@ begin
 end;
 $$;
 
--- An event about an invoice as its row stands now, in the caller's transaction.
-create function emit_invoice_event(p_invoice_id text, p_type text) returns text language plpgsql as $$
+-- An event about an invoice as its row stands now, in the caller's transaction, with `p_patch`
+-- applied to the snapshot (a column the caller changes right after, without locking the row
+-- here). A plain read: it takes no lock on the invoice.
+create function emit_invoice_event(p_invoice_id text, p_type text, p_patch jsonb default '{}') returns text language plpgsql as $$
 declare
   r invoices;
 begin
@@ -54,7 +56,7 @@ begin
   if not found then
     return null;
   end if;
-  return emit_event(r.account_id, r.environment, p_type, 'invoice', r.id, null, to_jsonb(r));
+  return emit_event(r.account_id, r.environment, p_type, 'invoice', r.id, null, to_jsonb(r) || p_patch);
 end;
 $$;
 
@@ -144,7 +146,7 @@ create table webhook_attempts (
 drop table webhook_attempts, webhook_deliveries, webhook_endpoints;
 drop trigger invoices_emit_events on invoices;
 drop function invoices_emit_events();
-drop function emit_invoice_event(text, text);
+drop function emit_invoice_event(text, text, jsonb);
 drop function emit_event(text, environment, text, text, text, jsonb, jsonb);
 drop function new_event_id();
 drop table events;
