@@ -1,28 +1,31 @@
 # syntax=docker/dockerfile:1
 #
-# One image for every role; the command picks it: `npm run api` (default), `npm run worker`,
-# `npm run migrate`, `npm start` (all-in-one). tsx (a production dependency) runs the TypeScript
-# sources directly, so there is no compiled output to copy: the image ships src/, jobs/ and
-# templates/ with production dependencies only.
+# One image for every role; the command picks it: `node dist/src/cli.js api` (default), `worker`,
+# `migrate`, `start` (all-in-one). The image runs compiled JavaScript with node itself as the
+# process that receives SIGTERM (exec form: no shell, npm or tsx in between), so `docker stop`
+# drains the worker's jobs and the process exits 0.
 #
 #   docker build -t invoice-lifecycle .
 #   docker run --rm -e DATABASE_URL=... -e REDIS_URL=... -p 3000:3000 invoice-lifecycle
+#   docker run --rm -e DATABASE_URL=... -e REDIS_URL=... invoice-lifecycle node dist/src/cli.js worker
 
 ARG NODE_IMAGE=node:20-bookworm-slim
 
-# Every dependency, dev ones included (typescript and the @types packages for the check).
+# Every dependency, dev ones included (typescript and the @types packages for the build).
 FROM ${NODE_IMAGE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 
-# Type-checks the sources the image ships. The runtime stage copies its marker file, so a type
-# error fails the image build (BuildKit would otherwise skip a stage nothing depends on).
-FROM deps AS check
-COPY tsconfig.json ./
+# `npm run build`: type-checks and compiles src/ and jobs/ to dist/, with the templates and SQL
+# migrations beside the compiled code. A type error fails the image build.
+FROM deps AS build
+COPY tsconfig.json tsconfig.build.json ./
+COPY scripts ./scripts
 COPY src ./src
 COPY jobs ./jobs
-RUN npx tsc --noEmit -p . && touch /tmp/typecheck.ok
+COPY templates ./templates
+RUN npm run build
 
 # Production dependencies only.
 FROM ${NODE_IMAGE} AS prod-deps
@@ -31,20 +34,15 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 
 FROM ${NODE_IMAGE} AS runtime
-ENV NODE_ENV=production \
-    NPM_CONFIG_UPDATE_NOTIFIER=false \
-    NPM_CONFIG_FUND=false
+ENV NODE_ENV=production
 WORKDIR /app
 COPY --from=prod-deps /app/node_modules ./node_modules
-COPY package.json package-lock.json tsconfig.json ./
-COPY src ./src
-COPY jobs ./jobs
-COPY templates ./templates
-COPY --from=check /tmp/typecheck.ok /tmp/typecheck.ok
-# The code is root-owned and read-only to the app; only var/ (MAIL_OUTBOX_DIR's default, used
-# when SMTP_URL is unset) is writable.
+COPY package.json package-lock.json ./
+COPY --from=build /app/dist ./dist
+# The code is root-owned and read-only to the app; only var/ (MAIL_OUTBOX_DIR's default, where
+# emails go when no SMTP server is configured for their environment) is writable.
 RUN mkdir -p var/outbox && chown -R node:node var
 USER node
-# API (PORT) and the worker's health/metrics port (WORKER_PORT).
-EXPOSE 3000 3001
-CMD ["npm", "run", "api"]
+# API (PORT), the API's metrics (METRICS_PORT) and the worker's health/metrics port (WORKER_PORT).
+EXPOSE 3000 3001 9464
+CMD ["node", "dist/src/cli.js", "api"]

@@ -10,7 +10,7 @@ import { reminderKindOf } from '../src/domain/reminder-schedule.js';
 import { deliverOnce } from '../src/mail/deliver-once.js';
 import { messageIdFor } from '../src/mail/message-id.js';
 import { renderEmail } from '../src/mail/render-email.js';
-import { renderInvoicePdf } from '../src/pdf/render-invoice-pdf.js';
+import { issuedInvoicePdf } from '../src/pdf/issued-invoice-pdf.js';
 import type { JobHandler } from '../src/queue/dispatcher.js';
 import type { ReminderJobData } from '../src/queue/reminder-schedulers.js';
 import type { JobContext } from './context.js';
@@ -36,7 +36,8 @@ export const invoiceReminder: JobHandler<ReminderJobData, JobContext> = async (p
     ctx.countEmail?.(kind, 'skipped');
     return 'already_sent';
   }
-  const pdf = await renderInvoicePdf(loaded.doc);
+  // The kept document: the same bytes as the invoice email's attachment and a download.
+  const pdf = await issuedInvoicePdf(ctx.pool, loaded.doc);
   const email = renderEmail(kind, loaded.doc);
   const result = await deliverOnce(
     ctx.pool,

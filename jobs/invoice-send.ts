@@ -4,7 +4,7 @@ import { loadInvoiceForMail } from '../src/db/invoice-document.js';
 import { PermanentJobError } from '../src/errors.js';
 import { deliverOnce } from '../src/mail/deliver-once.js';
 import { renderEmail } from '../src/mail/render-email.js';
-import { renderInvoicePdf } from '../src/pdf/render-invoice-pdf.js';
+import { issuedInvoicePdf } from '../src/pdf/issued-invoice-pdf.js';
 import type { InvoiceSendPayload } from '../src/queue/names.js';
 import type { JobHandler } from '../src/queue/dispatcher.js';
 import type { JobContext } from './context.js';
@@ -16,7 +16,8 @@ export const invoiceSend: JobHandler<InvoiceSendPayload, JobContext> = async (pa
   if (loaded.deliveryStatus === null) throw new PermanentJobError(`delivery ${payload.deliveryId} does not exist`);
   let outcome = 'already_sent';
   if (loaded.deliveryStatus !== 'sent') {
-    const pdf = await renderInvoicePdf(loaded.doc);
+    // The kept document: every email of this invoice attaches the same bytes as a download.
+    const pdf = await issuedInvoicePdf(ctx.pool, loaded.doc);
     const email = renderEmail('invoice', loaded.doc);
     const result = await deliverOnce(ctx.pool, ctx.mail, payload.deliveryId, (messageId) =>
       invoiceMessage(ctx.config, loaded, email, pdf, messageId),

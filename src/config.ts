@@ -29,6 +29,8 @@ export interface Config {
   logLevel: string;
   workerConcurrency: number;
   workerPort: number;
+  /** WORKER_PORT unset: when 3001 is taken another free port will do. */
+  workerPortFallback: boolean;
   /** BullMQ lock of an active job; a worker that dies loses it after this long and the job is retried. */
   workerLockDurationMs: number;
   workerStalledIntervalMs: number;
@@ -149,6 +151,7 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel,
     workerConcurrency: int(env, 'WORKER_CONCURRENCY', 8, 1, 1000),
     workerPort: int(env, 'WORKER_PORT', 3001, 0, 65535),
+    workerPortFallback: optional(env, 'WORKER_PORT') === null,
     workerLockDurationMs: int(env, 'WORKER_LOCK_DURATION_MS', 30_000, 1_000, 3_600_000),
     workerStalledIntervalMs: int(env, 'WORKER_STALLED_INTERVAL_MS', 30_000, 1_000, 3_600_000),
     platformFeeBps: int(env, 'PLATFORM_FEE_BPS', 50, 0, 10000),

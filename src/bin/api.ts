@@ -1,11 +1,22 @@
-// `npm run api`: the HTTP API alone (migrations are `npm run migrate`'s job in a deployment).
+// `invoice-lifecycle api` (`npm run api`): the HTTP API alone (migrations are `migrate`'s job in
+// a deployment).
 import { loadConfigOrExit } from '../config.js';
 import { createLogger } from '../log.js';
 import { createApiRuntime } from '../runtime/api-runtime.js';
+import { listenOn } from '../runtime/listen.js';
 import { exitOnSignals } from '../runtime/shutdown.js';
+import { startOrExit } from '../runtime/startup-error.js';
 
 const config = loadConfigOrExit();
 const log = createLogger(config.logLevel);
-const api = await createApiRuntime(config, log);
-await api.app.listen({ port: config.port, host: config.host });
+const api = await startOrExit(async () => {
+  const runtime = await createApiRuntime(config, log);
+  try {
+    await listenOn(runtime.app, { port: config.port, host: config.host, variable: 'PORT', fallbackToAny: false }, log);
+  } catch (err) {
+    await runtime.close();
+    throw err;
+  }
+  return runtime;
+});
 exitOnSignals(log, config.shutdownTimeoutMs, () => api.close());

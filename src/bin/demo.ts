@@ -1,4 +1,4 @@
-// `npm run demo`: idempotently sets up a demo merchant with data to try every endpoint, and
+// `invoice-lifecycle demo` (`npm run demo`): idempotently sets up a demo merchant with data to try every endpoint, and
 // prints one JSON object (keys and ids) as the last line of stdout.
 //
 // Re-running keeps the same merchant, keys, product, links and subscription, and creates a new

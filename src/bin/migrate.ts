@@ -1,4 +1,4 @@
-// `npm run migrate`: creates the database if needed and applies pending migrations.
+// `invoice-lifecycle migrate` (`npm run migrate`): creates the database if needed and applies pending migrations.
 import { loadConfigOrExit } from '../config.js';
 import { migrate } from '../db/migrate.js';
 import { createLogger, redactUrl } from '../log.js';

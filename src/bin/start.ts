@@ -1,10 +1,12 @@
-// `npm start`: the local all-in-one mode. Applies migrations, then runs the API and a worker in
-// one process.
+// `invoice-lifecycle start` (`npm start`): the local all-in-one mode. Applies migrations, then
+// runs the API and a worker in one process.
 import { loadConfigOrExit } from '../config.js';
 import { migrate } from '../db/migrate.js';
 import { createLogger, redactUrl } from '../log.js';
 import { createApiRuntime } from '../runtime/api-runtime.js';
+import { listenOn } from '../runtime/listen.js';
 import { exitOnSignals } from '../runtime/shutdown.js';
+import { startOrExit } from '../runtime/startup-error.js';
 import { createWorkerRuntime } from '../runtime/worker-runtime.js';
 
 const config = loadConfigOrExit();
@@ -15,9 +17,21 @@ try {
   log.error({ err, database: redactUrl(config.databaseUrl) }, 'could not apply migrations');
   process.exit(1);
 }
-const worker = await createWorkerRuntime(config, log);
-const api = await createApiRuntime(config, log);
-await api.app.listen({ port: config.port, host: config.host });
+const { api, worker } = await startOrExit(async () => {
+  const worker = await createWorkerRuntime(config, log);
+  const api = await createApiRuntime(config, log).catch(async (err: unknown) => {
+    await worker.close();
+    throw err;
+  });
+  try {
+    await listenOn(api.app, { port: config.port, host: config.host, variable: 'PORT', fallbackToAny: false }, log);
+  } catch (err) {
+    await api.close();
+    await worker.close();
+    throw err;
+  }
+  return { api, worker };
+});
 exitOnSignals(log, config.shutdownTimeoutMs, async () => {
   await api.close();
   await worker.close();

@@ -34,4 +34,15 @@ export interface InvoiceDocument {
   taxId: string | null;
   /** `{payment_page_base}/<reference>` */
   payUrl: string;
+  /**
+   * A state printed across every page and under the title: a draft's preview, a paid or a void
+   * invoice. Absent on the document that is emailed (an open invoice).
+   */
+  stamp?: InvoiceStamp;
+}
+
+export interface InvoiceStamp {
+  label: 'DRAFT' | 'PAID' | 'VOID';
+  /** The line under the title, e.g. "Paid on 3 March 2026". */
+  note: string;
 }

@@ -17,7 +17,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import PDFDocument from 'pdfkit';
 import { formatDocumentDate, formatInvoiceAmount, formatQuantity } from './format.js';
-import type { InvoiceDocument, InvoiceDocumentLine } from './invoice-document.js';
+import type { InvoiceDocument, InvoiceDocumentLine, InvoiceStamp } from './invoice-document.js';
 
 // ---------------------------------------------------------------------------------------------
 // Fonts: read and parsed once per process. Parsing a TTF with fontkit (cmap, GSUB/GPOS, hmtx...)
@@ -295,6 +295,32 @@ function drawPageFooters(pdf: Doc, doc: InvoiceDocument): void {
   }
 }
 
+const STAMP_COLOURS: Record<InvoiceStamp['label'], string> = { DRAFT: '#8a8a8a', PAID: '#1b7f3b', VOID: '#b3261e' };
+
+/** The stamp's note under the header blocks ("PAID · Paid on 3 March 2026"). */
+function drawStampNote(pdf: Doc, stamp: InvoiceStamp): void {
+  pdf.font(SANS_BOLD).fontSize(11).fillColor(STAMP_COLOURS[stamp.label]);
+  textAt(pdf, `${stamp.label} · ${stamp.note}`, pdf.page.margins.left, pdf.y, contentWidth(pdf));
+  pdf.fillColor('black');
+  pdf.y += 8;
+}
+
+/** The stamp across the middle of every page, light enough to read the invoice through. */
+function drawStampMarks(pdf: Doc, stamp: InvoiceStamp): void {
+  const range = pdf.bufferedPageRange();
+  for (let i = range.start; i < range.start + range.count; i++) {
+    pdf.switchToPage(i);
+    const cx = pdf.page.width / 2;
+    const cy = pdf.page.height / 2;
+    pdf.save();
+    pdf.rotate(-35, { origin: [cx, cy] });
+    pdf.font(SANS_BOLD).fontSize(110).fillColor(STAMP_COLOURS[stamp.label]).fillOpacity(0.14);
+    const width = pdf.widthOfString(stamp.label);
+    pdf.text(stamp.label, cx - width / 2, cy - 60, { lineBreak: false });
+    pdf.restore();
+  }
+}
+
 function fixedDate(iso: string): Date {
   const d = new Date(iso);
   if (Number.isNaN(d.getTime())) throw new RangeError(`invalid issuedAt "${iso}"`);
@@ -333,12 +359,14 @@ export async function renderInvoicePdf(doc: InvoiceDocument): Promise<Buffer> {
   pdf.registerFont(SANS_BOLD, asFontSource(bold));
 
   drawHeader(pdf, doc);
+  if (doc.stamp) drawStampNote(pdf, doc.stamp);
   drawLines(pdf, doc);
   drawTotal(pdf, doc);
   if (doc.memo) drawSection(pdf, 'Memo', doc.memo);
   drawSection(pdf, 'Pay online', doc.payUrl, doc.payUrl);
   if (doc.footer) drawSection(pdf, 'Notes', doc.footer);
   drawPageFooters(pdf, doc);
+  if (doc.stamp) drawStampMarks(pdf, doc.stamp);
 
   pdf.end();
   return done;

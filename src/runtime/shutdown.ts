@@ -1,22 +1,36 @@
 import type { Logger } from '../log.js';
 
 /**
- * On SIGTERM/SIGINT runs `close` once (bounded by timeoutMs) and exits 0; a second signal or an
- * overrun exits 1 at once.
+ * A repeat of the signal within this window is the same request: a signal sent to the process
+ * group (a terminal's Ctrl-C, `kill -- -pgid`, npm or tsx forwarding what they received) reaches
+ * node more than once.
+ */
+const REPEAT_WINDOW_MS = 2_000;
+
+/**
+ * On SIGTERM/SIGINT runs `close` once and exits 0. `close` stops taking work and lets active jobs
+ * and requests finish; past `timeoutMs` the process exits 0 anyway, leaving the jobs still running
+ * to be retried by another worker once their locks expire (nothing is lost: every send and
+ * reminder is idempotent). The same signal again within REPEAT_WINDOW_MS is ignored; a signal
+ * after that (an operator insisting) exits 1 at once. `close` failing exits 1.
  */
 export function exitOnSignals(log: Logger, timeoutMs: number, close: () => Promise<void>): void {
-  let closing = false;
+  let closingSince: number | null = null;
   const handler = (signal: NodeJS.Signals) => {
-    if (closing) {
+    if (closingSince !== null) {
+      if (Date.now() - closingSince <= REPEAT_WINDOW_MS) {
+        log.debug({ signal }, 'signal repeated; already shutting down');
+        return;
+      }
       log.warn({ signal }, 'second signal, exiting now');
       process.exit(1);
     }
-    closing = true;
-    log.info({ signal }, 'shutting down');
+    closingSince = Date.now();
+    log.info({ signal, timeout_ms: timeoutMs }, 'shutting down');
     const timer = setTimeout(() => {
-      log.error({ timeout_ms: timeoutMs }, 'shutdown timed out');
-      process.exit(1);
-    }, timeoutMs + 2_000);
+      log.warn({ timeout_ms: timeoutMs }, 'work still active at SHUTDOWN_TIMEOUT_MS; exiting, its jobs are retried once their locks expire');
+      process.exit(0);
+    }, timeoutMs);
     timer.unref();
     close().then(
       () => {

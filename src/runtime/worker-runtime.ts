@@ -57,6 +57,22 @@ export async function createWorkerRuntime(config: Config, log: Logger, opts: Wor
 
   const reminders = createReminderService(pool, reminderQueue, redis, config.reminders);
   const metrics = createMetrics({ queues: [send, reminderQueue], db: pool });
+  // The health port first: a start that cannot bind it (WORKER_PORT taken) ends before this
+  // process takes a single job.
+  let http: FastifyInstance;
+  let httpPort: number;
+  try {
+    ({ app: http, port: httpPort } = await startWorkerHttp(
+      { listen: { port: config.workerPort, host: config.host, variable: 'WORKER_PORT', fallbackToAny: config.workerPortFallback }, db: pool, redis, metrics },
+      log,
+    ));
+  } catch (err) {
+    await Promise.all([send.close(), reminderQueue.close()]).catch(() => undefined);
+    redis.disconnect();
+    await mail.close();
+    await pool.end();
+    throw err;
+  }
   const observer: JobObserver = {
     onOutcome(name, outcome, durationMs) {
       metrics.jobDuration.observe({ name, outcome }, durationMs / 1000);
@@ -172,13 +188,11 @@ export async function createWorkerRuntime(config: Config, log: Logger, opts: Wor
   }, config.outboxRelayIntervalMs);
   timer.unref();
 
-  const http = await startWorkerHttp({ port: config.workerPort, host: config.host, db: pool, redis, metrics }, log);
-  const address = http.server.address();
   log.info(
     {
       concurrency: config.workerConcurrency,
       mail: config.smtpUrl ? 'smtp' : `files in ${config.outboxDir}`,
-      port: typeof address === 'object' && address ? address.port : config.workerPort,
+      port: httpPort,
     },
     'worker started',
   );

@@ -12,7 +12,7 @@ export async function startWorker(config: Config, opts: WorkerRuntimeOptions = {
   return worker;
 }
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 export interface WorkerProcess {
   child: ChildProcess;
@@ -21,11 +21,22 @@ export interface WorkerProcess {
   /** Resolves when a log line matching the predicate appears. */
   waitForLine(match: (line: Record<string, unknown>) => boolean, timeoutMs?: number): Promise<Record<string, unknown>>;
   stop(signal?: NodeJS.Signals): Promise<number | null>;
+  /** Resolves with the exit code when the process ends by itself. */
+  exited: Promise<number | null>;
 }
 
-/** `npm run worker` as a child process, with the given environment on top of the test's. */
-export function spawnWorker(env: Record<string, string>): WorkerProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/bin/worker.ts'], {
+export interface SpawnOptions {
+  /** Run the compiled CLI (`node dist/src/cli.js <command>`, as in production; needs `npm run build`). */
+  compiled?: boolean;
+  /** The CLI command; default `worker`. */
+  command?: 'worker' | 'api' | 'migrate' | 'start';
+}
+
+/** A worker (or another CLI command) as a child process, with the given environment on top of the test's. */
+export function spawnWorker(env: Record<string, string>, opts: SpawnOptions = {}): WorkerProcess {
+  const command = opts.command ?? 'worker';
+  const args = opts.compiled ? ['dist/src/cli.js', command] : ['--import', 'tsx', 'src/cli.ts', command];
+  const child = spawn(process.execPath, args, {
     cwd: ROOT,
     env: { ...process.env, LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -54,6 +65,7 @@ export function spawnWorker(env: Record<string, string>): WorkerProcess {
   return {
     child,
     lines,
+    exited,
     waitForLine(match, timeoutMs = 20_000) {
       return new Promise((resolve, reject) => {
         const check = () => {

@@ -279,15 +279,12 @@ describe('docker-compose.yml', () => {
     for (const name of ['migrate', 'api', 'worker']) expect(COMPOSE.services[name].build, name).toBeDefined();
   });
 
-  it('runs the npm scripts that exist, one per role', () => {
-    const scripts = (JSON.parse(read('package.json')) as { scripts: Record<string, string> }).scripts;
-    for (const [name, script] of [
-      ['migrate', 'migrate'],
-      ['api', 'api'],
-      ['worker', 'worker'],
-    ]) {
-      expect(commandText(COMPOSE.services[name]), name).toBe(`npm run ${script}`);
-      expect(scripts[script], `package.json script ${script}`).toBeDefined();
+  it('runs each role with node on the compiled CLI (package.json bin), no npm or tsx in between', () => {
+    const pkg = JSON.parse(read('package.json')) as { bin: Record<string, string> };
+    const bin = pkg.bin['invoice-lifecycle'];
+    expect(bin).toBe('dist/src/cli.js');
+    for (const role of ['migrate', 'api', 'worker']) {
+      expect(COMPOSE.services[role].command, role).toEqual(['node', bin, role]);
     }
   });
 
@@ -486,7 +483,10 @@ describe('Dockerfile', () => {
     const cmd = final.filter((l) => /^CMD\s/i.test(l)).at(-1);
     expect(cmd).toBeDefined();
     const args = cmd!.replace(/^CMD\s+/i, '');
-    expect(args.startsWith('[') ? (JSON.parse(args) as string[]).join(' ') : args).toBe('npm run api');
+    // Exec form: node is the process Docker signals (a shell or npm would not pass SIGTERM on).
+    expect(args.startsWith('[')).toBe(true);
+    expect(JSON.parse(args) as string[]).toEqual(['node', 'dist/src/cli.js', 'api']);
+    expect(dockerfile).toMatch(/RUN npm run build/);
   });
 
   it('copies from the build context only what exists and .dockerignore lets through', () => {

@@ -1,11 +1,16 @@
 // The rest of an invoice's life: void a sent one, delete a draft, list them a page at a time,
-// read back the lines as written.
+// read back the lines as written, download the PDF.
+import type { FastifyReply } from 'fastify';
 import { Type } from 'typebox';
 import { deleteDraft, findInvoice, findLines, listInvoices, markVoid } from '../../db/invoices.js';
+import { loadInvoiceForMail } from '../../db/invoice-document.js';
 import { withTransaction } from '../../db/pool.js';
 import { canDelete, nextStatus } from '../../domain/invoice-rules.js';
 import { formatDecimal, lineTotal, Money } from '../../domain/money.js';
 import { notFound } from '../../errors.js';
+import { issuedInvoicePdf } from '../../pdf/issued-invoice-pdf.js';
+import { stampFor } from '../../pdf/invoice-stamp.js';
+import { renderInvoicePdf } from '../../pdf/render-invoice-pdf.js';
 import type { AppDeps } from '../app.js';
 import { requireWrite } from '../auth.js';
 import { coerceLimit, listBody, pageRequest } from '../pagination.js';
@@ -120,6 +125,38 @@ export async function invoiceLifecycleRoutes(app: Api, deps: AppDeps): Promise<v
           };
         }),
       };
+    },
+  );
+
+  app.get(
+    '/invoices/:invoiceId/pdf',
+    {
+      schema: {
+        tags: ['invoices'],
+        summary: 'The invoice PDF: for an open or overdue invoice the very document the customer was emailed; a draft preview marked DRAFT; paid marked PAID with its date; void marked VOID',
+        params: InvoiceIdParams,
+        response: {
+          200: { description: 'The PDF', content: { 'application/pdf': { schema: { type: 'string', format: 'binary' } } } },
+          ...errorResponses,
+        },
+      },
+    },
+    async (req, reply) => {
+      const inv = await findInvoice(pool, req.auth, req.params.invoiceId);
+      if (!inv) throw notFound('invoice', req.params.invoiceId);
+      const loaded = await loadInvoiceForMail(pool, inv.id, deps.config.paymentPageBase);
+      if (!loaded) throw notFound('invoice', req.params.invoiceId); // deleted meanwhile
+      const stamp = stampFor(inv.status, { paidAt: inv.paid_at, voidedAt: inv.voided_at, updatedAt: inv.updated_at }, loaded.doc.timeZone);
+      // Sent and unpaid: the kept document (rendered and kept here if the send job has not run
+      // yet; the job then attaches these bytes). Otherwise a fresh render with its stamp.
+      const pdf = stamp ? await renderInvoicePdf({ ...loaded.doc, stamp }) : await issuedInvoicePdf(pool, loaded.doc);
+      const name = `${(inv.code ?? inv.id).replace(/[^\w.-]/g, '_')}${stamp ? `-${stamp.label.toLowerCase()}` : ''}.pdf`;
+      // Bytes, not JSON: sent past the schema's serializer, which the typed reply would require.
+      return (reply as FastifyReply)
+        .header('content-type', 'application/pdf')
+        .header('content-disposition', `inline; filename="${name}"`)
+        .header('cache-control', 'private, no-cache')
+        .send(pdf);
     },
   );
 }

@@ -1,0 +1,190 @@
+// The service as production runs it: `npm run build`, then `node dist/src/cli.js <command>` as
+// real processes. Signals (SIGTERM mid-batch, a signal delivered twice), ports on a shared host.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { accessSync, constants, readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import path from 'node:path';
+import { Queue } from 'bullmq';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { SEND_QUEUE } from '../../src/queue/names.js';
+import { redisOptions } from '../../src/queue/redis.js';
+import { startApiFixture, type ApiFixture } from '../helpers/context.js';
+import { startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
+import { ROOT, spawnWorker, startWorker, waitUntil, workerProcessEnv, type SpawnOptions, type WorkerProcess } from '../helpers/worker.js';
+
+let fx: ApiFixture;
+let sink: SmtpSink;
+const cleanups: (() => Promise<unknown>)[] = [];
+
+beforeAll(async () => {
+  // The production build, as CI and the Dockerfile make it.
+  const build = spawnSync('npm', ['run', '-s', 'build'], { cwd: ROOT, encoding: 'utf8', timeout: 180_000 });
+  expect(build.status, `${build.stdout}\n${build.stderr}`).toBe(0);
+  // Each RCPT waits: a batch of sends is still running when the signal arrives.
+  sink = await startSmtpSink({ rcptDelayMs: 400 });
+  fx = await startApiFixture({ SMTP_URL: sink.url });
+}, 240_000);
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()!().catch(() => undefined);
+});
+afterAll(async () => {
+  await fx?.close();
+  await sink?.close();
+});
+
+function processEnv(extra: Record<string, string> = {}): Record<string, string> {
+  return workerProcessEnv(fx.env.config({ SMTP_URL: sink.url }), extra);
+}
+
+function spawned(extra: Record<string, string> = {}, opts: SpawnOptions = {}): WorkerProcess {
+  const p = spawnWorker(processEnv(extra), { compiled: true, ...opts });
+  cleanups.push(() => p.stop('SIGKILL'));
+  return p;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function sendInvoices(n: number, tag: string): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const headers = { 'api-key': fx.merchant.keys.sandbox };
+    const created = await fx.api.app.inject({ method: 'POST', url: '/v1/invoices', headers, payload: { customer_email: `${tag}-${i}@example.test`, amount: '2' } });
+    expect(created.statusCode, created.body).toBe(200);
+    const id = created.json().data.id as string;
+    const sent = await fx.api.app.inject({ method: 'POST', url: `/v1/invoices/${id}/send`, headers });
+    expect(sent.statusCode, sent.body).toBe(200);
+    ids.push(id);
+  }
+  return ids;
+}
+
+async function sentCount(ids: string[]): Promise<number> {
+  const { rows } = await fx.api.pool.query<{ n: number }>(`select count(*)::int as n from deliveries where invoice_id = any($1) and status = 'sent'`, [ids]);
+  return rows[0].n;
+}
+
+const recipients = (tag: string) =>
+  sink.messages.flatMap((m) => (Array.isArray(m.to) ? m.to : [m.to]).flatMap((a) => a?.value.map((v) => v.address ?? '') ?? [])).filter((a) => a.startsWith(`${tag}-`));
+
+async function activeSends(): Promise<number> {
+  const queue = new Queue(SEND_QUEUE, { connection: redisOptions(fx.env.redisUrl), prefix: fx.env.redisPrefix });
+  try {
+    return await queue.getActiveCount();
+  } finally {
+    await queue.close();
+  }
+}
+
+describe('the compiled build', () => {
+  it('package.json names the bin invoice-lifecycle with api, worker, migrate, start and demo; tsx is a dev dependency', () => {
+    const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
+      bin: Record<string, string>;
+      dependencies: Record<string, string>;
+      devDependencies: Record<string, string>;
+    };
+    const bin = path.join(ROOT, pkg.bin['invoice-lifecycle']);
+    accessSync(bin, constants.X_OK);
+    const help = execFileSync(process.execPath, [bin, '--help'], { encoding: 'utf8' });
+    for (const command of ['api', 'worker', 'migrate', 'start', 'demo']) expect(help).toMatch(new RegExp(`^  ${command}\\b`, 'm'));
+    expect(pkg.dependencies.tsx).toBeUndefined();
+    expect(pkg.devDependencies.tsx).toBeDefined();
+    const unknown = spawnSync(process.execPath, [bin, 'serve'], { encoding: 'utf8' });
+    expect(unknown.status).toBe(1);
+    expect(unknown.stderr).toContain('unknown command "serve"');
+  });
+
+  it('migrate finds its SQL from the compiled code', async () => {
+    const p = spawned({ DATABASE_URL: fx.env.db.url }, { command: 'migrate' });
+    expect(await p.exited).toBe(0);
+    expect(p.lines.some((l) => l.includes('migrations applied'))).toBe(true);
+  });
+});
+
+describe('signals', () => {
+  it('SIGTERM mid-batch: active jobs finish, the rest stay queued, exit 0, no process left; another worker sends the rest', async () => {
+    const worker = spawned({ WORKER_CONCURRENCY: '4', SHUTDOWN_TIMEOUT_MS: '20000' });
+    await worker.waitForLine((l) => l.msg === 'worker started');
+    const ids = await sendInvoices(16, 'term');
+    await waitUntil(async () => (await sentCount(ids)) >= 1 && (await activeSends()) > 0, 30_000);
+    worker.child.kill('SIGTERM');
+    const code = await worker.exited;
+    expect(code, worker.lines.slice(-5).join('\n')).toBe(0);
+    expect(alive(worker.child.pid!)).toBe(false);
+    expect(worker.lines.some((l) => l.includes('shut down cleanly'))).toBe(true);
+    // Nothing on stderr: no deprecation warning, no unhandled error.
+    expect(worker.lines.filter((l) => l.startsWith('stderr: '))).toEqual([]);
+    // Nothing left half-done: every job it held finished (sent), none is active any more.
+    expect(await activeSends()).toBe(0);
+    const sentByFirst = await sentCount(ids);
+    expect(sentByFirst).toBeLessThan(ids.length);
+    expect(recipients('term')).toHaveLength(sentByFirst);
+    // The rest is picked up by the next worker: every invoice emailed exactly once.
+    const next = await startWorker(fx.env.config({ SMTP_URL: sink.url }));
+    cleanups.push(() => next.close());
+    await waitUntil(async () => (await sentCount(ids)) === ids.length, 60_000);
+    await sink.waitFor(sink.messages.length, 1_000);
+    expect(new Set(recipients('term')).size).toBe(ids.length);
+    expect(recipients('term')).toHaveLength(ids.length);
+  }, 120_000);
+
+  it('the same signal twice at once (process-group delivery) is one graceful shutdown, exit 0', async () => {
+    const worker = spawned({ WORKER_CONCURRENCY: '2', SHUTDOWN_TIMEOUT_MS: '20000' });
+    await worker.waitForLine((l) => l.msg === 'worker started');
+    const ids = await sendInvoices(4, 'twice');
+    await waitUntil(async () => (await activeSends()) > 0, 30_000);
+    worker.child.kill('SIGTERM');
+    worker.child.kill('SIGTERM');
+    expect(await worker.exited).toBe(0);
+    expect(worker.lines.filter((l) => l.includes('"msg":"shutting down"'))).toHaveLength(1);
+    expect(worker.lines.some((l) => l.includes('second signal'))).toBe(false);
+    expect(worker.lines.some((l) => l.includes('shut down cleanly'))).toBe(true);
+    expect(await activeSends()).toBe(0);
+    expect(recipients('twice')).toHaveLength(await sentCount(ids));
+  }, 60_000);
+});
+
+describe('ports on a shared host', () => {
+  function hold(port: number): Promise<Server | null> {
+    return new Promise((resolve) => {
+      const s = createServer();
+      s.once('error', () => resolve(null));
+      s.listen(port, '0.0.0.0', () => resolve(s));
+    });
+  }
+
+  it('WORKER_PORT unset and 3001 taken: the worker takes another free port and says which', async () => {
+    // Held by this test, or already by something else on the machine: taken either way.
+    const held = await hold(3001);
+    cleanups.push(() => new Promise((r) => (held ? held.close(r) : r(undefined))));
+    const env = processEnv();
+    delete env.WORKER_PORT;
+    const p = spawnWorker(env, { compiled: true });
+    cleanups.push(() => p.stop('SIGKILL'));
+    const started = await p.waitForLine((l) => l.msg === 'worker started');
+    const port = started.port as number;
+    expect(port).not.toBe(3001);
+    const res = await fetch(`http://127.0.0.1:${port}/healthz`);
+    expect(res.status).toBe(200);
+    expect(await p.stop('SIGTERM')).toBe(0);
+  }, 60_000);
+
+  it('WORKER_PORT set and taken: exit 1 with one line naming WORKER_PORT', async () => {
+    const held = (await hold(0))!;
+    cleanups.push(() => new Promise((r) => held.close(r)));
+    const port = (held.address() as { port: number }).port;
+    const p = spawned({ WORKER_PORT: String(port), LOG_LEVEL: 'warn' });
+    expect(await p.exited).toBe(1);
+    const stderr = p.lines.filter((l) => l.startsWith('stderr: ')).join('').replace(/^stderr: /, '');
+    expect(stderr.trim().split('\n')).toHaveLength(1);
+    expect(stderr).toContain('WORKER_PORT');
+    expect(stderr).toContain(String(port));
+    expect(stderr).not.toMatch(/\n\s+at /);
+  }, 60_000);
+});
