@@ -4,6 +4,7 @@ import type { JobHandler } from '../src/queue/dispatcher.js';
 import { JOB_INVOICE_DUE, JOB_RECONCILE } from '../src/queue/reminder-service.js';
 import { REMINDER_JOB } from '../src/queue/reminder-schedulers.js';
 import type { JobContext } from './context.js';
+import { idempotencyPrune, JOB_IDEMPOTENCY_PRUNE } from './idempotency-prune.js';
 import { invoiceDue } from './invoice-due.js';
 import { invoiceReminder } from './invoice-reminder.js';
 import { invoiceSend } from './invoice-send.js';
@@ -19,4 +20,5 @@ export const reminderQueueHandlers: Handlers = {
   [REMINDER_JOB]: invoiceReminder,
   [JOB_INVOICE_DUE]: invoiceDue,
   [JOB_RECONCILE]: remindersReconcile,
+  [JOB_IDEMPOTENCY_PRUNE]: idempotencyPrune,
 };

@@ -26,6 +26,7 @@ const CATALOGUE = {
   invoice_not_voidable: [400, 'invalid_request_error'],
   invoice_not_deletable: [400, 'invalid_request_error'],
   invalid_cursor: [400, 'invalid_request_error'],
+  idempotency_key_reused: [400, 'invalid_request_error'],
   price_not_found: [400, 'invalid_request_error'],
   price_inactive: [400, 'invalid_request_error'],
   price_not_recurring: [400, 'invalid_request_error'],
@@ -42,6 +43,7 @@ const CATALOGUE = {
   // 409, 413, 415, 429: still the caller's to fix
   payment_link_has_payments: [409, 'invalid_request_error'],
   product_not_deletable: [409, 'invalid_request_error'],
+  idempotency_key_in_use: [409, 'invalid_request_error'],
   body_too_large: [413, 'invalid_request_error'],
   unsupported_media_type: [415, 'invalid_request_error'],
   rate_limited: [429, 'invalid_request_error'],

@@ -15,6 +15,7 @@ import rateLimit from '@fastify/rate-limit';
 import type { Redis } from 'ioredis';
 import type { Metrics } from '../observability/metrics.js';
 import { registerHealth } from './plugins/health.js';
+import { registerIdempotency } from './plugins/idempotency.js';
 import { registerMetrics } from './plugins/metrics.js';
 import { credentialRoutes } from './routes/credentials.js';
 import { invoiceRoutes } from './routes/invoices.js';
@@ -221,6 +222,8 @@ export async function buildApp(deps: AppDeps): Promise<Api> {
       if (req.routeOptions.config.auth === 'in-query') req.presentedKey = presentKey(req);
       else req.auth = await authenticate(deps.pool, req);
     });
+    // After authentication (keys belong to an account and environment), for every POST below.
+    registerIdempotency(v1 as unknown as FastifyInstance, deps);
     await invoiceRoutes(v1, deps);
     await invoiceLifecycleRoutes(v1, deps);
     await paymentLinkRoutes(v1, deps);

@@ -8,6 +8,7 @@ import { createMetrics, type Metrics } from '../observability/metrics.js';
 import { startWorkerHttp } from './worker-http.js';
 import { reminderQueueHandlers, sendQueueHandlers } from '../../jobs/index.js';
 import type { JobContext } from '../../jobs/context.js';
+import { IDEMPOTENCY_PRUNE_EVERY_MS, IDEMPOTENCY_PRUNE_SCHEDULER_ID, JOB_IDEMPOTENCY_PRUNE } from '../../jobs/idempotency-prune.js';
 import type { Config } from '../config.js';
 import { listen } from '../db/listen.js';
 import { createPool, type Pool } from '../db/pool.js';
@@ -149,6 +150,15 @@ export async function createWorkerRuntime(config: Config, log: Logger, opts: Wor
       { name: JOB_RECONCILE, data: {}, opts: { removeOnComplete: 50, removeOnFail: 50 } },
     );
   await upsertReconciler().catch((err) => log.warn({ err }, 'could not set up the reconciler scheduler; will retry'));
+  // Expired Idempotency-Key records are deleted on a scheduler of their own (an upsert: one
+  // scheduler however many workers start), guarded below like the reconciler's.
+  const upsertPruner = () =>
+    reminderQueue.upsertJobScheduler(
+      IDEMPOTENCY_PRUNE_SCHEDULER_ID,
+      { every: IDEMPOTENCY_PRUNE_EVERY_MS },
+      { name: JOB_IDEMPOTENCY_PRUNE, data: {}, opts: { removeOnComplete: 24, removeOnFail: 24 } },
+    );
+  await upsertPruner().catch((err) => log.warn({ err }, 'could not set up the idempotency prune scheduler; will retry'));
   // A Redis loss takes the reconciler's own scheduler with it: put it back, or nothing would
   // ever repair Redis until a worker restarts.
   const reconcilerGuard = setInterval(() => {
@@ -156,6 +166,10 @@ export async function createWorkerRuntime(config: Config, log: Logger, opts: Wor
       .getJobScheduler(RECONCILE_SCHEDULER_ID)
       .then((found) => (found ? undefined : upsertReconciler().then(() => log.warn('reconciler scheduler was missing from Redis; re-created'))))
       .catch((err) => log.warn({ err }, 'could not check the reconciler scheduler; will retry'));
+    reminderQueue
+      .getJobScheduler(IDEMPOTENCY_PRUNE_SCHEDULER_ID)
+      .then((found) => (found ? undefined : upsertPruner().then(() => log.warn('idempotency prune scheduler was missing from Redis; re-created'))))
+      .catch((err) => log.warn({ err }, 'could not check the idempotency prune scheduler; will retry'));
   }, reconcileEveryMs);
   reconcilerGuard.unref();
   reminders.reconcile().then(

@@ -354,7 +354,7 @@ describe('never a 5xx', () => {
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
     // The sent invoice is still as sent; the draft still has a valid amount.
     expect((await send('GET', `/v1/invoices/${ids.sentInvoice}`)).body.data).toMatchObject({ status: 'open', amount: '10' });
-  });
+  }, 120_000); // ~1,900 requests: minutes on a loaded 2-core machine
 });
 
 describe('values the validator must stop before Postgres', () => {
