@@ -1,13 +1,13 @@
 # syntax=docker/dockerfile:1
 #
-# One image for every role; the command picks it: `node dist/src/cli.js api` (default), `worker`,
+# One image for every role; the command picks it: `node dist/main/cli.js api` (default), `worker`,
 # `migrate`, `start` (all-in-one). The image runs compiled JavaScript with node itself as the
 # process that receives SIGTERM (exec form: no shell, npm or tsx in between), so `docker stop`
 # drains the worker's jobs and the process exits 0.
 #
 #   docker build -t invoice-lifecycle .
 #   docker run --rm -e DATABASE_URL=... -e REDIS_URL=... -p 3000:3000 invoice-lifecycle
-#   docker run --rm -e DATABASE_URL=... -e REDIS_URL=... invoice-lifecycle node dist/src/cli.js worker
+#   docker run --rm -e DATABASE_URL=... -e REDIS_URL=... invoice-lifecycle node dist/main/cli.js worker
 
 ARG NODE_IMAGE=node:20-bookworm-slim
 
@@ -22,6 +22,7 @@ RUN npm ci --no-audit --no-fund
 FROM deps AS build
 COPY tsconfig.json tsconfig.build.json ./
 COPY scripts ./scripts
+COPY main ./main
 COPY src ./src
 COPY jobs ./jobs
 COPY templates ./templates
@@ -45,4 +46,4 @@ RUN mkdir -p var/outbox && chown -R node:node var
 USER node
 # API (PORT), the API's metrics (METRICS_PORT) and the worker's health/metrics port (WORKER_PORT).
 EXPOSE 3000 3001 9464
-CMD ["node", "dist/src/cli.js", "api"]
+CMD ["node", "dist/main/cli.js", "api"]

@@ -1,6 +1,6 @@
 // `npm run bench:api`: drives GET /v1/invoices/{id} and PATCH /v1/invoices/{id} with 50
 // connections (autocannon) for 10 s each against the service started the way `npm start` runs it
-// (src/bin/start.ts in a child process: migrations, API and a worker), and, in the same run, a
+// (main/start.ts in a child process: migrations, API and a worker), and, in the same run, a
 // bare Fastify route (another child process, logger off) returning the same bytes as the GET. It
 // prints req/s and p50/p99 for each and the ratio to the bare route, plus a pooled pg
 // primary-key select rate for context.
@@ -19,9 +19,8 @@ import Fastify from 'fastify';
 import type { FastifyRequest } from 'fastify';
 import pg from 'pg';
 import { findInvoice, findInvoiceWithCredential } from '../src/db/invoices.js';
-import type { Queryable } from '../src/db/pool.js';
 import { hashApiKey } from '../src/domain/api-keys.js';
-import { authenticate, CREDENTIAL_SELECT } from '../src/http/auth.js';
+import { authenticate } from '../src/http/auth.js';
 import { provisionMerchant } from '../src/runtime/provision.js';
 import {
   REDIS_URL,
@@ -156,7 +155,7 @@ async function main(): Promise<void> {
     const key = keys.sandbox;
     const port = await freePort();
     const profileDir = process.env.BENCH_CPU_PROF ? path.join(tmp, 'profile') : null;
-    const service = spawnTs('service (src/bin/start.ts)', 'src/bin/start.ts', [], {
+    const service = spawnTs('service (main/start.ts)', 'main/start.ts', [], {
       DATABASE_URL: db.url,
       REDIS_URL,
       REDIS_PREFIX: prefix,
@@ -269,7 +268,7 @@ async function main(): Promise<void> {
     // connection); a plain unnamed primary-key select for comparison.
     const keyHash = hashApiKey(key);
     const bareSelectRate = await rate(5, connections, () => pool.query('select 1'));
-    const getStmtRate = await rate(5, connections, () => findInvoiceWithCredential(pool, CREDENTIAL_SELECT, keyHash, invoiceId));
+    const getStmtRate = await rate(5, connections, () => findInvoiceWithCredential(pool, keyHash, invoiceId));
     const pkRate = await rate(5, connections, () => findInvoice(pool, scope, invoiceId));
     const pkUnnamedRate = await rate(5, connections, () => pool.query('select id from invoices where id = $1', [invoiceId]));
     const twoTripRate = await rate(5, connections, async () => {
@@ -283,7 +282,7 @@ async function main(): Promise<void> {
     out.push(`bench:api  ${connections} connections, ${duration} s per run, ${os.cpus().length} cpus (${os.cpus()[0]?.model ?? '?'}), node ${process.version}`);
     out.push(`load at start: ${startLoad}; at end: ${loadAvg()}`);
     out.push(`code: ${codeAtStart}${codeVersion() === codeAtStart ? '' : `; at end: ${codeVersion()}`}`);
-    out.push(`GET body: ${bodyBytes.length} bytes; service = src/bin/start.ts (API + worker, LOG_LEVEL=warn); bare = Fastify, logger off; autocannon in the bench process`);
+    out.push(`GET body: ${bodyBytes.length} bytes; service = main/start.ts (API + worker, LOG_LEVEL=warn); bare = Fastify, logger off; autocannon in the bench process`);
     out.push('');
     out.push(
       table(

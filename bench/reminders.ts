@@ -32,12 +32,12 @@ import { loadConfig, type Config } from '../src/config.js';
 import { newId, newInvoiceReference } from '../src/domain/ids.js';
 import type { ReminderPolicy } from '../src/domain/reminder-schedule.js';
 import { createLogger } from '../src/log.js';
-import { REMINDER_QUEUE } from '../src/queue/names.js';
+import { jobHandlers } from '../jobs/index.js';
+import { QUEUES } from '../src/queue/catalogue.js';
 import { redisOptions } from '../src/queue/redis.js';
 import {
   createReminderSchedulers,
   plannedInstantOf,
-  REMINDER_JOB,
   reminderSchedulerId,
   reminderSchedulerSettings,
   reminderWorkerOptions,
@@ -167,7 +167,7 @@ async function remSchedulerCount(redis: Redis, repeatKey: string): Promise<numbe
 
 async function measureLateness(config: Config, prefix: string, policy: ReminderPolicy): Promise<number[]> {
   const connection = redisOptions(config.redisUrl);
-  const name = `${REMINDER_QUEUE}-lateness`;
+  const name = `${QUEUES.reminders}-lateness`;
   const queue = new Queue(name, { connection, prefix, settings: reminderSchedulerSettings });
   // One slot per invoice: 10 s before due, then nothing until a day after due.
   const latenessPolicy: ReminderPolicy = { ...policy, beforeStart: Duration.fromISO('PT10S'), beforeEvery: Duration.fromISO('PT1H') };
@@ -212,7 +212,7 @@ async function measureLateness(config: Config, prefix: string, policy: ReminderP
 
 async function runBare(redis: Redis, invoices: Invoice[], policy: ReminderPolicy): Promise<RunResult['bare']> {
   const prefix = `bench-rem-bare-${randomBytes(4).toString('hex')}`;
-  const queue = new Queue(REMINDER_QUEUE, { connection: redisOptions(REDIS_URL), prefix });
+  const queue = new Queue(QUEUES.reminders, { connection: redisOptions(REDIS_URL), prefix });
   try {
     const before = await usedMemory(redis);
     const t0 = performance.now();
@@ -223,12 +223,12 @@ async function runBare(redis: Redis, invoices: Invoice[], policy: ReminderPolicy
       queue.upsertJobScheduler(
         reminderSchedulerId(inv.id),
         { every: 86_400_000, startDate: new Date(inv.dueAt.getTime() - firstOffset) },
-        { name: REMINDER_JOB, data: { invoiceId: inv.id, phase: 'before' } },
+        { name: 'invoice.reminder', data: { invoiceId: inv.id, phase: 'before' } },
       ),
     );
     const scheduleS = (performance.now() - t0) / 1000;
     const usedDelta = (await usedMemory(redis)) - before;
-    const memory = await measureMemory(redis, prefix, REMINDER_QUEUE);
+    const memory = await measureMemory(redis, prefix, QUEUES.reminders);
     const t1 = performance.now();
     await pooled(invoices, IN_FLIGHT, (inv) => queue.removeJobScheduler(reminderSchedulerId(inv.id)));
     const cancelAllS = (performance.now() - t1) / 1000;
@@ -256,10 +256,10 @@ async function runSize(db: BenchDatabase, n: number, accountId: string, customer
   const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
   const pool = new pg.Pool({ connectionString: db.url, max: 4 });
   let worker: WorkerRuntime | null = null;
-  const apiQueue = new Queue(REMINDER_QUEUE, { connection: redisOptions(REDIS_URL), prefix, settings: reminderSchedulerSettings });
+  const apiQueue = new Queue(QUEUES.reminders, { connection: redisOptions(REDIS_URL), prefix, settings: reminderSchedulerSettings });
   try {
     // A running worker: its LISTEN on the stop trigger is what removes schedulers on payment.
-    worker = await createWorkerRuntime(config, createLogger('silent'));
+    worker = await createWorkerRuntime(config, createLogger('silent'), jobHandlers);
     await Promise.all(worker.workers.map((w) => w.waitUntilReady()));
     // Its reconciler runs at start (and its fresh scheduler fires at once): let both finish on the
     // database as it is now, before any invoice of this size exists.
@@ -290,7 +290,7 @@ async function runSize(db: BenchDatabase, n: number, accountId: string, customer
     const usedDelta = (await usedMemory(redis)) - usedBefore;
     const scheduled = await remSchedulerCount(redis, repeatKey);
     if (scheduled !== open.length) throw new Error(`expected ${open.length} schedulers, found ${scheduled}`);
-    const memory = await measureMemory(redis, prefix, REMINDER_QUEUE);
+    const memory = await measureMemory(redis, prefix, QUEUES.reminders);
 
     note(`N=${n}: bare job schedulers, same ids`);
     const bare = await runBare(redis, open, policy);

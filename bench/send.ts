@@ -22,12 +22,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { Queue, type Job } from 'bullmq';
 import pg from 'pg';
-import { loadInvoiceForMail } from '../src/db/invoice-document.js';
+import { loadInvoiceForMail } from '../src/db/invoice-for-mail.js';
 import { createMailTransport, type OutgoingMail } from '../src/mail/transport.js';
 import { renderEmail } from '../src/mail/render-email.js';
-import type { InvoiceDocument } from '../src/pdf/invoice-document.js';
+import type { InvoiceDocument } from '../src/domain/invoice-document.js';
 import { renderInvoicePdf } from '../src/pdf/render-invoice-pdf.js';
-import { SEND_QUEUE } from '../src/queue/names.js';
+import { QUEUES } from '../src/queue/catalogue.js';
 import { redisOptions } from '../src/queue/redis.js';
 import { provisionMerchant } from '../src/runtime/provision.js';
 import {
@@ -226,7 +226,7 @@ interface SendRecord {
 
 async function sendOne(api: Api, d: Draft, out: Map<string, SendRecord>): Promise<void> {
   const start = performance.now();
-  let status = 0;
+  let status: number;
   try {
     status = (await api.call('POST', `/v1/invoices/${d.id}/send`)).status;
   } catch {
@@ -311,7 +311,7 @@ function startWorkers(env: Env, count: number, concurrency: number, profileTag: 
   return Array.from({ length: count }, (_, i) =>
     spawnTs(
       `worker ${i + 1}`,
-      'src/bin/worker.ts',
+      'main/worker.ts',
       [],
       {
       DATABASE_URL: env.db.url,
@@ -494,7 +494,7 @@ async function main(): Promise<void> {
   const pool = new pg.Pool({ connectionString: db.url, max: 4 });
   // The drop at the end terminates whatever is still connected; never crash on an idle client.
   pool.on('error', () => undefined);
-  const queue = new Queue(SEND_QUEUE, { connection: redisOptions(REDIS_URL), prefix });
+  const queue = new Queue(QUEUES.send, { connection: redisOptions(REDIS_URL), prefix });
   let apiChild: Child | null = null;
   const cleanup = async () => {
     await apiChild?.stop().catch(() => undefined);
@@ -514,7 +514,7 @@ async function main(): Promise<void> {
   try {
     const { keys } = await provisionMerchant(pool, { id: 'acct_bench', name: 'Bench Merchant GmbH', email: 'billing@bench-merchant.example', timeZone: 'Europe/Berlin' });
     const port = await freePort();
-    apiChild = spawnTs('api', 'src/bin/api.ts', [], {
+    apiChild = spawnTs('api', 'main/api.ts', [], {
       DATABASE_URL: db.url,
       REDIS_URL,
       REDIS_PREFIX: prefix,

@@ -4,11 +4,7 @@
 import { pruneIdempotencyKeys } from '../src/db/idempotency-keys.js';
 import { IDEMPOTENCY_KEY_TTL_MS } from '../src/domain/idempotency.js';
 import type { JobHandler } from '../src/queue/dispatcher.js';
-import type { JobContext } from './context.js';
-
-export const JOB_IDEMPOTENCY_PRUNE = 'idempotency.prune';
-export const IDEMPOTENCY_PRUNE_SCHEDULER_ID = 'idempotency-prune';
-export const IDEMPOTENCY_PRUNE_EVERY_MS = 3_600_000;
+import type { JobContext } from '../src/queue/job-context.js';
 
 export const idempotencyPrune: JobHandler<Record<string, never>, JobContext> = async (_payload, ctx) => {
   const pruned = await pruneIdempotencyKeys(ctx.pool, IDEMPOTENCY_KEY_TTL_MS);

@@ -2,19 +2,16 @@
 // invoice first: only an open or overdue invoice with reminders on gets an email; otherwise its
 // schedule is removed and nothing is sent. One email per (invoice, slot), however often it fires.
 import { deletePendingDelivery, upsertDelivery } from '../src/db/deliveries.js';
-import { loadInvoiceForMail } from '../src/db/invoice-document.js';
+import { loadInvoiceForMail } from '../src/db/invoice-for-mail.js';
 import { lockIfRemindersRun, recordReminderSent } from '../src/db/reminders.js';
 import { newId } from '../src/domain/ids.js';
 import { remindersShouldRun } from '../src/domain/invoice-rules.js';
 import { reminderKindOf } from '../src/domain/reminder-schedule.js';
-import { deliverOnce } from '../src/mail/deliver-once.js';
 import { messageIdFor } from '../src/mail/message-id.js';
-import { renderEmail } from '../src/mail/render-email.js';
-import { issuedInvoicePdf } from '../src/pdf/issued-invoice-pdf.js';
 import type { JobHandler } from '../src/queue/dispatcher.js';
-import type { ReminderJobData } from '../src/queue/reminder-schedulers.js';
-import type { JobContext } from './context.js';
-import { invoiceMessage } from './invoice-message.js';
+import type { ReminderJobData } from '../src/queue/catalogue.js';
+import type { JobContext } from '../src/queue/job-context.js';
+import { emailInvoiceDocument } from './steps/email-invoice-document.js';
 
 export const invoiceReminder: JobHandler<ReminderJobData, JobContext> = async (payload, ctx, meta) => {
   const loaded = await loadInvoiceForMail(ctx.pool, payload.invoiceId, ctx.config.paymentPageBase);
@@ -36,19 +33,7 @@ export const invoiceReminder: JobHandler<ReminderJobData, JobContext> = async (p
     ctx.countEmail?.(kind, 'skipped');
     return 'already_sent';
   }
-  // The kept document: the same bytes as the invoice email's attachment and a download.
-  const pdf = await issuedInvoicePdf(ctx.pool, loaded.doc);
-  const email = renderEmail(kind, loaded.doc);
-  const result = await deliverOnce(
-    ctx.pool,
-    ctx.mail,
-    delivery.id,
-    (messageId) => invoiceMessage(ctx.config, loaded, email, pdf, messageId),
-    (tx) => lockIfRemindersRun(tx, payload.invoiceId),
-  ).catch((err: unknown) => {
-    ctx.countEmail?.(kind, 'failed');
-    throw err;
-  });
+  const result = await emailInvoiceDocument(ctx, loaded, kind, delivery.id, (tx) => lockIfRemindersRun(tx, payload.invoiceId));
   if (!result.sent) {
     ctx.countEmail?.(kind, 'skipped');
     if (result.reason === 'no_longer_due') {

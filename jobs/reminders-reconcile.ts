@@ -2,7 +2,7 @@
 // recreates lost schedulers and due-date jobs, removes schedulers of invoices that no longer
 // qualify. After a Redis FLUSHALL or a restart without persistence, this brings reminders back.
 import type { JobHandler } from '../src/queue/dispatcher.js';
-import type { JobContext } from './context.js';
+import type { JobContext } from '../src/queue/job-context.js';
 
 export const remindersReconcile: JobHandler<Record<string, never>, JobContext> = async (_payload, ctx) => {
   const report = await ctx.reminders.reconcile();

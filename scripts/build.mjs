@@ -1,6 +1,6 @@
-// `npm run build`: a clean dist/ with the compiled service (tsconfig.build.json: src/ and jobs/,
+// `npm run build`: a clean dist/ with the compiled service (tsconfig.build.json: main/, src/, jobs/,
 // laid out as in the repository), then the files the compiled code reads at run time (templates/,
-// SQL migrations and any other non-TypeScript file under src/ and jobs/) at the same relative
+// SQL migrations and any other non-TypeScript file under main/, src/ and jobs/) at the same relative
 // place, and the bin made executable. Starting clean matters: a stale migration left in dist/
 // would be applied by `migrate`.
 import { execFileSync } from 'node:child_process';
@@ -17,9 +17,9 @@ rmSync(dist, { recursive: true, force: true });
 const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
 execFileSync(process.execPath, [tsc, '-p', path.join(root, 'tsconfig.build.json')], { stdio: 'inherit' });
 cpSync(path.join(root, 'templates'), path.join(dist, 'templates'), { recursive: true });
-for (const dir of ['src', 'jobs']) {
+for (const dir of ['main', 'src', 'jobs']) {
   cpSync(path.join(root, dir), path.join(dist, dir), { recursive: true, filter: notTypeScript });
 }
-const bin = path.join(dist, 'src', 'cli.js');
+const bin = path.join(dist, 'main', 'cli.js');
 if (!existsSync(bin)) throw new Error(`build: ${bin} is missing`);
 chmodSync(bin, 0o755);

@@ -59,6 +59,19 @@ const CATALOGUE = {
 } as const satisfies Record<string, readonly [number, ErrorType]>;
 
 export type ErrorCode = keyof typeof CATALOGUE;
+export type ErrorStatus = (typeof CATALOGUE)[ErrorCode][0];
+
+/** Statuses only some routes answer (409: a conflict of one resource); those routes list them in their own schema. */
+const ROUTE_SPECIFIC_STATUSES = [409] as const;
+export type CommonErrorStatus = Exclude<ErrorStatus, (typeof ROUTE_SPECIFIC_STATUSES)[number]>;
+
+/** Every status of the catalogue that any v1 route can answer, ascending. */
+export function commonErrorStatuses(): CommonErrorStatus[] {
+  const all = new Set(Object.values(CATALOGUE).map(([status]) => status));
+  return [...all]
+    .filter((s): s is CommonErrorStatus => !(ROUTE_SPECIFIC_STATUSES as readonly number[]).includes(s))
+    .sort((a, b) => a - b);
+}
 
 export class ApiError extends Error {
   readonly status: number;

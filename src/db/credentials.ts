@@ -2,6 +2,7 @@ import { generateApiKey, hashApiKey } from '../domain/api-keys.js';
 import { newId } from '../domain/ids.js';
 import type { Environment, Permission } from '../domain/environment.js';
 import type { Scope } from './invoices.js';
+import { CREDENTIAL_SELECT, type CredentialColumns } from './credential-columns.js';
 import { listPage, type PageRequest, type PageResult } from './page.js';
 import type { Queryable } from './pool.js';
 
@@ -19,10 +20,18 @@ export interface CredentialRow {
 
 const COLUMNS = 'id, account_id, environment, name, permission, secret_hash, secret_last4, revoked_at, created_at';
 
-/** Looked up on every request, never cached: a revocation is seen by every process at once. */
-export async function findCredentialByHash(db: Queryable, hash: Buffer): Promise<CredentialRow | null> {
-  const { rows } = await db.query<CredentialRow>(`select ${COLUMNS} from credentials where secret_hash = $1`, [hash]);
-  return rows[0] ?? null;
+/**
+ * The credential of a presented key (by its hash) with its account's fee and zone. Looked up on
+ * every request, never cached: a revocation is seen by every process at once.
+ */
+export async function findCredentialForKey(db: Queryable, keyHash: Buffer): Promise<CredentialColumns | undefined> {
+  // Named: prepared once per connection, not parsed and planned on every request.
+  const { rows } = await db.query<CredentialColumns>({
+    name: 'auth-credential',
+    text: `select ${CREDENTIAL_SELECT} from credentials c join accounts a on a.id = c.account_id where c.secret_hash = $1`,
+    values: [keyHash],
+  });
+  return rows[0];
 }
 
 /** A page of the scope's keys (revoked ones included), newest first (see page.ts). */

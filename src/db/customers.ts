@@ -22,3 +22,9 @@ export async function upsertCustomer(
   );
   return rows[0];
 }
+
+/** The customer's own IANA zone, null when none was given (the account's applies then). */
+export async function findCustomerTimeZone(db: Queryable, customerId: string): Promise<string | null> {
+  const { rows } = await db.query<{ time_zone: string | null }>('select time_zone from customers where id = $1', [customerId]);
+  return rows[0]?.time_zone ?? null;
+}

@@ -1,13 +1,12 @@
 // SQL of the invoices family: invoices, their line items and the per-account number counters.
 import type { Environment } from '../domain/environment.js';
 import type { InvoiceStatus } from '../domain/invoice-rules.js';
+import { CREDENTIAL_SELECT, type CredentialColumns } from './credential-columns.js';
 import { listPage, type PageRequest, type PageResult } from './page.js';
 import type { Queryable } from './pool.js';
+import type { Scope } from './scope.js';
 
-export interface Scope {
-  accountId: string;
-  environment: Environment;
-}
+export type { Scope } from './scope.js';
 
 export interface InvoiceRow {
   id: string;
@@ -63,16 +62,15 @@ const COLUMNS = `id, account_id, environment, customer_id, code, reference, stat
  * The invoice and the presented key's credential in one statement, for the hot GET: the key is
  * checked on every request without a second round trip. No credential row: unknown key.
  */
-export async function findInvoiceWithCredential<C>(
+export async function findInvoiceWithCredential(
   db: Queryable,
-  credentialSelect: string,
   keyHash: Buffer,
   id: string,
-): Promise<(C & { invoice: InvoiceRow | null }) | null> {
-  const { rows } = await db.query<C & InvoiceRow>({
+): Promise<(CredentialColumns & { invoice: InvoiceRow | null }) | null> {
+  const { rows } = await db.query<CredentialColumns & InvoiceRow>({
     // Named (prepared once per connection): this is the hottest statement of the API.
     name: 'invoice-with-credential',
-    text: `select ${credentialSelect}, ${QUALIFIED_COLUMNS}
+    text: `select ${CREDENTIAL_SELECT}, ${QUALIFIED_COLUMNS}
      from credentials c join accounts a on a.id = c.account_id
      left join invoices i on i.id = $2 and i.account_id = c.account_id and i.environment = c.environment
      where c.secret_hash = $1`,

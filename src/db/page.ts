@@ -2,7 +2,7 @@
 // being the id of an object of the list. An existing row's key never changes, so a client paging
 // while new rows are inserted sees every row that existed when it started exactly once (new rows
 // sort before the first page and are simply not reached).
-import type { Scope } from './invoices.js';
+import type { Scope } from './scope.js';
 import type { QueryResultRow } from 'pg';
 import type { Queryable } from './pool.js';
 

@@ -31,3 +31,8 @@ export async function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClie
     client.release();
   }
 }
+
+/** A round trip to the server, for readiness checks. */
+export async function pingDatabase(db: Queryable): Promise<void> {
+  await db.query('select 1');
+}

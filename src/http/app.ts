@@ -3,17 +3,11 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { Api } from './types.js';
-import type { Config } from '../config.js';
-import type { Pool } from '../db/pool.js';
-import type { OutboxJob } from '../queue/outbox-relay.js';
+import type { Api, AppDeps } from './types.js';
 import { ApiError } from '../errors.js';
-import type { Logger } from '../log.js';
 import { authenticate, presentKey } from './auth.js';
 import swagger from '@fastify/swagger';
 import rateLimit from '@fastify/rate-limit';
-import type { Redis } from 'ioredis';
-import type { Metrics } from '../observability/metrics.js';
 import { registerHealth } from './plugins/health.js';
 import { registerIdempotency } from './plugins/idempotency.js';
 import { registerMetrics } from './plugins/metrics.js';
@@ -27,32 +21,7 @@ import { testHelperRoutes } from './routes/test-helpers.js';
 import { eventRoutes } from './routes/events.js';
 import { webhookEndpointRoutes } from './routes/webhook-endpoints.js';
 
-/** Hands committed outbox rows to the queue at once; failures are left to the worker's relay. */
-export interface OutboxPublisher {
-  publish(jobs: OutboxJob[]): Promise<void>;
-}
-
-/** Keeps Redis's reminder schedules in step with a change the API just committed. */
-export interface ReminderControl {
-  stop(invoiceId: string): Promise<void>;
-  resume(invoiceId: string): Promise<void>;
-}
-
-export interface AppDeps {
-  config: Config;
-  pool: Pool;
-  log: Logger;
-  outbox?: OutboxPublisher;
-  reminders?: ReminderControl;
-  /** Prometheus metrics: /metrics and the HTTP duration histogram. */
-  metrics?: Metrics;
-  /** Redis client pinged by /readyz. */
-  redis?: Redis;
-  /** Extra plugins (the queue dashboard) registered before the routes. */
-  plugins?: ((app: FastifyInstance) => Promise<void>)[];
-}
-
-export type { Api as App } from './types.js';
+export type { Api as App, AppDeps } from './types.js';
 
 function sendError(reply: FastifyReply, err: ApiError): FastifyReply {
   return reply.status(err.status).send({

@@ -1,10 +1,12 @@
 // Authentication: the key decides the account, the environment and the permission. Looked up in
 // Postgres on every request (no cache), so a revoked key fails on its very next request on every
 // API process. Hot read routes look the key up in the same statement as their data (one round
-// trip, see credentialColumns), and apply the same checks through authorize().
+// trip, see db/credential-columns.ts), and apply the same checks through authorize().
 import type { FastifyRequest } from 'fastify';
 import { hashApiKey, hashesEqual, isWellFormedKey } from '../domain/api-keys.js';
 import { environmentOfKey, type Environment, type Permission } from '../domain/environment.js';
+import type { CredentialColumns } from '../db/credential-columns.js';
+import { findCredentialForKey } from '../db/credentials.js';
 import type { Queryable } from '../db/pool.js';
 import { ApiError } from '../errors.js';
 
@@ -66,23 +68,6 @@ function readKey(req: FastifyRequest): PresentedKey {
   return { hash: hashApiKey(key), environment };
 }
 
-/** The credential columns a query must select (as these names) for authorize(). */
-export interface CredentialColumns {
-  cred_id: string | null;
-  cred_account_id: string | null;
-  cred_environment: Environment | null;
-  cred_permission: Permission | null;
-  cred_secret_hash: Buffer | null;
-  cred_revoked_at: Date | null;
-  cred_fee_bps: number | null;
-  cred_time_zone: string | null;
-}
-
-/** SQL select list over `credentials c join accounts a`, matching CredentialColumns. */
-export const CREDENTIAL_SELECT = `c.id as cred_id, c.account_id as cred_account_id, c.environment as cred_environment,
-  c.permission as cred_permission, c.secret_hash as cred_secret_hash, c.revoked_at as cred_revoked_at,
-  a.platform_fee_bps as cred_fee_bps, a.time_zone as cred_time_zone`;
-
 /** The checks every request passes: the key exists, matches, is of its prefix's environment, is not revoked. */
 export function authorize(key: PresentedKey, row: CredentialColumns | undefined): AuthContext {
   if (!row || !row.cred_id || !row.cred_secret_hash || !hashesEqual(row.cred_secret_hash, key.hash) || row.cred_environment !== key.environment) {
@@ -103,13 +88,7 @@ export function authorize(key: PresentedKey, row: CredentialColumns | undefined)
 
 export async function authenticate(db: Queryable, req: FastifyRequest): Promise<AuthContext> {
   const key = presentKey(req);
-  // Named: prepared once per connection, not parsed and planned on every request.
-  const { rows } = await db.query<CredentialColumns>({
-    name: 'auth-credential',
-    text: `select ${CREDENTIAL_SELECT} from credentials c join accounts a on a.id = c.account_id where c.secret_hash = $1`,
-    values: [key.hash],
-  });
-  return authorize(key, rows[0]);
+  return authorize(key, await findCredentialForKey(db, key.hash));
 }
 
 /** Writes need a full-access key. */

@@ -1,3 +1,5 @@
+// The types route modules are written against: the typed Fastify instance and the dependencies
+// the app hands to every route module. Routes import these from here, never from app.ts.
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type {
   FastifyBaseLogger,
@@ -6,6 +8,37 @@ import type {
   RawRequestDefaultExpression,
   RawServerDefault,
 } from 'fastify';
+import type { Redis } from 'ioredis';
+import type { Config } from '../config.js';
+import type { Pool } from '../db/pool.js';
+import type { Logger } from '../log.js';
+import type { Metrics } from '../observability/metrics.js';
+import type { OutboxJob } from '../queue/outbox.js';
 
 /** The Fastify instance routes are registered on, typed by the TypeBox schemas. */
 export type Api = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, TypeBoxTypeProvider>;
+
+/** Hands committed outbox rows to the queue at once; failures are left to the worker's relay. */
+export interface OutboxPublisher {
+  publish(jobs: readonly OutboxJob[]): Promise<void>;
+}
+
+/** Keeps Redis's reminder schedules in step with a change the API just committed. */
+export interface ReminderControl {
+  stop(invoiceId: string): Promise<void>;
+  resume(invoiceId: string): Promise<void>;
+}
+
+export interface AppDeps {
+  config: Config;
+  pool: Pool;
+  log: Logger;
+  outbox?: OutboxPublisher;
+  reminders?: ReminderControl;
+  /** Prometheus metrics: /metrics and the HTTP duration histogram. */
+  metrics?: Metrics;
+  /** Redis client pinged by /readyz. */
+  redis?: Redis;
+  /** Extra plugins (the queue dashboard) registered before the routes. */
+  plugins?: ((app: FastifyInstance) => Promise<void>)[];
+}

@@ -4,7 +4,7 @@
 // every later run of the job is a no-op.
 import { lockDelivery, markDeliveryFailed, markDeliverySent } from '../db/deliveries.js';
 import { emitInvoiceEvent } from '../db/events.js';
-import type { Pool, PoolClient } from '../db/pool.js';
+import { withTransaction, type Pool, type PoolClient } from '../db/pool.js';
 import { PermanentJobError } from '../errors.js';
 import { classifySmtpError, type MailTransport, type OutgoingMail } from './transport.js';
 
@@ -31,50 +31,37 @@ export async function deliverOnce(
   buildMessage: (messageId: string) => OutgoingMail,
   guard?: DeliveryGuard,
 ): Promise<DeliveryOutcome> {
-  const client = await pool.connect();
-  let open = false;
-  try {
-    await client.query('begin');
-    open = true;
-    const delivery = await lockDelivery(client, deliveryId);
+  // A refused send commits a transaction that only read and locked: the same as a rollback. A
+  // failed one commits its failure mark, then throws outside the transaction.
+  const outcome = await withTransaction(pool, async (tx): Promise<DeliveryOutcome | { failed: unknown; permanent: boolean; reason: string }> => {
+    const delivery = await lockDelivery(tx, deliveryId);
     if (!delivery) throw new DeliveryBusyError(`delivery ${deliveryId} is being sent by another worker`);
-    if (delivery.status === 'sent') {
-      await client.query('rollback');
-      open = false;
-      return { sent: false, reason: 'already_sent' };
-    }
-    if (guard && !(await guard(client))) {
-      await client.query('rollback');
-      open = false;
-      return { sent: false, reason: 'no_longer_due' };
-    }
+    if (delivery.status === 'sent') return { sent: false, reason: 'already_sent' };
+    if (guard && !(await guard(tx))) return { sent: false, reason: 'no_longer_due' };
     let result: Awaited<ReturnType<MailTransport['send']>>;
     try {
       result = await transport.send(buildMessage(delivery.message_id));
     } catch (err) {
-      const kind = classifySmtpError(err);
+      const permanent = classifySmtpError(err) === 'permanent';
       const reason = err instanceof Error ? err.message : String(err);
-      await markDeliveryFailed(client, deliveryId, kind === 'permanent' ? 'failed' : 'retrying', reason);
+      await markDeliveryFailed(tx, deliveryId, permanent ? 'failed' : 'retrying', reason);
       // The merchant hears of an email that will never go out, in the same transaction.
-      if (kind === 'permanent') await emitInvoiceEvent(client, delivery.invoice_id, 'invoice.email_failed');
-      await client.query('commit');
-      open = false;
-      if (kind === 'permanent') throw new PermanentJobError(`permanent SMTP failure: ${reason}`, { cause: err });
-      throw err;
+      if (permanent) await emitInvoiceEvent(tx, delivery.invoice_id, 'invoice.email_failed');
+      return { failed: err, permanent, reason };
     }
-    await markDeliverySent(client, deliveryId);
+    await markDeliverySent(tx, deliveryId);
     if (delivery.kind === 'reminder_before' || delivery.kind === 'reminder_after') {
       // Told to the merchant with the sent mark, so a crash right after cannot lose it. The
       // invoice row is only read here: updating it (last_reminder_at, done by the job after
       // commit) would turn this transaction's share lock into an exclusive one, and two slots
       // of one invoice in flight at once would deadlock after their emails went out.
-      await emitInvoiceEvent(client, delivery.invoice_id, 'invoice.reminder_sent', { last_reminder_at: new Date().toISOString() });
+      await emitInvoiceEvent(tx, delivery.invoice_id, 'invoice.reminder_sent', { last_reminder_at: new Date().toISOString() });
     }
-    await client.query('commit');
-    open = false;
     return { sent: true, messageId: delivery.message_id, location: result.location };
-  } finally {
-    if (open) await client.query('rollback').catch(() => undefined);
-    client.release();
+  });
+  if ('failed' in outcome) {
+    if (outcome.permanent) throw new PermanentJobError(`permanent SMTP failure: ${outcome.reason}`, { cause: outcome.failed });
+    throw outcome.failed;
   }
+  return outcome;
 }

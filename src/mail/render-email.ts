@@ -2,8 +2,8 @@
 // templates/. Amounts and dates are formatted exactly as on the PDF, by the same functions.
 import { readFileSync } from 'node:fs';
 import Handlebars from 'handlebars';
-import type { InvoiceDocument } from '../pdf/invoice-document.js';
-import { formatDocumentDate, formatInvoiceAmount } from '../pdf/format.js';
+import type { InvoiceDocument } from '../domain/invoice-document.js';
+import { formatDocumentDate, formatInvoiceAmount } from '../domain/invoice-format.js';
 
 export type EmailKind = 'invoice' | 'reminder_before' | 'reminder_after';
 
@@ -76,6 +76,7 @@ export function loadEmailTemplates(): void {
  */
 function headerSafe(value: string): string {
   return value
+    // eslint-disable-next-line no-control-regex -- control characters are exactly what is removed
     .replace(/[\u0000-\u001f\u007f\u2028\u2029]+/g, ' ')
     .replace(/ {2,}/g, ' ')
     .trim();

@@ -4,7 +4,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { Queue } from 'bullmq';
 import { countPendingOutbox } from '../db/outbox.js';
 import type { Queryable } from '../db/pool.js';
-import { withTimeout } from '../runtime/with-timeout.js';
+import { withTimeout } from '../lib/with-timeout.js';
 
 const JOB_STATES = ['waiting', 'active', 'delayed', 'completed', 'failed', 'prioritized', 'waiting-children'] as const;
 const SCRAPE_TIMEOUT_MS = 1_000;

@@ -1,8 +1,8 @@
 // Which state a downloaded invoice PDF is stamped with. The document the customer was emailed
 // (open, overdue) carries no stamp; a draft is a preview; paid and void say so, with their date.
 import type { InvoiceStatus } from '../domain/invoice-rules.js';
-import { formatDocumentDate } from './format.js';
-import type { InvoiceStamp } from './invoice-document.js';
+import { formatDocumentDate } from '../domain/invoice-format.js';
+import type { InvoiceStamp } from '../domain/invoice-document.js';
 
 export function stampFor(
   status: InvoiceStatus,

@@ -2,7 +2,7 @@
 // reminders attach it, and a download returns it, byte for byte (see db/invoice-pdfs.ts).
 import { findInvoicePdf, keepInvoicePdf } from '../db/invoice-pdfs.js';
 import type { Queryable } from '../db/pool.js';
-import type { InvoiceDocument } from './invoice-document.js';
+import type { InvoiceDocument } from '../domain/invoice-document.js';
 import { renderInvoicePdf } from './render-invoice-pdf.js';
 
 export type RenderPdf = (doc: InvoiceDocument) => Promise<Buffer>;

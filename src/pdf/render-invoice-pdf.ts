@@ -16,8 +16,8 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import PDFDocument from 'pdfkit';
-import { formatDocumentDate, formatInvoiceAmount, formatQuantity } from './format.js';
-import type { InvoiceDocument, InvoiceDocumentLine, InvoiceStamp } from './invoice-document.js';
+import { formatDocumentDate, formatInvoiceAmount, formatQuantity } from '../domain/invoice-format.js';
+import type { InvoiceDocument, InvoiceDocumentLine, InvoiceStamp } from '../domain/invoice-document.js';
 
 // ---------------------------------------------------------------------------------------------
 // Fonts: read and parsed once per process. Parsing a TTF with fontkit (cmap, GSUB/GPOS, hmtx...)

@@ -50,13 +50,9 @@ import {
   type ReminderPolicy,
   type ReminderSlot,
 } from '../domain/reminder-schedule.js';
+import { SCHEDULERS, type JobName, type ReminderJobData } from './catalogue.js';
 
-export const REMINDER_JOB = 'invoice.reminder';
-
-export interface ReminderJobData {
-  invoiceId: string;
-  phase: ReminderPhase;
-}
+const REMINDER_JOB = 'invoice.reminder' satisfies JobName;
 
 export interface ReminderInvoice {
   id: string;
@@ -126,7 +122,12 @@ export function reminderSchedulerId(invoiceId: string): string {
   // BullMQ keys are `<prefix>:<queue>:repeat:<id>` and job ids `repeat:<id>:<millis>`; a ':' in
   // the id makes both ambiguous (and 4+ colons look like a legacy repeat key to the worker).
   if (invoiceId === '' || invoiceId.includes(':')) throw new RangeError(`invoice id unusable in a scheduler id: "${invoiceId}"`);
-  return `rem-${invoiceId}`;
+  return `${SCHEDULERS.reminderPrefix}${invoiceId}`;
+}
+
+/** The invoice of a reminder scheduler id; null for any other scheduler. */
+export function invoiceIdOfReminderScheduler(schedulerId: string): string | null {
+  return schedulerId.startsWith(SCHEDULERS.reminderPrefix) ? schedulerId.slice(SCHEDULERS.reminderPrefix.length) : null;
 }
 
 const JOB_ID_RE = /^repeat:(.+):(\d+)$/;

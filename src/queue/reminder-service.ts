@@ -7,27 +7,13 @@ import type { ReminderPolicy } from '../domain/reminder-schedule.js';
 import { remindersShouldRun } from '../domain/invoice-rules.js';
 import { findReminderTarget, listReminderTargets, type ReminderTarget } from '../db/reminders.js';
 import type { Queryable } from '../db/pool.js';
-import { CAPPED_BACKOFF } from './backoff.js';
-import { createReminderSchedulers, reminderSchedulerId, type ReminderSchedulers } from './reminder-schedulers.js';
+import { dueJobId, JOBS, type InvoiceDuePayload } from './catalogue.js';
+import { createReminderSchedulers, invoiceIdOfReminderScheduler, reminderSchedulerId, type ReminderSchedulers } from './reminder-schedulers.js';
 
-export const JOB_INVOICE_DUE = 'invoice.due';
-export const JOB_RECONCILE = 'reminders.reconcile';
-export const RECONCILE_SCHEDULER_ID = 'reminders-reconcile';
-
-export interface InvoiceDuePayload {
-  invoiceId: string;
+/** Reminders run for this invoice: the domain rule, and its invoice email went out (never a reminder before it). */
+export function remindersRunFor(t: ReminderTarget): boolean {
+  return t.invoice_emailed && remindersShouldRun({ status: t.status, remindersEnabled: t.reminders_enabled, dueAt: t.due_at });
 }
-
-export function dueJobId(invoiceId: string, dueAt: Date): string {
-  return `${JOB_INVOICE_DUE}-${invoiceId}-${dueAt.getTime()}`;
-}
-
-const DUE_JOB_OPTIONS = {
-  attempts: 10,
-  backoff: { type: 'exponential', delay: 1_000 },
-  removeOnComplete: { age: 24 * 3600 },
-  removeOnFail: { age: 14 * 24 * 3600 },
-} as const;
 
 export interface ReconcileReport {
   qualifying: number;
@@ -40,6 +26,8 @@ export interface ReminderService {
   schedulers: ReminderSchedulers;
   /** After the invoice email: the due-date job, and the schedule from now on. */
   afterSend(invoiceId: string): Promise<void>;
+  /** At the due date (after open -> overdue): moves the schedule to the after phase if reminders still run. */
+  atDueDate(invoiceId: string): Promise<void>;
   /** Reminders turned off, invoice paid or void: remove its schedule. */
   stop(invoiceId: string): Promise<void>;
   /** Reminders turned on again: future slots only, no burst of missed ones. */
@@ -50,22 +38,18 @@ export interface ReminderService {
 
 /** `redis` is a plain client on the queue's server, for the reconciler's bulk reads. */
 export function createReminderService(db: Queryable, queue: Queue, redis: Redis, policy: ReminderPolicy): ReminderService {
-  // A reminder that hits a transient SMTP failure is retried (backing off up to 10 min, about
-  // 4 hours in all) rather than losing its slot; the handler dedups by slot, so a retry never
-  // sends twice.
-  const schedulers = createReminderSchedulers(queue, policy, { attempts: 30, backoff: { type: CAPPED_BACKOFF } });
+  const schedulers = createReminderSchedulers(queue, policy, JOBS['invoice.reminder'].options);
   // An upper bound of the last post-due slot after the due date: a month counts 30 days in
   // Duration.toMillis, so allow 10% and two days (local hour, DST) on top.
   const planHorizonMs =
     (policy.afterStart.toMillis() + policy.afterEvery.toMillis() * Math.max(0, policy.afterMax - 1)) * 1.1 + 2 * 86_400_000;
   const target = (t: ReminderTarget) => ({ id: t.id, dueAt: t.due_at!, timeZone: t.time_zone });
-  const runs = (t: ReminderTarget) =>
-    t.invoice_emailed && remindersShouldRun({ status: t.status, remindersEnabled: t.reminders_enabled, dueAt: t.due_at });
+  const runs = remindersRunFor;
 
   async function addDueJob(t: ReminderTarget): Promise<void> {
     const payload: InvoiceDuePayload = { invoiceId: t.id };
-    await queue.add(JOB_INVOICE_DUE, payload, {
-      ...DUE_JOB_OPTIONS,
+    await queue.add('invoice.due', payload, {
+      ...JOBS['invoice.due'].options,
       jobId: dueJobId(t.id, t.due_at!),
       delay: Math.max(0, t.due_at!.getTime() - Date.now()),
     });
@@ -82,6 +66,16 @@ export function createReminderService(db: Queryable, queue: Queue, redis: Redis,
         const existing = await queue.getJobScheduler(reminderSchedulerId(t.id));
         if (!existing) await schedulers.schedule(target(t), new Date());
       }
+    },
+    async atDueDate(invoiceId) {
+      const t = await findReminderTarget(db, invoiceId);
+      if (!t || !runs(t)) return;
+      await schedulers.switchToAfter(target(t), new Date());
+      // Paid (or reminders off) between the read above and the upsert: the stop notification may
+      // have removed the old scheduler before the upsert made a new one. Read again; a change
+      // committed after this read notifies the workers after the upsert, so it cannot be missed.
+      const again = await findReminderTarget(db, invoiceId);
+      if (!again || !runs(again)) await schedulers.cancel(invoiceId);
     },
     async stop(invoiceId) {
       await schedulers.cancel(invoiceId);
@@ -116,8 +110,9 @@ export function createReminderService(db: Queryable, queue: Queue, redis: Redis,
         if (await schedulers.schedule(target(t), from)) report.schedulersCreated++;
       }
       for (const id of present) {
-        if (id.startsWith('rem-') && !wanted.has(id)) {
-          await schedulers.cancel(id.slice('rem-'.length));
+        const invoiceId = invoiceIdOfReminderScheduler(id);
+        if (invoiceId !== null && !wanted.has(id)) {
+          await schedulers.cancel(invoiceId);
           report.schedulersRemoved++;
         }
       }

@@ -1,43 +1,38 @@
 // Wires the API process: pool, producer queues, the outbox fast path, then the Fastify app.
-import { Queue } from 'bullmq';
 import type { Config } from '../config.js';
 import { createPool, type Pool } from '../db/pool.js';
-import { buildApp, type AppDeps } from '../http/app.js';
-import type { Api } from '../http/types.js';
+import { buildApp } from '../http/app.js';
+import type { Api, AppDeps } from '../http/types.js';
 import type { Logger } from '../log.js';
-import { REMINDER_QUEUE, SEND_QUEUE } from '../queue/names.js';
-import { reminderSchedulerSettings } from '../queue/reminder-schedulers.js';
+import { allQueues, openQueues, type QueueSet } from '../queue/queues.js';
 import { createReminderService } from '../queue/reminder-service.js';
 import { Redis } from 'ioredis';
 import { createMetrics } from '../observability/metrics.js';
 import { DASHBOARD_PATH, registerDashboard } from '../http/plugins/dashboard.js';
 import { createOutboxRelay } from '../queue/outbox-relay.js';
 import { producerRedisOptions } from '../queue/redis.js';
-import { withTimeout } from './with-timeout.js';
+import { withTimeout } from '../lib/with-timeout.js';
 
 const FAST_PATH_TIMEOUT_MS = 2_000;
 
 export interface ApiRuntime {
   app: Api;
   pool: Pool;
-  queues: { send: Queue; reminders: Queue };
+  queues: QueueSet;
   close(): Promise<void>;
 }
 
 export async function createApiRuntime(config: Config, log: Logger, extra: Partial<AppDeps> = {}): Promise<ApiRuntime> {
   const pool = createPool(config.databaseUrl);
   const connection = producerRedisOptions(config.redisUrl);
-  const send = new Queue(SEND_QUEUE, { connection, prefix: config.redisPrefix });
-  // A Queue emits 'error' while Redis is away; the outbox covers those sends, so log and go on.
-  send.on('error', (err) => log.debug({ err }, 'send queue connection error'));
-  const reminderQueue = new Queue(REMINDER_QUEUE, { connection, prefix: config.redisPrefix, settings: reminderSchedulerSettings });
-  reminderQueue.on('error', (err) => log.debug({ err }, 'reminder queue connection error'));
+  // A Queue emits 'error' while Redis is away; the outbox covers those jobs, so log and go on.
+  const queueSet = openQueues(connection, config.redisPrefix, (err, queue) => log.debug({ err, queue }, 'queue connection error'));
   // For /readyz pings (fail fast while Redis is away) and the reminder service's reads.
   const redis = new Redis(connection);
   redis.on('error', (err) => log.debug({ err }, 'redis connection error'));
-  const reminders = createReminderService(pool, reminderQueue, redis, config.reminders);
-  const relay = createOutboxRelay(pool, { send });
-  const queues = [send, reminderQueue];
+  const reminders = createReminderService(pool, queueSet.reminders, redis, config.reminders);
+  const relay = createOutboxRelay(pool, queueSet);
+  const queues = allQueues(queueSet);
   const metrics = createMetrics({ queues, db: pool });
   const plugins: AppDeps['plugins'] = [];
   if (config.adminUser && config.adminPassword) {
@@ -64,11 +59,11 @@ export async function createApiRuntime(config: Config, log: Logger, extra: Parti
   return {
     app,
     pool,
-    queues: { send, reminders: reminderQueue },
+    queues: queueSet,
     async close() {
       await app.close();
       // A queue that never reached Redis may never finish closing: bounded.
-      await withTimeout(Promise.all([send.close(), reminderQueue.close()]), 2_000, 'queue close').catch(() => undefined);
+      await withTimeout(Promise.all(queues.map((q) => q.close())), 2_000, 'queue close').catch(() => undefined);
       redis.disconnect();
       await pool.end();
     },

@@ -11,6 +11,7 @@ import { startApiFixture, type ApiFixture } from './context.js';
  * A JSON object as the tests read it: deep access (`body.data.prices[0].id`) without a cast at
  * every step. The one `any` of the API tests; everything else is typed.
  */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- deliberate, see above
 export type JsonBody = Record<string, any>;
 
 /** The error of the envelope `{ error: { type, code, message } }`. */

@@ -1,13 +1,14 @@
 // Worker processes for tests: in this process (createWorkerRuntime), or as real child processes
-// (`src/bin/worker.ts`) for scale-out and crash tests.
+// (`main/cli.ts worker`, or the compiled `dist/main/cli.js`) for scale-out and crash tests.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { jobHandlers } from '../../jobs/index.js';
 import type { Config } from '../../src/config.js';
 import { createLogger } from '../../src/log.js';
 import { createWorkerRuntime, type WorkerRuntimeOptions, type WorkerRuntime } from '../../src/runtime/worker-runtime.js';
 
 export async function startWorker(config: Config, opts: WorkerRuntimeOptions = {}): Promise<WorkerRuntime> {
-  const worker = await createWorkerRuntime(config, createLogger('silent'), opts);
+  const worker = await createWorkerRuntime(config, createLogger('silent'), jobHandlers, opts);
   await Promise.all(worker.workers.map((w) => w.waitUntilReady()));
   return worker;
 }
@@ -26,7 +27,7 @@ export interface WorkerProcess {
 }
 
 export interface SpawnOptions {
-  /** Run the compiled CLI (`node dist/src/cli.js <command>`, as in production; needs `npm run build`). */
+  /** Run the compiled CLI (`node dist/main/cli.js <command>`, as in production; needs `npm run build`). */
   compiled?: boolean;
   /** The CLI command; default `worker`. */
   command?: 'worker' | 'api' | 'migrate' | 'start';
@@ -35,7 +36,7 @@ export interface SpawnOptions {
 /** A worker (or another CLI command) as a child process, with the given environment on top of the test's. */
 export function spawnWorker(env: Record<string, string>, opts: SpawnOptions = {}): WorkerProcess {
   const command = opts.command ?? 'worker';
-  const args = opts.compiled ? ['dist/src/cli.js', command] : ['--import', 'tsx', 'src/cli.ts', command];
+  const args = opts.compiled ? ['dist/main/cli.js', command] : ['--import', 'tsx', 'main/cli.ts', command];
   const child = spawn(process.execPath, args, {
     cwd: ROOT,
     env: { ...process.env, LOG_LEVEL: 'info', ...env },

@@ -4,7 +4,7 @@
 import { createHash } from 'node:crypto';
 import type { ParsedMail } from 'mailparser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { formatDocumentDate } from '../../src/pdf/format.js';
+import { formatDocumentDate } from '../../src/domain/invoice-format.js';
 import type { WorkerRuntime } from '../../src/runtime/worker-runtime.js';
 import { startApiFixture, type ApiFixture } from '../helpers/context.js';
 import { apiClient, type ApiClient, type JsonBody } from '../helpers/http.js';

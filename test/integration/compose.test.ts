@@ -282,7 +282,7 @@ describe('docker-compose.yml', () => {
   it('runs each role with node on the compiled CLI (package.json bin), no npm or tsx in between', () => {
     const pkg = JSON.parse(read('package.json')) as { bin: Record<string, string> };
     const bin = pkg.bin['invoice-lifecycle'];
-    expect(bin).toBe('dist/src/cli.js');
+    expect(bin).toBe('dist/main/cli.js');
     for (const role of ['migrate', 'api', 'worker']) {
       expect(COMPOSE.services[role].command, role).toEqual(['node', bin, role]);
     }
@@ -485,7 +485,7 @@ describe('Dockerfile', () => {
     const args = cmd!.replace(/^CMD\s+/i, '');
     // Exec form: node is the process Docker signals (a shell or npm would not pass SIGTERM on).
     expect(args.startsWith('[')).toBe(true);
-    expect(JSON.parse(args) as string[]).toEqual(['node', 'dist/src/cli.js', 'api']);
+    expect(JSON.parse(args) as string[]).toEqual(['node', 'dist/main/cli.js', 'api']);
     expect(dockerfile).toMatch(/RUN npm run build/);
   });
 
@@ -501,7 +501,7 @@ describe('Dockerfile', () => {
         const parts = l.split(/\s+/).slice(1).filter((p) => !p.startsWith('--'));
         return parts.slice(0, -1);
       });
-    expect(sources).toEqual(expect.arrayContaining(['src', 'jobs', 'templates', 'package.json', 'package-lock.json', 'tsconfig.json']));
+    expect(sources).toEqual(expect.arrayContaining(['src', 'jobs', 'main', 'templates', 'package.json', 'package-lock.json', 'tsconfig.json']));
     for (const src of sources) {
       expect(existsSync(path.join(ROOT, src)), src).toBe(true);
       expect(ignored.includes(src.replace(/^\.\//, '').replace(/\/$/, '')), `${src} is in .dockerignore`).toBe(false);

@@ -9,13 +9,12 @@ import { sleep, waitUntil } from '../helpers/worker.js';
 import { planReminderSlots, type ReminderPolicy } from '../../src/domain/reminder-schedule.js';
 import {
   createReminderSchedulers,
-  REMINDER_JOB,
   reminderSchedulerId,
   reminderSchedulerSettings,
   reminderWorkerOptions,
-  type ReminderJobData,
   type ReminderSchedulers,
 } from '../../src/queue/reminder-schedulers.js';
+import type { ReminderJobData } from '../../src/queue/catalogue.js';
 
 const REDIS_URL = inject('redisUrl');
 const prefix = `test-${randomUUID()}`;
@@ -76,7 +75,7 @@ async function startWorker(queue: Queue, schedulers: ReminderSchedulers, fired: 
     queue.name,
     async (job: Job<ReminderJobData>) => {
       const firedAt = Date.now();
-      expect(job.name).toBe(REMINDER_JOB);
+      expect(job.name).toBe('invoice.reminder');
       fired.push({ jobId: job.id ?? '', invoiceId: job.data.invoiceId, phase: job.data.phase, planned: schedulers.plannedInstantOf(job).getTime(), firedAt });
       if (advance) await schedulers.advance(job, new Date());
     },

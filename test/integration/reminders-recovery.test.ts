@@ -6,10 +6,10 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { planReminderSlots, type ReminderSlot, reminderKindOf } from '../../src/domain/reminder-schedule.js';
 import { loadEmailTemplates } from '../../src/mail/render-email.js';
 import { reminderSchedulerId } from '../../src/queue/reminder-schedulers.js';
-import { dueJobId, RECONCILE_SCHEDULER_ID } from '../../src/queue/reminder-service.js';
+import { dueJobId, SCHEDULERS } from '../../src/queue/catalogue.js';
 import { deleteRedisPrefix, startApiFixture, type ApiFixture } from '../helpers/context.js';
 import { startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
-import { sleep, sleepUntil, spawnWorker, startWorker, waitUntil, workerProcessEnv, type WorkerProcess } from '../helpers/worker.js';
+import { sleepUntil, spawnWorker, startWorker, waitUntil, workerProcessEnv, type WorkerProcess } from '../helpers/worker.js';
 import { apiClient, type ApiResponse, type HttpMethod } from '../helpers/http.js';
 
 // Slots: due-3s, due-2s, due-1s, then due+1s, due+2s, due+3s.
@@ -118,7 +118,7 @@ describe('reminders recovery and scale-out', () => {
     await deleteRedisPrefix(fx.env.redisUrl, fx.env.redisPrefix);
     const flushedAt = Date.now();
     expect(await scheduler(inv.id)).toBeUndefined();
-    expect(await queue().getJobScheduler(RECONCILE_SCHEDULER_ID)).toBeUndefined();
+    expect(await queue().getJobScheduler(SCHEDULERS.reconcile)).toBeUndefined();
     expect(await queue().getJob(dueJobId(inv.id, dueAt))).toBeUndefined();
 
     // Within one reconcile period (plus slack), Postgres is copied back into Redis.
@@ -128,7 +128,7 @@ describe('reminders recovery and scale-out', () => {
     await waitUntil(async () => (await scheduler(inv.id)) !== undefined, 2 * RECONCILE_MS + 1_000, 20).catch(restored('invoice schedule'));
     const restoredAt = Date.now();
     console.info(`schedule restored ${restoredAt - flushedAt} ms after the flush`);
-    await waitUntil(async () => (await queue().getJobScheduler(RECONCILE_SCHEDULER_ID)) !== undefined, 2 * RECONCILE_MS + 1_000, 50).catch(restored('reconciler scheduler'));
+    await waitUntil(async () => (await queue().getJobScheduler(SCHEDULERS.reconcile)) !== undefined, 2 * RECONCILE_MS + 1_000, 50).catch(restored('reconciler scheduler'));
     // The due-date job is back too (or already ran: the invoice is overdue).
     await waitUntil(async () => (await statusOf(inv.id)) === 'overdue' || (await queue().getJob(dueJobId(inv.id, dueAt))) !== undefined, 2_000, 20).catch(restored('due-date job'));
 

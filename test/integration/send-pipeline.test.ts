@@ -5,8 +5,7 @@ import type { ParsedMail } from 'mailparser';
 import { createServer } from 'node:net';
 import { Queue } from 'bullmq';
 import { redisOptions } from '../../src/queue/redis.js';
-import { JOB_INVOICE_SEND, SEND_QUEUE } from '../../src/queue/names.js';
-import { SEND_JOB_OPTIONS } from '../../src/queue/outbox-relay.js';
+import { JOBS, QUEUES } from '../../src/queue/catalogue.js';
 import { createLogger } from '../../src/log.js';
 import { createApiRuntime } from '../../src/runtime/api-runtime.js';
 import type { WorkerRuntime } from '../../src/runtime/worker-runtime.js';
@@ -150,13 +149,13 @@ describe('invoice.send', () => {
     const payload = rows[0].payload;
     // Duplicates under new job ids, so BullMQ runs each: the delivery row is what dedups.
     const dups = await Promise.all(
-      [1, 2, 3].map((n) => w.queues.send.add(JOB_INVOICE_SEND, payload, { ...SEND_JOB_OPTIONS, jobId: `dup-${n}-${id}` })),
+      [1, 2, 3].map((n) => w.queues.send.add('invoice.send', payload, { ...JOBS['invoice.send'].options, jobId: `dup-${n}-${id}` })),
     );
     await waitUntil(async () => (await Promise.all(dups.map((j) => j.getState()))).every((s) => s === 'completed'));
     expect(messagesTo(email)).toHaveLength(1);
     expect((await deliveries(id))[0]).toMatchObject({ status: 'sent', attempt: 1 });
     // And adding the original job id again is a no-op.
-    const again = await w.queues.send.add(JOB_INVOICE_SEND, payload, { jobId: `${JOB_INVOICE_SEND}-${payload.invoiceId}-${payload.deliveryId}` });
+    const again = await w.queues.send.add('invoice.send', payload, { jobId: JOBS['invoice.send'].jobId!(payload) });
     expect(await again.getState()).toBe('completed');
   });
 
@@ -263,7 +262,7 @@ describe('worker processes', () => {
     const id = await createDraft({ customer_email: email, amount: '9.99' });
     await send(id);
     // Kill it while it waits on the SMTP server (after RCPT, before DATA).
-    const queue = new Queue(SEND_QUEUE, { connection: redisOptions(fx.env.redisUrl), prefix: fx.env.redisPrefix });
+    const queue = new Queue(QUEUES.send, { connection: redisOptions(fx.env.redisUrl), prefix: fx.env.redisPrefix });
     cleanups.push(() => queue.close());
     await waitUntil(async () => (await queue.getActiveCount()) === 1, 10_000);
     await new Promise((r) => setTimeout(r, 300));

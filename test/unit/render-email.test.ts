@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { EMAIL_KINDS, loadEmailTemplates, renderEmail } from '../../src/mail/render-email.js';
-import type { InvoiceDocument } from '../../src/pdf/invoice-document.js';
+import type { InvoiceDocument } from '../../src/domain/invoice-document.js';
 
 function invoice(overrides: Partial<InvoiceDocument> = {}): InvoiceDocument {
   return {

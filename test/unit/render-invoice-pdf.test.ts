@@ -1,8 +1,8 @@
 import { Decimal } from 'decimal.js';
 import { getDocument } from 'pdfjs-dist/legacy/build/pdf.mjs';
 import { describe, expect, it, vi } from 'vitest';
-import type { InvoiceDocument, InvoiceDocumentLine } from '../../src/pdf/invoice-document.js';
-import { formatDocumentDate, formatTokenAmount } from '../../src/pdf/format.js';
+import type { InvoiceDocument, InvoiceDocumentLine } from '../../src/domain/invoice-document.js';
+import { formatDocumentDate, formatTokenAmount } from '../../src/domain/invoice-format.js';
 import { renderInvoicePdf } from '../../src/pdf/render-invoice-pdf.js';
 import { extractPdfText } from '../helpers/pdf-text.js';
 

@@ -2,8 +2,8 @@
 // Shared by the API and the worker's own small HTTP port.
 import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
-import type { Queryable } from '../../db/pool.js';
-import { withTimeout } from '../../runtime/with-timeout.js';
+import { pingDatabase, type Queryable } from '../../db/pool.js';
+import { withTimeout } from '../../lib/with-timeout.js';
 
 const CHECK_TIMEOUT_MS = 1_000;
 
@@ -20,7 +20,7 @@ export function registerHealth(app: FastifyInstance, deps: { db: Queryable; redi
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
   app.get('/readyz', { schema: { hide: true } }, async (_req, reply) => {
     const checks = Object.fromEntries(
-      await Promise.all([check('postgres', () => deps.db.query('select 1')), check('redis', () => deps.redis.ping())]),
+      await Promise.all([check('postgres', () => pingDatabase(deps.db)), check('redis', () => deps.redis.ping())]),
     );
     const failing = Object.entries(checks).filter(([, v]) => v !== 'ok').map(([k]) => k);
     if (failing.length) return reply.status(503).send({ status: 'unavailable', failing, checks });

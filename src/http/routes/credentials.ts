@@ -2,13 +2,13 @@ import { issueApiKey, listCredentials, revokeCredential } from '../../db/credent
 import { emitEvent } from '../../db/events.js';
 import { withTransaction } from '../../db/pool.js';
 import { notFound } from '../../errors.js';
-import type { AppDeps } from '../app.js';
+import type { AppDeps } from '../types.js';
 import { requireWrite } from '../auth.js';
 import { presentCredential } from '../presenters.js';
 import { coerceLimit, listBody, pageRequest } from '../pagination.js';
 import { CreateCredentialBody, Credential, CredentialIdParams, Data, ListOf, PageQuery } from '../schemas.js';
 import type { Api } from '../types.js';
-import { errorResponses } from './invoices.js';
+import { errorResponses } from '../route-helpers.js';
 
 export async function credentialRoutes(app: Api, deps: AppDeps): Promise<void> {
   app.post(

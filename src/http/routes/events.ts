@@ -1,13 +1,13 @@
 import { findEvent, listEvents } from '../../db/events.js';
 import { isEventType } from '../../domain/events.js';
 import { ApiError, notFound } from '../../errors.js';
-import type { AppDeps } from '../app.js';
+import type { AppDeps } from '../types.js';
 import { Event, EventIdParams, ListEventsQuery } from '../event-schemas.js';
 import { coerceLimit, listBody, pageRequest } from '../pagination.js';
 import { presentEvent } from '../presenters.js';
 import { Data, ListOf } from '../schemas.js';
 import type { Api } from '../types.js';
-import { errorResponses } from './invoices.js';
+import { errorResponses } from '../route-helpers.js';
 
 export async function eventRoutes(app: Api, deps: AppDeps): Promise<void> {
   const { pool } = deps;

@@ -3,7 +3,7 @@
 import type { FastifyReply } from 'fastify';
 import { Type } from 'typebox';
 import { deleteDraft, findInvoice, findLines, listInvoices, markVoid } from '../../db/invoices.js';
-import { loadInvoiceForMail } from '../../db/invoice-document.js';
+import { loadInvoiceForMail } from '../../db/invoice-for-mail.js';
 import { withTransaction } from '../../db/pool.js';
 import { canDelete, nextStatus } from '../../domain/invoice-rules.js';
 import { formatDecimal, lineTotal, Money } from '../../domain/money.js';
@@ -11,13 +11,13 @@ import { notFound } from '../../errors.js';
 import { issuedInvoicePdf } from '../../pdf/issued-invoice-pdf.js';
 import { stampFor } from '../../pdf/invoice-stamp.js';
 import { renderInvoicePdf } from '../../pdf/render-invoice-pdf.js';
-import type { AppDeps } from '../app.js';
+import type { AppDeps } from '../types.js';
 import { requireWrite } from '../auth.js';
 import { coerceLimit, listBody, pageRequest } from '../pagination.js';
 import { presentInvoice } from '../presenters.js';
 import { Data, DeletedObject, Invoice, InvoiceIdParams, InvoiceLine, ListInvoicesQuery, ListOf } from '../schemas.js';
 import type { Api } from '../types.js';
-import { errorResponses, unwrap } from './invoices.js';
+import { errorResponses, unwrap } from '../route-helpers.js';
 
 export async function invoiceLifecycleRoutes(app: Api, deps: AppDeps): Promise<void> {
   const { pool } = deps;

@@ -1,7 +1,6 @@
 import type { Decimal } from 'decimal.js';
 import { upsertCustomer } from '../../db/customers.js';
 import { emitInvoiceEvent } from '../../db/events.js';
-import { insertOutbox } from '../../db/outbox.js';
 import { upsertDelivery } from '../../db/deliveries.js';
 import {
   findInvoice,
@@ -17,34 +16,19 @@ import {
 } from '../../db/invoices.js';
 import { withTransaction } from '../../db/pool.js';
 import { formatInvoiceCode, newId, newInvoiceReference } from '../../domain/ids.js';
-import { nextStatus, resolveAmountEdit, type ParsedLine, type Verdict } from '../../domain/invoice-rules.js';
+import { nextStatus, resolveAmountEdit, type ParsedLine } from '../../domain/invoice-rules.js';
 import { feeAtomic, formatDecimal, Money, toAtomic } from '../../domain/money.js';
 import { resolveToken } from '../../domain/tokens.js';
 import { ApiError, notFound } from '../../errors.js';
-import { JOB_INVOICE_SEND, invoiceSendJobId } from '../../queue/names.js';
-import type { OutboxJob } from '../../queue/outbox-relay.js';
+import { enqueueInTransaction } from '../../queue/outbox.js';
 import { messageIdFor } from '../../mail/message-id.js';
-import type { AppDeps } from '../app.js';
-import { authorize, CREDENTIAL_SELECT, requireWrite, type AuthContext, type CredentialColumns } from '../auth.js';
+import { buildReminderTimeline } from '../reminder-timeline.js';
+import { errorResponses, isTimeZone, publishQuietly, unwrap } from '../route-helpers.js';
+import type { AppDeps } from '../types.js';
+import { authorize, requireWrite, type AuthContext } from '../auth.js';
 import { presentInvoice } from '../presenters.js';
-import { CreateInvoiceBody, Data, ErrorEnvelope, Invoice, InvoiceIdParams, SetRemindersBody, UpdateInvoiceBody } from '../schemas.js';
+import { CreateInvoiceBody, Data, Invoice, InvoiceIdParams, ReminderTimeline, SetRemindersBody, UpdateInvoiceBody } from '../schemas.js';
 import type { Api } from '../types.js';
-import { buildReminderTimeline } from './reminder-timeline.js';
-import { ReminderTimeline } from '../schemas.js';
-
-export function unwrap<T>(v: Verdict<T>): T {
-  if (!v.ok) throw new ApiError(v.code, v.message);
-  return v.value;
-}
-
-export function isTimeZone(zone: string): boolean {
-  try {
-    new Intl.DateTimeFormat('en-US', { timeZone: zone });
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 function amounts(total: Decimal | null, decimals: number, feeBps: number) {
   if (total === null) return { amount: null, amountAtomic: null, feeAtomic: null };
@@ -54,18 +38,6 @@ function amounts(total: Decimal | null, decimals: number, feeBps: number) {
 
 const linesForDb = (lines: ParsedLine[]) =>
   lines.map((l) => ({ description: l.description, quantity: l.quantity, unitAmount: formatDecimal(l.unitAmount) }));
-
-/** The error statuses every v1 route can answer, for the OpenAPI document. */
-export const errorResponses = {
-  400: ErrorEnvelope,
-  401: ErrorEnvelope,
-  403: ErrorEnvelope,
-  404: ErrorEnvelope,
-  413: ErrorEnvelope,
-  415: ErrorEnvelope,
-  429: ErrorEnvelope,
-  500: ErrorEnvelope,
-};
 
 export async function invoiceRoutes(app: Api, deps: AppDeps): Promise<void> {
   const { pool } = deps;
@@ -124,7 +96,7 @@ export async function invoiceRoutes(app: Api, deps: AppDeps): Promise<void> {
       schema: { tags: ['invoices'], summary: 'Retrieve an invoice', params: InvoiceIdParams, response: { 200: Data(Invoice), ...errorResponses } },
     },
     async (req) => {
-      const row = await findInvoiceWithCredential<CredentialColumns>(pool, CREDENTIAL_SELECT, req.presentedKey.hash, req.params.invoiceId);
+      const row = await findInvoiceWithCredential(pool, req.presentedKey.hash, req.params.invoiceId);
       req.auth = authorize(req.presentedKey, row ?? undefined);
       if (!row?.invoice) throw notFound('invoice', req.params.invoiceId);
       return { data: presentInvoice(row.invoice) };
@@ -193,10 +165,8 @@ export async function invoiceRoutes(app: Api, deps: AppDeps): Promise<void> {
           slotAt: sent.sent_at!,
           messageId: messageIdFor(deliveryId, deps.config.mailFrom),
         });
-        const payload = { invoiceId: sent.id, deliveryId: delivery.id };
-        const outboxJob = { job_name: JOB_INVOICE_SEND, job_id: invoiceSendJobId(payload), payload };
-        await insertOutbox(tx, outboxJob.job_name, outboxJob.job_id, payload);
-        return { row: sent, job: outboxJob };
+        const job = await enqueueInTransaction(tx, 'invoice.send', { invoiceId: sent.id, deliveryId: delivery.id });
+        return { row: sent, job };
       });
       await publishQuietly(deps, [job], req.log);
       return { data: presentInvoice(row) };
@@ -254,14 +224,4 @@ export async function invoiceRoutes(app: Api, deps: AppDeps): Promise<void> {
       return { data: await buildReminderTimeline(deps, inv, req.auth.accountTimeZone) };
     },
   );
-}
-
-/** The fast path of the outbox: Redis trouble must not fail a committed request. */
-export async function publishQuietly(deps: AppDeps, jobs: OutboxJob[], log: { warn: (o: object, m: string) => void }): Promise<void> {
-  if (!deps.outbox) return;
-  try {
-    await deps.outbox.publish(jobs);
-  } catch (err) {
-    log.warn({ err, job_ids: jobs.map((j) => j.job_id) }, 'enqueue after commit failed; the outbox relay will hand the job over');
-  }
 }

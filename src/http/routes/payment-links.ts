@@ -8,13 +8,13 @@ import { newId } from '../../domain/ids.js';
 import { formatDecimal, parseAmount } from '../../domain/money.js';
 import { resolveToken } from '../../domain/tokens.js';
 import { ApiError, notFound } from '../../errors.js';
-import type { AppDeps } from '../app.js';
+import type { AppDeps } from '../types.js';
 import { requireWrite } from '../auth.js';
 import { presentLink } from '../presenters.js';
 import { CreatePaymentLinkBody, Data, DeletedObject, ErrorEnvelope, IdParams, PaymentLink, UpdatePaymentLinkBody } from '../schemas.js';
 import { Type } from 'typebox';
 import type { Api } from '../types.js';
-import { errorResponses } from './invoices.js';
+import { errorResponses } from '../route-helpers.js';
 
 function invalid(message: string, param?: string): ApiError {
   return new ApiError('payment_link_invalid', message, param);

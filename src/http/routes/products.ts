@@ -7,13 +7,13 @@ import { newId } from '../../domain/ids.js';
 import { formatDecimal, parseAmount, toAtomic } from '../../domain/money.js';
 import { resolveToken } from '../../domain/tokens.js';
 import { ApiError, notFound } from '../../errors.js';
-import type { AppDeps } from '../app.js';
+import type { AppDeps } from '../types.js';
 import { requireWrite } from '../auth.js';
 import { presentProduct } from '../presenters.js';
 import { coerceLimit, listBody, pageRequest } from '../pagination.js';
 import { CreateProductBody, Data, DeletedObject, ErrorEnvelope, ListOf, PageQuery, Product, ProductIdParams, UpdateProductBody, type CreatePriceBody } from '../schemas.js';
 import type { Api } from '../types.js';
-import { errorResponses } from './invoices.js';
+import { errorResponses } from '../route-helpers.js';
 
 /** Checks one price of a create request against the token registry and the cadence rules. */
 function priceFromInput(environment: Environment, productId: string, p: CreatePriceBody, i: number): NewPrice {

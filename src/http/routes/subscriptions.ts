@@ -1,10 +1,10 @@
 import { findSubscription } from '../../db/subscriptions.js';
 import { notFound } from '../../errors.js';
-import type { AppDeps } from '../app.js';
+import type { AppDeps } from '../types.js';
 import { presentSubscription } from '../presenters.js';
 import { Data, Subscription, SubscriptionIdParams } from '../schemas.js';
 import type { Api } from '../types.js';
-import { errorResponses } from './invoices.js';
+import { errorResponses } from '../route-helpers.js';
 
 export async function subscriptionRoutes(app: Api, deps: AppDeps): Promise<void> {
   app.get(

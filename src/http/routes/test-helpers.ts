@@ -14,12 +14,12 @@ import { nextStatus } from '../../domain/invoice-rules.js';
 import { formatDecimal, Money, parseAmount, toAtomic } from '../../domain/money.js';
 import { resolveToken } from '../../domain/tokens.js';
 import { ApiError, notFound } from '../../errors.js';
-import type { AppDeps } from '../app.js';
+import type { AppDeps } from '../types.js';
 import { requireWrite, type AuthContext } from '../auth.js';
 import { presentInvoice, presentLinkPayment, presentSubscription } from '../presenters.js';
 import { Data, ErrorEnvelope, IdParams, Invoice, InvoiceIdParams, LinkPayment, LinkPaymentBody, StartSubscriptionBody, Subscription } from '../schemas.js';
 import type { Api } from '../types.js';
-import { errorResponses, unwrap } from './invoices.js';
+import { errorResponses, unwrap } from '../route-helpers.js';
 
 function requireSandbox(auth: AuthContext): void {
   if (auth.environment !== 'sandbox') {

@@ -9,7 +9,7 @@ import { newId } from '../../domain/ids.js';
 import { checkEndpointUrl, newWebhookSecret } from '../../domain/webhooks.js';
 import { ApiError, notFound } from '../../errors.js';
 import { AddressRefusedError, resolvePublicAddresses } from '../../webhooks/address-guard.js';
-import type { AppDeps } from '../app.js';
+import type { AppDeps } from '../types.js';
 import type { AuthContext } from '../auth.js';
 import {
   CreateWebhookEndpointBody,
@@ -24,7 +24,7 @@ import { coerceLimit, DEFAULT_PAGE_SIZE } from '../pagination.js';
 import { presentWebhookDelivery, presentWebhookEndpoint } from '../presenters.js';
 import { Data, ListOf } from '../schemas.js';
 import type { Api } from '../types.js';
-import { errorResponses } from './invoices.js';
+import { errorResponses } from '../route-helpers.js';
 
 /** The old secret keeps signing beside the new one this long after a rotation. */
 export const SECRET_OVERLAP_MS = 24 * 3600 * 1000;

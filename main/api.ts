@@ -1,11 +1,11 @@
 // `invoice-lifecycle api` (`npm run api`): the HTTP API alone (migrations are `migrate`'s job in
 // a deployment).
-import { loadConfigOrExit } from '../config.js';
-import { createLogger } from '../log.js';
-import { createApiRuntime } from '../runtime/api-runtime.js';
-import { listenOn } from '../runtime/listen.js';
-import { exitOnSignals } from '../runtime/shutdown.js';
-import { startOrExit } from '../runtime/startup-error.js';
+import { loadConfigOrExit } from '../src/config.js';
+import { createLogger } from '../src/log.js';
+import { createApiRuntime } from '../src/runtime/api-runtime.js';
+import { listenOn } from '../src/runtime/listen.js';
+import { exitOnSignals } from '../src/runtime/shutdown.js';
+import { startOrExit } from '../src/runtime/startup-error.js';
 
 const config = loadConfigOrExit();
 const log = createLogger(config.logLevel);

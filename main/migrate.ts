@@ -1,7 +1,7 @@
 // `invoice-lifecycle migrate` (`npm run migrate`): creates the database if needed and applies pending migrations.
-import { loadConfigOrExit } from '../config.js';
-import { migrate } from '../db/migrate.js';
-import { createLogger, redactUrl } from '../log.js';
+import { loadConfigOrExit } from '../src/config.js';
+import { migrate } from '../src/db/migrate.js';
+import { createLogger, redactUrl } from '../src/log.js';
 
 const config = loadConfigOrExit();
 const log = createLogger(config.logLevel);

@@ -3,15 +3,16 @@
 //
 // Re-running keeps the same merchant, keys, product, links and subscription, and creates a new
 // draft invoice only when the previous one was already sent.
-import { loadConfigOrExit } from '../config.js';
-import { migrate } from '../db/migrate.js';
-import type { Pool } from '../db/pool.js';
-import { createLogger } from '../log.js';
-import { createApiRuntime } from '../runtime/api-runtime.js';
-import { provisionMerchant, type MerchantKeys } from '../runtime/provision.js';
+import { loadConfigOrExit } from '../src/config.js';
+import { countLiveKeys, findDemoObjects, linkHasPayments, revokeKeysNamed } from '../src/db/demo-fixtures.js';
+import { migrate } from '../src/db/migrate.js';
+import type { Pool } from '../src/db/pool.js';
+import { createLogger } from '../src/log.js';
+import { createApiRuntime } from '../src/runtime/api-runtime.js';
+import { provisionMerchant, type MerchantKeys } from '../src/runtime/provision.js';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { hashApiKey } from '../domain/api-keys.js';
+import { hashApiKey } from '../src/domain/api-keys.js';
 
 const DEMO_ACCOUNT = 'acct_demo';
 const KEYS_FILE = 'var/demo-keys.json';
@@ -28,11 +29,6 @@ async function call<T>(key: string, method: 'GET' | 'POST' | 'PATCH', url: strin
   return (res.json() as { data: T }).data;
 }
 
-async function existingId(pool: Pool, sql: string): Promise<string | null> {
-  const { rows } = await pool.query<{ id: string }>(sql, [DEMO_ACCOUNT]);
-  return rows[0]?.id ?? null;
-}
-
 /**
  * The demo keys of an earlier run, when they still authenticate against this database: secrets
  * are stored hashed, so the demo keeps its own (local, throwaway) copy to print them again.
@@ -46,21 +42,14 @@ async function previousKeys(pool: Pool): Promise<MerchantKeys | null> {
   }
   const all = [saved.sandbox, saved.live, saved.sandbox_read_only, saved.live_read_only];
   if (!all.every((k) => typeof k === 'string')) return null;
-  const { rows } = await pool.query<{ n: number }>(
-    'select count(*)::int as n from credentials where account_id = $1 and revoked_at is null and secret_hash = any($2)',
-    [DEMO_ACCOUNT, all.map(hashApiKey)],
-  );
-  return rows[0].n === all.length ? saved : null;
+  return (await countLiveKeys(pool, DEMO_ACCOUNT, all.map(hashApiKey))) === all.length ? saved : null;
 }
 
 try {
   let keys = await previousKeys(api.pool);
   if (!keys) {
     // First run on this database (or its keys were revoked): fresh keys, older demo keys revoked.
-    await api.pool.query(
-      `update credentials set revoked_at = now() where account_id = $1 and revoked_at is null and name like 'demo %'`,
-      [DEMO_ACCOUNT],
-    );
+    await revokeKeysNamed(api.pool, DEMO_ACCOUNT, 'demo ');
     ({ keys } = await provisionMerchant(
       api.pool,
       { id: DEMO_ACCOUNT, name: 'Demo Merchant GmbH', email: 'billing@demo-merchant.example', timeZone: 'Europe/Berlin', keyNamePrefix: 'demo ' },
@@ -72,7 +61,7 @@ try {
   const key = keys.sandbox;
 
   const productId =
-    (await existingId(api.pool, `select id from products where account_id = $1 and environment = 'sandbox' and metadata->>'demo' = 'true'`)) ??
+    (await findDemoObjects.product(api.pool, DEMO_ACCOUNT)) ??
     (
       await call<{ id: string }>(key, 'POST', '/v1/products', {
         name: 'Pro plan',
@@ -88,24 +77,20 @@ try {
   const priceId = product.prices[0].id;
 
   const linkId =
-    (await existingId(api.pool, `select id from payment_links where account_id = $1 and environment = 'sandbox' and name = 'Demo: Pro plan link'`)) ??
+    (await findDemoObjects.paymentLinkNamed(api.pool, DEMO_ACCOUNT, 'Demo: Pro plan link')) ??
     (await call<{ id: string }>(key, 'POST', '/v1/payment-links', { name: 'Demo: Pro plan link', price_id: priceId, collect_email: true })).id;
   const customLinkId =
-    (await existingId(api.pool, `select id from payment_links where account_id = $1 and environment = 'sandbox' and name = 'Demo: tip jar'`)) ??
+    (await findDemoObjects.paymentLinkNamed(api.pool, DEMO_ACCOUNT, 'Demo: tip jar')) ??
     (await call<{ id: string }>(key, 'POST', '/v1/payment-links', { name: 'Demo: tip jar', min_amount: '1', max_amount: '500', preset_amount: '5' })).id;
   // A link with a payment, to see that it cannot be deleted.
-  const { rows: paid } = await api.pool.query('select 1 from payment_link_payments where payment_link_id = $1', [linkId]);
-  if (paid.length === 0) await call(key, 'POST', `/v1/test_helpers/payment-links/${linkId}/payments`, { customer_email: 'payer@example.com' });
+  if (!(await linkHasPayments(api.pool, linkId))) await call(key, 'POST', `/v1/test_helpers/payment-links/${linkId}/payments`, { customer_email: 'payer@example.com' });
 
   const subscriptionId =
-    (await existingId(api.pool, `select id from subscriptions where account_id = $1 and environment = 'sandbox' order by created_at limit 1`)) ??
+    (await findDemoObjects.subscription(api.pool, DEMO_ACCOUNT)) ??
     (await call<{ id: string }>(key, 'POST', '/v1/test_helpers/subscriptions', { price_id: priceId, customer_email: 'subscriber@example.com' })).id;
 
   const invoiceId =
-    (await existingId(
-      api.pool,
-      `select id from invoices where account_id = $1 and environment = 'sandbox' and status = 'draft' and metadata->>'demo' = 'true' order by created_at desc limit 1`,
-    )) ??
+    (await findDemoObjects.draftInvoice(api.pool, DEMO_ACCOUNT)) ??
     (
       await call<{ id: string }>(key, 'POST', '/v1/invoices', {
         customer_email: 'jane.doe@example.com',

@@ -1,7 +1,7 @@
 // How amounts, quantities and dates of an invoice are written for people: shared by the PDF and
 // the email templates, so both say exactly the same thing. Pure functions.
 import { Decimal } from 'decimal.js';
-import { resolveToken } from '../domain/tokens.js';
+import { resolveToken } from './tokens.js';
 import type { InvoiceDocument } from './invoice-document.js';
 
 /**

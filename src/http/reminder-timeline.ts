@@ -1,16 +1,15 @@
-// GET /v1/invoices/{id}/reminders: what was sent, and what the policy plans next.
-import { listDeliveries } from '../../db/deliveries.js';
-import type { InvoiceRow } from '../../db/invoices.js';
-import { remindersShouldRun } from '../../domain/invoice-rules.js';
-import { futureReminderSlots, reminderKindOf } from '../../domain/reminder-schedule.js';
-import type { AppDeps } from '../app.js';
+// The reminder timeline of GET /v1/invoices/{id}/reminders: what was sent, and what the policy
+// plans next.
+import { findCustomerTimeZone } from '../db/customers.js';
+import { listDeliveries } from '../db/deliveries.js';
+import type { InvoiceRow } from '../db/invoices.js';
+import { remindersShouldRun } from '../domain/invoice-rules.js';
+import { futureReminderSlots, reminderKindOf } from '../domain/reminder-schedule.js';
+import type { AppDeps } from './types.js';
 
-export async function buildReminderTimeline(deps: AppDeps, inv: InvoiceRow, accountTimeZone: string) {
-  const [deliveries, customer] = await Promise.all([
-    listDeliveries(deps.pool, inv.id),
-    deps.pool.query<{ time_zone: string | null }>('select time_zone from customers where id = $1', [inv.customer_id]),
-  ]);
-  const timeZone = customer.rows[0]?.time_zone ?? accountTimeZone;
+export async function buildReminderTimeline(deps: Pick<AppDeps, 'pool' | 'config'>, inv: InvoiceRow, accountTimeZone: string) {
+  const [deliveries, customerZone] = await Promise.all([listDeliveries(deps.pool, inv.id), findCustomerTimeZone(deps.pool, inv.customer_id)]);
+  const timeZone = customerZone ?? accountTimeZone;
   const running = remindersShouldRun({ status: inv.status, remindersEnabled: inv.reminders_enabled, dueAt: inv.due_at });
   const upcoming = running && inv.due_at
     ? futureReminderSlots(deps.config.reminders, inv.due_at, timeZone, new Date())

@@ -1,13 +1,14 @@
 // `invoice-lifecycle start` (`npm start`): the local all-in-one mode. Applies migrations, then
 // runs the API and a worker in one process.
-import { loadConfigOrExit } from '../config.js';
-import { migrate } from '../db/migrate.js';
-import { createLogger, redactUrl } from '../log.js';
-import { createApiRuntime } from '../runtime/api-runtime.js';
-import { listenOn } from '../runtime/listen.js';
-import { exitOnSignals } from '../runtime/shutdown.js';
-import { startOrExit } from '../runtime/startup-error.js';
-import { createWorkerRuntime } from '../runtime/worker-runtime.js';
+import { jobHandlers } from '../jobs/index.js';
+import { loadConfigOrExit } from '../src/config.js';
+import { migrate } from '../src/db/migrate.js';
+import { createLogger, redactUrl } from '../src/log.js';
+import { createApiRuntime } from '../src/runtime/api-runtime.js';
+import { listenOn } from '../src/runtime/listen.js';
+import { exitOnSignals } from '../src/runtime/shutdown.js';
+import { startOrExit } from '../src/runtime/startup-error.js';
+import { createWorkerRuntime } from '../src/runtime/worker-runtime.js';
 
 const config = loadConfigOrExit();
 const log = createLogger(config.logLevel);
@@ -18,7 +19,7 @@ try {
   process.exit(1);
 }
 const { api, worker } = await startOrExit(async () => {
-  const worker = await createWorkerRuntime(config, log);
+  const worker = await createWorkerRuntime(config, log, jobHandlers);
   const api = await createApiRuntime(config, log).catch(async (err: unknown) => {
     await worker.close();
     throw err;

@@ -1,12 +1,14 @@
-import type { Config } from '../src/config.js';
-import type { InvoiceForMail } from '../src/db/invoice-document.js';
-import type { OutgoingMail } from '../src/mail/transport.js';
+// The envelope shared by the invoice email and the reminders: To the customer, Reply-To the
+// merchant, the PDF attached.
+import type { Config } from '../config.js';
+import type { InvoiceForMail } from '../db/invoice-for-mail.js';
+import type { RenderedEmail } from './render-email.js';
+import type { OutgoingMail } from './transport.js';
 
-/** The envelope shared by the invoice email and the reminders: To the customer, Reply-To the merchant, the PDF attached. */
-export function invoiceMessage(
+export function invoiceEnvelope(
   config: Pick<Config, 'mailFrom'>,
   loaded: InvoiceForMail,
-  email: { subject: string; html: string; text: string },
+  email: RenderedEmail,
   pdf: Buffer,
   messageId: string,
 ): OutgoingMail {

@@ -3,7 +3,7 @@
 import type { DeliveryStatus } from './deliveries.js';
 import type { InvoiceStatus } from '../domain/invoice-rules.js';
 import { lineTotal, formatDecimal, Money } from '../domain/money.js';
-import type { InvoiceDocument } from '../pdf/invoice-document.js';
+import type { InvoiceDocument } from '../domain/invoice-document.js';
 import type { Queryable } from './pool.js';
 
 export interface InvoiceForMail {

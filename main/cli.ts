@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // The `invoice-lifecycle` command (package.json "bin"): one entry for every role, so production
-// runs `node dist/src/cli.js <command>` with no npm or tsx between the signal and the process.
+// runs `node dist/main/cli.js <command>` with no npm or tsx between the signal and the process.
 const COMMANDS = {
   api: 'the HTTP API',
   worker: 'one worker process (send and reminder queues)',
@@ -26,4 +26,4 @@ if (!Object.hasOwn(COMMANDS, command)) {
   process.exit(1);
 }
 // Each entrypoint runs on import.
-await import(`./bin/${command as Command}.js`);
+await import(`./${command as Command}.js`);

@@ -1,0 +1,38 @@
+// ESLint flat config: the recommended JS and typescript-eslint sets, syntax-only (no type-aware
+// rules: those need the whole program and take minutes on this tree). `npm run lint`.
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+// SQL statements as they start: select/insert/update/delete/with, and transaction control.
+const SQL = String.raw`/^\s*(select\s|insert\s+into\s|update\s+\w+\s+set\s|delete\s+from\s|with\s+\w+\s+as\s*\(|begin\b|commit\b|rollback\b)/i`;
+
+export default tseslint.config(
+  { ignores: ['node_modules/', 'dist/', 'coverage/', 'var/'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  // Plain JavaScript run by node (TypeScript files get these names from @types/node).
+  { files: ['**/*.mjs', '**/*.cjs'], languageOptions: { globals: { process: 'readonly', console: 'readonly', URL: 'readonly' } } },
+  { files: ['**/*.cjs'], languageOptions: { sourceType: 'commonjs', globals: { module: 'writable', require: 'readonly' } } },
+  {
+    // SQL lives in src/db (ARCHITECTURE.md): SQL text or a .query() call anywhere else in the
+    // service is an error. Tests and benchmarks may read the database directly.
+    files: ['src/**/*.ts', 'jobs/**/*.ts', 'main/**/*.ts'],
+    ignores: ['src/db/**'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        { selector: `Literal[value=${SQL}]`, message: 'SQL belongs in src/db: add a function there and call it.' },
+        { selector: `TemplateElement[value.raw=${SQL}]`, message: 'SQL belongs in src/db: add a function there and call it.' },
+        { selector: "CallExpression[callee.property.name='query']", message: 'Queries run in src/db: add a function there and call it.' },
+      ],
+    },
+  },
+  {
+    languageOptions: { ecmaVersion: 2023, sourceType: 'module' },
+    rules: {
+      '@typescript-eslint/no-explicit-any': 'error',
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' }],
+      'no-console': 'off',
+    },
+  },
+);

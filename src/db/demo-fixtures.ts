@@ -1,0 +1,46 @@
+// The reads and writes `npm run demo` makes to stay idempotent: find the objects of an earlier
+// run instead of creating them again.
+import type { Queryable } from './pool.js';
+
+/** How many of these key hashes are live keys of the account. */
+export async function countLiveKeys(db: Queryable, accountId: string, hashes: Buffer[]): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(
+    'select count(*)::int as n from credentials where account_id = $1 and revoked_at is null and secret_hash = any($2)',
+    [accountId, hashes],
+  );
+  return rows[0].n;
+}
+
+/** Revokes the account's live keys whose name starts with `prefix`. */
+export async function revokeKeysNamed(db: Queryable, accountId: string, prefix: string): Promise<void> {
+  await db.query(`update credentials set revoked_at = now() where account_id = $1 and revoked_at is null and starts_with(name, $2)`, [
+    accountId,
+    prefix,
+  ]);
+}
+
+async function firstId(db: Queryable, sql: string, values: unknown[]): Promise<string | null> {
+  const { rows } = await db.query<{ id: string }>(sql, values);
+  return rows[0]?.id ?? null;
+}
+
+/** Ids of the demo's sandbox objects from an earlier run, null where there is none. */
+export const findDemoObjects = {
+  product: (db: Queryable, accountId: string) =>
+    firstId(db, `select id from products where account_id = $1 and environment = 'sandbox' and metadata->>'demo' = 'true'`, [accountId]),
+  paymentLinkNamed: (db: Queryable, accountId: string, name: string) =>
+    firstId(db, `select id from payment_links where account_id = $1 and environment = 'sandbox' and name = $2`, [accountId, name]),
+  subscription: (db: Queryable, accountId: string) =>
+    firstId(db, `select id from subscriptions where account_id = $1 and environment = 'sandbox' order by created_at limit 1`, [accountId]),
+  draftInvoice: (db: Queryable, accountId: string) =>
+    firstId(
+      db,
+      `select id from invoices where account_id = $1 and environment = 'sandbox' and status = 'draft' and metadata->>'demo' = 'true' order by created_at desc limit 1`,
+      [accountId],
+    ),
+};
+
+export async function linkHasPayments(db: Queryable, linkId: string): Promise<boolean> {
+  const { rows } = await db.query('select 1 from payment_link_payments where payment_link_id = $1 limit 1', [linkId]);
+  return rows.length > 0;
+}

@@ -1,0 +1,41 @@
+// Helpers every route module may use: the OpenAPI error responses, rule verdicts as API errors,
+// and the outbox fast path.
+import { ApiError, commonErrorStatuses, type CommonErrorStatus } from '../errors.js';
+import type { Verdict } from '../domain/invoice-rules.js';
+import type { OutboxJob } from '../queue/outbox.js';
+import { ErrorEnvelope } from './schemas.js';
+import type { AppDeps } from './types.js';
+
+/** The error statuses any v1 route can answer, from the error catalogue, for the OpenAPI document. */
+export const errorResponses = Object.fromEntries(commonErrorStatuses().map((status) => [status, ErrorEnvelope])) as Record<
+  CommonErrorStatus,
+  typeof ErrorEnvelope
+>;
+
+/** The value of a passing rule; a refusal becomes the API error it names. */
+export function unwrap<T>(v: Verdict<T>): T {
+  if (!v.ok) throw new ApiError(v.code, v.message);
+  return v.value;
+}
+
+export function isTimeZone(zone: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: zone });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The fast path of the outbox: hands jobs committed by this request to BullMQ now. Redis trouble
+ * must not fail a committed request; the worker's relay hands the job over later.
+ */
+export async function publishQuietly(deps: Pick<AppDeps, 'outbox'>, jobs: readonly OutboxJob[], log: { warn: (o: object, m: string) => void }): Promise<void> {
+  if (!deps.outbox || jobs.length === 0) return;
+  try {
+    await deps.outbox.publish(jobs);
+  } catch (err) {
+    log.warn({ err, job_ids: jobs.map((j) => j.job_id) }, 'enqueue after commit failed; the outbox relay will hand the job over');
+  }
+}

@@ -1,0 +1,138 @@
+// The job catalogue: every queue, every job name, the payload each job carries, its default
+// options and its id. Producers (the outbox, the reminder service and schedulers), the worker
+// (which queue a handler listens on), the dashboard and the metrics all read this module; a new
+// job kind is one entry here plus its handler in jobs/ (see ARCHITECTURE.md).
+import type { JobsOptions } from 'bullmq';
+import type { ReminderPhase } from '../domain/reminder-schedule.js';
+import { CAPPED_BACKOFF } from './backoff.js';
+
+/** Every BullMQ queue, by role. The names are Redis keys: never rename one that holds jobs. */
+export const QUEUES = {
+  send: 'invoice-send',
+  reminders: 'invoice-reminders',
+} as const;
+export type QueueRole = keyof typeof QUEUES;
+export type QueueName = (typeof QUEUES)[QueueRole];
+export const ALL_QUEUES: readonly QueueName[] = Object.values(QUEUES);
+
+export interface InvoiceSendPayload {
+  invoiceId: string;
+  deliveryId: string;
+}
+
+export interface InvoiceDuePayload {
+  invoiceId: string;
+}
+
+export interface ReminderJobData {
+  invoiceId: string;
+  phase: ReminderPhase;
+}
+
+/** Job name -> payload. Producer and handler both type their side from this map. */
+export interface JobPayloads {
+  'invoice.send': InvoiceSendPayload;
+  'invoice.due': InvoiceDuePayload;
+  'invoice.reminder': ReminderJobData;
+  'reminders.reconcile': Record<string, never>;
+  'idempotency.prune': Record<string, never>;
+}
+export type JobName = keyof JobPayloads;
+
+export interface JobSpec<N extends JobName> {
+  queue: QueueName;
+  /** Options every add of this job uses (a job scheduler's template for scheduler-made jobs). */
+  options: JobsOptions;
+  /**
+   * The job's BullMQ id, derived from its payload so that adding the same job twice (the outbox
+   * relay and the fast path, a re-run) is a no-op. BullMQ ids must not contain ':'.
+   */
+  jobId?(payload: JobPayloads[N]): string;
+  /** How the job reaches its queue: written to the outbox, added with a delay, or made by a job scheduler. */
+  producedBy: 'outbox' | 'delayed' | 'scheduler';
+}
+
+const DAY_S = 24 * 3600;
+
+export const JOBS: { readonly [N in JobName]: JobSpec<N> } = {
+  // Renders the invoice PDF and emails it. Transient failures are retried, backing off up to
+  // 10 min between attempts (about 16 hours in all); permanent ones fail at once.
+  'invoice.send': {
+    queue: QUEUES.send,
+    producedBy: 'outbox',
+    options: {
+      attempts: 100,
+      backoff: { type: CAPPED_BACKOFF },
+      removeOnComplete: { age: DAY_S, count: 50_000 },
+      removeOnFail: { age: 14 * DAY_S },
+    },
+    jobId: (p) => `invoice.send-${p.invoiceId}-${p.deliveryId}`,
+  },
+  // Delayed to the invoice's due date: open -> overdue, reminders move to the after phase.
+  'invoice.due': {
+    queue: QUEUES.reminders,
+    producedBy: 'delayed',
+    options: {
+      attempts: 10,
+      backoff: { type: 'exponential', delay: 1_000 },
+      removeOnComplete: { age: DAY_S },
+      removeOnFail: { age: 14 * DAY_S },
+    },
+    // Its id is dueJobId(invoiceId, dueAt), below: not from the payload alone.
+  },
+  // Made by the invoice's job scheduler (reminder-schedulers.ts) at each planned slot. A
+  // transient SMTP failure is retried (backing off up to 10 min, about 4 hours in all) rather than
+  // losing the slot; the handler dedups by slot. Keep-policies are on the Worker
+  // (reminderWorkerOptions): template options are stored once per scheduled invoice in Redis.
+  'invoice.reminder': {
+    queue: QUEUES.reminders,
+    producedBy: 'scheduler',
+    options: { attempts: 30, backoff: { type: CAPPED_BACKOFF } },
+  },
+  // Made by its own job scheduler every RECONCILE_EVERY: makes Redis match Postgres.
+  'reminders.reconcile': {
+    queue: QUEUES.reminders,
+    producedBy: 'scheduler',
+    options: { removeOnComplete: 50, removeOnFail: 50 },
+  },
+  // Made by its own job scheduler every IDEMPOTENCY_PRUNE_EVERY_MS: deletes expired
+  // Idempotency-Key records. On the reminder queue, whose workers every process runs.
+  'idempotency.prune': {
+    queue: QUEUES.reminders,
+    producedBy: 'scheduler',
+    options: { removeOnComplete: 24, removeOnFail: 24 },
+  },
+};
+
+export const JOB_NAMES = Object.keys(JOBS) as JobName[];
+
+/** The job names whose handlers listen on `queue`. */
+export function jobsOfQueue(queue: QueueName): JobName[] {
+  return JOB_NAMES.filter((n) => JOBS[n].queue === queue);
+}
+
+export function isJobName(name: string): name is JobName {
+  return Object.hasOwn(JOBS, name);
+}
+
+/** The id the catalogue gives this job; throws for a job kind without one. */
+export function jobIdOf<N extends JobName>(name: N, payload: JobPayloads[N]): string {
+  const spec: JobSpec<N> = JOBS[name];
+  if (!spec.jobId) throw new Error(`job ${name} has no catalogue id; pass one`);
+  return spec.jobId(payload);
+}
+
+/** The due-date job's id names the due instant too: the reconciler checks for exactly this job. */
+export function dueJobId(invoiceId: string, dueAt: Date): string {
+  return `invoice.due-${invoiceId}-${dueAt.getTime()}`;
+}
+
+/** Scheduler ids (BullMQ job schedulers): the reconciler's, and the prefix of each invoice's reminder scheduler. */
+export const SCHEDULERS = {
+  reconcile: 'reminders-reconcile',
+  idempotencyPrune: 'idempotency-prune',
+  reminderPrefix: 'rem-',
+} as const;
+
+/** How often expired Idempotency-Key records are deleted. */
+export const IDEMPOTENCY_PRUNE_EVERY_MS = 3_600_000;

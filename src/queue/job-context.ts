@@ -1,0 +1,23 @@
+// What every job handler receives besides its payload, and the shape of the handler registry the
+// entrypoint hands to the worker runtime. The runtime builds the context; jobs/ implements the
+// handlers. Defined here, below both, so neither imports the other.
+import type { Config } from '../config.js';
+import type { Pool } from '../db/pool.js';
+import type { MailTransport } from '../mail/transport.js';
+import type { JobName, JobPayloads } from './catalogue.js';
+import type { JobHandler } from './dispatcher.js';
+import type { ReminderService } from './reminder-service.js';
+
+export interface JobContext {
+  config: Config;
+  pool: Pool;
+  mail: MailTransport;
+  reminders: ReminderService;
+  /** Counts an email by kind and outcome (metrics). */
+  countEmail?(kind: string, outcome: 'sent' | 'failed' | 'skipped'): void;
+  /** Records how late a reminder fired against its planned slot (metrics). */
+  observeReminderLateness?(seconds: number): void;
+}
+
+/** One handler per job of the catalogue, typed by its payload: a missing one is a type error. */
+export type JobHandlers = { readonly [N in JobName]: JobHandler<JobPayloads[N], JobContext> };

@@ -1,0 +1,39 @@
+// The general transactional outbox. Any job of the catalogue can be recorded in the SAME
+// Postgres transaction as the change that causes it, and reaches BullMQ after commit: at once
+// through the fast path (the API publishes the returned job), or, if that fails or the process
+// dies, through the worker's relay, which hands over every committed row not yet enqueued. A job
+// is therefore never lost and never sent for a rolled-back change.
+//
+//   const job = await withTransaction(pool, async (tx) => {
+//     const row = await someStateChange(tx, ...);
+//     return enqueueInTransaction(tx, 'invoice.send', { invoiceId: row.id, deliveryId });
+//   });
+//   await publishQuietly(deps, [job], req.log);   // fast path, in routes (http/route-helpers.ts)
+//
+// Handed over twice is harmless: the job id (from the catalogue) makes the second add a no-op,
+// and a handler must be idempotent anyway (BullMQ runs a job at least once).
+import { insertOutbox } from '../db/outbox.js';
+import type { PoolClient } from '../db/pool.js';
+import { jobIdOf, type JobName, type JobPayloads } from './catalogue.js';
+
+/** A job recorded in the outbox: what the relay hands to BullMQ. */
+export interface OutboxJob<N extends JobName = JobName> {
+  job_name: N;
+  job_id: string;
+  payload: JobPayloads[N];
+}
+
+/**
+ * Records job `name` with `payload` inside the transaction `tx` (a client from withTransaction).
+ * The id defaults to the catalogue's id for the payload; a second row with the same id is
+ * ignored. Returns the job, to publish after commit.
+ */
+export async function enqueueInTransaction<N extends JobName>(
+  tx: PoolClient,
+  name: N,
+  payload: JobPayloads[N],
+  jobId: string = jobIdOf(name, payload),
+): Promise<OutboxJob<N>> {
+  await insertOutbox(tx, name, jobId, payload);
+  return { job_name: name, job_id: jobId, payload };
+}

@@ -1,0 +1,47 @@
+// The worker's side of the outbox: relays, on a timer, whatever the API's fast path could not
+// hand to BullMQ (a crash between commit and enqueue, Redis down).
+import type { Queryable } from '../db/pool.js';
+import type { Logger } from '../log.js';
+import { createOutboxRelay } from '../queue/outbox-relay.js';
+import type { QueueSet } from '../queue/queues.js';
+
+export interface OutboxRelayLoop {
+  /** Runs a relay pass now (drains every pending row); returns how many rows it handed over. */
+  relayNow(): Promise<number>;
+  /** Stops the timer and waits for a pass in progress. */
+  stop(): Promise<void>;
+}
+
+export function startOutboxRelayLoop(db: Queryable, queues: QueueSet, intervalMs: number, log: Logger): OutboxRelayLoop {
+  const relay = createOutboxRelay(db, queues);
+  let relaying: Promise<number> | null = null;
+  const relayNow = async (): Promise<number> => {
+    // One relay pass at a time per process; drain in batches until nothing is pending.
+    if (relaying) return relaying;
+    relaying = (async () => {
+      let total = 0;
+      for (;;) {
+        const n = await relay.relay();
+        total += n;
+        if (n === 0) return total;
+      }
+    })().finally(() => {
+      relaying = null;
+    });
+    return relaying;
+  };
+  const timer = setInterval(() => {
+    relayNow().then(
+      (n) => n > 0 && log.info({ handed_over: n }, 'outbox relay handed jobs to the queue'),
+      (err) => log.warn({ err }, 'outbox relay failed; will retry'),
+    );
+  }, intervalMs);
+  timer.unref();
+  return {
+    relayNow,
+    async stop() {
+      clearInterval(timer);
+      await relaying?.catch(() => undefined);
+    },
+  };
+}
