@@ -126,7 +126,7 @@ async function main(): Promise<void> {
     note(`raw undici: ${rawRate.toFixed(0)} POSTs/s (body ${body.length} B, ${CONCURRENCY} in flight)`);
 
     // ---- the worker ----
-    worker = spawnTs('worker', 'src/bin/worker.ts', [], {
+    worker = spawnTs('worker', 'main/worker.ts', [], {
       DATABASE_URL: db.url,
       REDIS_URL,
       REDIS_PREFIX: prefix,
@@ -135,11 +135,6 @@ async function main(): Promise<void> {
       WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
       WEBHOOK_CONCURRENCY: String(CONCURRENCY),
     });
-    await sleep(500);
-    for (;;) {
-      const { rows } = await pool.query(`select 1 from pgmigrations limit 1`);
-      if (rows.length) break;
-    }
 
     const eventTimes = async () => {
       const { rows } = await pool.query<{ id: string; t: string }>(`select id, (extract(epoch from created_at) * 1000)::float8::text as t from events`);

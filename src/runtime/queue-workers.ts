@@ -2,6 +2,7 @@
 // entrypoint registered for its name. Per-queue settings (backoff types, the reminder repeat
 // strategy, keep-policies) and the reminder schedule's after-job step live here.
 import { Worker, type ConnectionOptions, type Job, type WorkerOptions } from 'bullmq';
+import { retryDelayMs } from '../domain/webhooks.js';
 import type { Logger } from '../log.js';
 import { backoffSettings } from '../queue/backoff.js';
 import { jobsOfQueue, QUEUES, type QueueRole, type ReminderJobData } from '../queue/catalogue.js';
@@ -16,6 +17,8 @@ export interface QueueWorkerOptions {
   concurrency: number;
   lockDuration: number;
   stalledInterval: number;
+  /** Webhook deliveries in flight at once (I/O bound: more than the email jobs). */
+  webhookConcurrency: number;
 }
 
 export function startQueueWorkers(
@@ -26,10 +29,17 @@ export function startQueueWorkers(
   log: Logger,
   observer: JobObserver,
 ): Worker[] {
-  const common: WorkerOptions = { ...opts, maxStalledCount: 5 };
+  const { webhookConcurrency, ...workerOpts } = opts;
+  const common: WorkerOptions = { ...workerOpts, maxStalledCount: 5 };
   const perQueue: Record<QueueRole, Partial<WorkerOptions>> = {
     send: { settings: backoffSettings },
     reminders: { ...reminderWorkerOptions, settings: { ...reminderWorkerOptions.settings, ...backoffSettings } },
+    // The delivery's own backoff (WEBHOOK_BACKOFF_BASE_MS doubling, capped); the fan-out's is
+    // BullMQ's built-in exponential.
+    webhooks: {
+      concurrency: webhookConcurrency,
+      settings: { backoffStrategy: (attemptsMade: number) => retryDelayMs(ctx.webhooks.retry, attemptsMade) },
+    },
   };
   const handlersOf = (role: QueueRole): Record<string, JobHandler<never, JobContext>> =>
     Object.fromEntries(jobsOfQueue(QUEUES[role]).map((name) => [name, handlers[name] as JobHandler<never, JobContext>]));
@@ -64,7 +74,11 @@ export function startQueueWorkers(
     },
     { ...common, ...perQueue.reminders },
   );
-  const workers = [sendWorker, reminderWorker];
+  const webhookWorker = new Worker(QUEUES.webhooks, createProcessor(handlersOf('webhooks'), ctx, log, plannedAtOfDelayed, observer), {
+    ...common,
+    ...perQueue.webhooks,
+  });
+  const workers = [sendWorker, reminderWorker, webhookWorker];
   for (const w of workers) w.on('error', (err) => log.warn({ err, queue: w.name }, 'worker error'));
   return workers;
 }

@@ -16,7 +16,10 @@ import type { JobContext, JobHandlers } from '../queue/job-context.js';
 import { allQueues, openQueues, type QueueSet } from '../queue/queues.js';
 import { redisOptions } from '../queue/redis.js';
 import { createReminderService, type ReminderService } from '../queue/reminder-service.js';
-import { IDEMPOTENCY_PRUNE_EVERY_MS, SCHEDULERS } from '../queue/catalogue.js';
+import { IDEMPOTENCY_PRUNE_EVERY_MS, JOBS, jobIdOf, SCHEDULERS } from '../queue/catalogue.js';
+import { listen } from '../db/listen.js';
+import { presentEvent } from '../http/presenters.js';
+import { createWebhookSender } from '../webhooks/sender.js';
 import { startGuardedSchedulers } from './guarded-schedulers.js';
 import { startOutboxRelayLoop } from './outbox-relay-loop.js';
 import { startQueueWorkers } from './queue-workers.js';
@@ -78,6 +81,7 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
       opts.observer?.onOutcome?.(name, outcome, durationMs);
     },
   };
+  const sender = createWebhookSender({ timeoutMs: config.webhooks.timeoutMs, allowPrivate: config.webhooks.allowPrivateNetworks });
   const ctx: JobContext = {
     config,
     pool,
@@ -85,6 +89,20 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
     reminders,
     countEmail: (kind, outcome) => metrics.emails.inc({ kind, outcome }),
     observeReminderLateness: (seconds) => metrics.reminderLateness.observe(seconds),
+    webhooks: {
+      sender,
+      retry: { baseMs: config.webhooks.backoffBaseMs, maxMs: config.webhooks.backoffMaxMs, windowMs: config.webhooks.retryWindowMs },
+      renderEvent: presentEvent,
+      async enqueueDeliveries(refs) {
+        if (refs.length === 0) return;
+        const spec = JOBS['webhook.deliver'];
+        await queues.webhooks.addBulk(
+          refs.map((data) => ({ name: 'webhook.deliver', data, opts: { ...spec.options, jobId: jobIdOf('webhook.deliver', data) } })),
+        );
+      },
+      countDelivery: (outcome) => metrics.webhookDeliveries.inc({ outcome }),
+      observeDeliveryLatency: (seconds) => metrics.webhookLatency.observe(seconds),
+    },
   };
   const workers = startQueueWorkers(
     handlers,
@@ -96,6 +114,7 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
       concurrency: config.workerConcurrency,
       lockDuration: config.workerLockDurationMs,
       stalledInterval: config.workerStalledIntervalMs,
+      webhookConcurrency: config.webhooks.concurrency,
     },
     log,
     observer,
@@ -111,8 +130,25 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
     reconcileEveryMs,
     log,
   );
+  // Events past their retention go on a scheduler of their own, on the webhooks queue.
+  const eventSchedulers = await startGuardedSchedulers(
+    queues.webhooks,
+    [{ id: SCHEDULERS.eventsPrune, job: 'events.prune', everyMs: config.events.pruneEvery.toMillis(), what: 'events prune' }],
+    reconcileEveryMs,
+    log,
+  );
   const upkeep = startReminderUpkeep(config.databaseUrl, reminders, log);
   const relayLoop = startOutboxRelayLoop(pool, queues, config.outboxRelayIntervalMs, log);
+  // emit_event NOTIFYs at commit when it wrote a fan-out row: relay at once rather than at the
+  // next tick, whoever wrote the event (the API, a worker, a trigger on plain SQL).
+  const outboxListener = listen(
+    config.databaseUrl,
+    'outbox_pending',
+    () => {
+      relayLoop.relayNow().catch((err) => log.warn({ err }, 'outbox relay failed; the timer will retry'));
+    },
+    log,
+  );
 
   log.info(
     {
@@ -134,7 +170,9 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
     http,
     async close() {
       await relayLoop.stop();
+      await outboxListener.close();
       schedulers.stop();
+      eventSchedulers.stop();
       await http.close();
       // Worker.close() lets active jobs finish; the caller bounds the total time.
       await Promise.all(workers.map((w) => w.close()));
@@ -142,6 +180,7 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
       await Promise.all(allQueues(queues).map((q: Queue) => q.close()));
       redis.disconnect();
       await mail.close();
+      await sender.close();
       await pool.end();
     },
   };

@@ -32,6 +32,9 @@ create function new_event_id() returns text language sql volatile as $$
 $$;
 
 -- The one writer of events: every event, from the API, a worker or a trigger, goes through here.
+-- When the account has an enabled webhook endpoint in that environment, the event's fan-out job
+-- is written to the outbox in the same transaction (job name and id as in the job catalogue,
+-- src/queue/catalogue.ts 'webhook.fanout'), and the workers are woken at commit to relay it.
 create function emit_event(
   p_account_id text, p_environment environment, p_type text, p_object_type text, p_object_id text,
   p_object jsonb, p_snapshot jsonb
@@ -41,6 +44,13 @@ declare
 begin
   insert into events (id, account_id, environment, type, object_type, object_id, object, snapshot)
   values (v_id, p_account_id, p_environment, p_type, p_object_type, p_object_id, p_object, p_snapshot);
+  if exists (select 1 from webhook_endpoints
+             where account_id = p_account_id and environment = p_environment and status = 'enabled') then
+    insert into outbox (job_name, job_id, payload)
+    values ('webhook.fanout', 'webhook.fanout-' || v_id, jsonb_build_object('eventId', v_id))
+    on conflict (job_id) do nothing;
+    perform pg_notify('outbox_pending', '');
+  end if;
   return v_id;
 end;
 $$;
