@@ -9,5 +9,8 @@ export const remindersReconcile: JobHandler<Record<string, never>, JobContext> =
   if (report.schedulersCreated || report.schedulersRemoved || report.dueJobsCreated) {
     ctx.log.warn({ ...report }, 'reconciler repaired Redis');
   }
+  if (report.schedulersForeign) {
+    ctx.log.warn({ ...report }, 'schedulers of invoices this database does not have share this REDIS_PREFIX; left alone (give each deployment its own prefix)');
+  }
   return JSON.stringify(report);
 };

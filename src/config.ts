@@ -22,6 +22,8 @@ export interface Config {
   host: string;
   /** When null, emails are written as .eml files into outboxDir instead of sent. */
   smtpUrl: string | null;
+  /** Sandbox mail goes here when set, otherwise to outboxDir; never to smtpUrl. */
+  sandboxSmtpUrl: string | null;
   smtpPoolSize: number;
   outboxDir: string;
   mailFrom: string;
@@ -144,6 +146,7 @@ export function loadConfig(env: Env = process.env): Config {
     port: int(env, 'PORT', 3000, 0, 65535),
     host: str(env, 'HOST', '0.0.0.0'),
     smtpUrl: url(env, 'SMTP_URL', null, ['smtp:', 'smtps:']),
+    sandboxSmtpUrl: url(env, 'SANDBOX_SMTP_URL', null, ['smtp:', 'smtps:']),
     smtpPoolSize: int(env, 'SMTP_POOL_SIZE', 5, 1, 100),
     outboxDir: str(env, 'MAIL_OUTBOX_DIR', 'var/outbox'),
     mailFrom: str(env, 'MAIL_FROM', 'Invoices <invoices@example.com>'),

@@ -49,10 +49,12 @@ export async function lockDelivery(db: Queryable, id: string): Promise<DeliveryR
   return rows[0] ?? null;
 }
 
-export async function markDeliverySent(db: Queryable, id: string): Promise<void> {
+/** Marks the delivery sent, recording where the message went ('smtp', 'sandbox_smtp', 'outbox' and the server or file). */
+export async function markDeliverySent(db: Queryable, id: string, where: { transport: string; destination: string }): Promise<void> {
   await db.query(
-    `update deliveries set status = 'sent', attempt = attempt + 1, error = null, sent_at = now(), updated_at = now() where id = $1`,
-    [id],
+    `update deliveries set status = 'sent', attempt = attempt + 1, error = null, sent_at = now(), updated_at = now(),
+       transport = $2, destination = $3 where id = $1`,
+    [id, where.transport, where.destination],
   );
 }
 

@@ -12,12 +12,14 @@ export interface InvoiceForMail {
   remindersEnabled: boolean;
   dueAt: Date | null;
   merchantEmail: string | null;
+  environment: 'live' | 'sandbox';
   /** Status of the delivery named in the read, null when none was asked or it does not exist. */
   deliveryStatus: DeliveryStatus | null;
 }
 
 interface Row {
   id: string;
+  environment: 'live' | 'sandbox';
   code: string | null;
   reference: string;
   status: InvoiceStatus;
@@ -50,7 +52,7 @@ export async function loadInvoiceForMail(
 ): Promise<InvoiceForMail | null> {
   const { rows } = await db.query<Row>({
     name: 'invoice-for-mail',
-    text: `select i.id, i.code, i.reference, i.status, i.reminders_enabled, i.amount::text as amount, i.currency, i.network,
+    text: `select i.id, i.environment, i.code, i.reference, i.status, i.reminders_enabled, i.amount::text as amount, i.currency, i.network,
        i.chain_id, i.sent_at, i.created_at, i.due_at, i.memo, i.footer, i.tax_id,
        c.email as customer_email, c.name as customer_name, c.time_zone as customer_time_zone,
        a.name as account_name, a.email as account_email, a.time_zone as account_time_zone,
@@ -81,6 +83,7 @@ export async function loadInvoiceForMail(
     remindersEnabled: r.reminders_enabled,
     dueAt: r.due_at,
     merchantEmail: r.account_email,
+    environment: r.environment,
     deliveryStatus: r.delivery_status,
     doc: {
       invoiceId: r.id,

@@ -33,6 +33,13 @@ export async function listReminderTargets(db: Queryable): Promise<ReminderTarget
   return rows;
 }
 
+/** Which of these invoice ids exist in this database (a scheduler for any other is not ours). */
+export async function existingInvoiceIds(db: Queryable, ids: string[]): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const { rows } = await db.query<{ id: string }>('select id from invoices where id = any($1)', [ids]);
+  return new Set(rows.map((r) => r.id));
+}
+
 /**
  * open -> overdue; never touches a paid, void or already overdue invoice. Called by the job
  * delayed to the due date: no clock comparison here, a worker clock a few ms ahead of the

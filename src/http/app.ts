@@ -10,6 +10,8 @@ import swagger from '@fastify/swagger';
 import rateLimit from '@fastify/rate-limit';
 import { registerHealth } from './plugins/health.js';
 import { registerIdempotency } from './plugins/idempotency.js';
+import { operationIdFor } from './operation-ids.js';
+import { IdempotencyKeyHeaders } from './schemas.js';
 import { registerMetrics } from './plugins/metrics.js';
 import { credentialRoutes } from './routes/credentials.js';
 import { invoiceRoutes } from './routes/invoices.js';
@@ -149,6 +151,22 @@ export async function buildApp(deps: AppDeps): Promise<Api> {
     openapi: {
       openapi: '3.1.0',
       info: { title: 'Stablecoin payments: invoices, payment links, products, subscriptions, keys', version: '1.0.0' },
+      // One base address for both environments (the key decides which one a request acts on).
+      servers: [
+        {
+          url: '{base_url}',
+          description: 'The service; sandbox and live share it',
+          variables: { base_url: { default: 'http://localhost:3000', description: 'scheme, host and port the API is served on' } },
+        },
+      ],
+      tags: [
+        { name: 'invoices', description: 'Create, edit, send, void, delete, list and download invoices; reminders' },
+        { name: 'payment links', description: 'Hosted payment pages for a price or a custom amount' },
+        { name: 'products', description: 'Products and their prices' },
+        { name: 'subscriptions', description: 'Recurring pull payments on a price' },
+        { name: 'credentials', description: 'API keys of the environment' },
+        { name: 'test helpers', description: 'Sandbox only: what the on-chain payment detector would do' },
+      ],
       components: {
         securitySchemes: {
           ApiKey: { type: 'apiKey', in: 'header', name: 'Api-Key' },
@@ -184,6 +202,11 @@ export async function buildApp(deps: AppDeps): Promise<Api> {
     v1.addHook('onRoute', (route) => {
       route.schema ??= {};
       route.schema.querystring ??= { type: 'object', properties: {}, additionalProperties: false };
+      const method = Array.isArray(route.method) ? route.method[0] : route.method;
+      // Every operation has a stable operationId (generated clients are named after them), and
+      // every POST documents the Idempotency-Key header its hooks honour.
+      route.schema.operationId ??= operationIdFor(method, route.url);
+      if (method === 'POST') route.schema.headers ??= IdempotencyKeyHeaders;
     });
     v1.decorateRequest('auth', null as never);
     v1.decorateRequest('presentedKey', null as never);

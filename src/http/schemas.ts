@@ -26,7 +26,18 @@ export const Metadata = Type.Record(Type.String(), Type.String({ maxLength: 500 
   description: 'up to 50 string keys (40 chars) with string values (500 chars)',
 });
 
-export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) }, { additionalProperties: false });
+/** The header every POST takes (see plugins/idempotency.ts); validated by the plugin, documented here. */
+export const IdempotencyKeyHeaders = Type.Object({
+  'Idempotency-Key': Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 255,
+      description: 'Makes a retry safe: the first response is stored for 24 h and replayed (Idempotent-Replayed: true) to a retry with the same key and body',
+    }),
+  ),
+});
+
+export const PaymentLinkIdParams = Type.Object({ paymentLinkId: Type.String({ minLength: 1, maxLength: 64 }) }, { additionalProperties: false });
 export const InvoiceIdParams = Type.Object({ invoiceId: Type.String({ minLength: 1, maxLength: 64 }) }, { additionalProperties: false });
 export const ProductIdParams = Type.Object({ productId: Type.String({ minLength: 1, maxLength: 64 }) }, { additionalProperties: false });
 export const SubscriptionIdParams = Type.Object({ subscriptionId: Type.String({ minLength: 1, maxLength: 64 }) }, { additionalProperties: false });

@@ -14,7 +14,7 @@ export class DeliveryBusyError extends Error {
 }
 
 export type DeliveryOutcome =
-  | { sent: true; messageId: string; location?: string }
+  | { sent: true; messageId: string; location?: string; transport: string; destination: string }
   | { sent: false; reason: 'already_sent' | 'no_longer_due' };
 
 /**
@@ -49,7 +49,7 @@ export async function deliverOnce(
       if (permanent) await emitInvoiceEvent(tx, delivery.invoice_id, 'invoice.email_failed');
       return { failed: err, permanent, reason };
     }
-    await markDeliverySent(tx, deliveryId);
+    await markDeliverySent(tx, deliveryId, result);
     if (delivery.kind === 'reminder_before' || delivery.kind === 'reminder_after') {
       // Told to the merchant with the sent mark, so a crash right after cannot lose it. The
       // invoice row is only read here: updating it (last_reminder_at, done by the job after
@@ -57,7 +57,7 @@ export async function deliverOnce(
       // of one invoice in flight at once would deadlock after their emails went out.
       await emitInvoiceEvent(tx, delivery.invoice_id, 'invoice.reminder_sent', { last_reminder_at: new Date().toISOString() });
     }
-    return { sent: true, messageId: delivery.message_id, location: result.location };
+    return { sent: true, messageId: delivery.message_id, location: result.location, transport: result.transport, destination: result.destination };
   });
   if ('failed' in outcome) {
     if (outcome.permanent) throw new PermanentJobError(`permanent SMTP failure: ${outcome.reason}`, { cause: outcome.failed });

@@ -22,5 +22,7 @@ export function invoiceEnvelope(
     text: email.text,
     messageId,
     attachments: [{ filename: `invoice-${doc.code}.pdf`, content: pdf, contentType: 'application/pdf' }],
+    // Sandbox mail is routed to capture only (SANDBOX_SMTP_URL or the outbox), never to SMTP_URL.
+    environment: loaded.environment,
   };
 }

@@ -1,6 +1,8 @@
-// The one way mail leaves the service: pooled SMTP when SMTP_URL is set, otherwise .eml files in
-// the outbox directory (development, demos, tests without a mail server). Both speak the same
-// interface, so callers never know which one they hold.
+// The one way mail leaves the service: pooled SMTP, or .eml files in the outbox directory
+// (development, demos, tests without a mail server). Both speak the same interface, so callers
+// never know which one they hold. createMailRouter picks one per environment: live mail goes to
+// SMTP_URL, sandbox mail to SANDBOX_SMTP_URL (a capture server such as Mailpit) or the outbox,
+// and never to SMTP_URL: a sandbox key must not be able to email the outside world.
 import { randomUUID } from 'node:crypto';
 import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -23,13 +25,23 @@ export interface OutgoingMail {
   /** Used verbatim as the Message-ID header, e.g. "<delivery-id@example.com>". */
   messageId: string;
   attachments: OutgoingAttachment[];
+  /** The environment of the object the mail is about; a router sends sandbox mail to capture only. */
+  environment?: MailEnvironment;
 }
+
+export type MailEnvironment = 'live' | 'sandbox';
+
+/** Where a message went, as recorded on its delivery. */
+export type MailTransportKind = 'smtp' | 'sandbox_smtp' | 'outbox';
 
 export interface SendResult {
   messageId: string;
   accepted: string[];
   /** Path of the written .eml file (file transport only). */
   location?: string;
+  transport: MailTransportKind;
+  /** The SMTP server (`smtp://host:port`, no credentials) or the .eml file's path. */
+  destination: string;
 }
 
 export interface MailTransport {
@@ -42,10 +54,48 @@ export interface MailTransportOptions {
   smtpUrl: string | null;
   poolSize: number;
   outboxDir: string;
+  /** How an SMTP send is recorded; default 'smtp'. */
+  smtpKind?: 'smtp' | 'sandbox_smtp';
 }
 
 export function createMailTransport(opts: MailTransportOptions): MailTransport {
-  return opts.smtpUrl === null ? fileTransport(opts.outboxDir) : smtpTransport(opts.smtpUrl, opts.poolSize);
+  return opts.smtpUrl === null ? fileTransport(opts.outboxDir) : smtpTransport(opts.smtpUrl, opts.poolSize, opts.smtpKind ?? 'smtp');
+}
+
+export interface MailRouterOptions {
+  /** Live mail; null: the outbox. */
+  smtpUrl: string | null;
+  /** Sandbox mail; null: the outbox. Never falls back to smtpUrl. */
+  sandboxSmtpUrl: string | null;
+  poolSize: number;
+  outboxDir: string;
+}
+
+/**
+ * One transport per environment. A message without an environment is treated as sandbox: a
+ * caller that forgot to say must not reach real inboxes.
+ */
+export function createMailRouter(opts: MailRouterOptions): MailTransport {
+  const outbox = opts.smtpUrl === null || opts.sandboxSmtpUrl === null ? fileTransport(opts.outboxDir) : null;
+  const live = opts.smtpUrl === null ? outbox! : smtpTransport(opts.smtpUrl, opts.poolSize, 'smtp');
+  const sandbox = opts.sandboxSmtpUrl === null ? outbox! : smtpTransport(opts.sandboxSmtpUrl, opts.poolSize, 'sandbox_smtp');
+  const all = [...new Set([live, sandbox])];
+  return {
+    send: (message) => (message.environment === 'live' ? live : sandbox).send(message),
+    async close() {
+      await Promise.all(all.map((t) => t.close()));
+    },
+  };
+}
+
+/** `smtp://user:pass@host:port?x=y` -> `smtp://host:port`: what a delivery records. */
+export function smtpDestination(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.host}`;
+  } catch {
+    return 'smtp';
+  }
 }
 
 function toNodemailer(message: OutgoingMail): SendMailOptions {
@@ -86,7 +136,8 @@ function withGracefulClose(send: (m: OutgoingMail) => Promise<SendResult>, relea
   };
 }
 
-function smtpTransport(url: string, poolSize: number): MailTransport {
+function smtpTransport(url: string, poolSize: number, kind: 'smtp' | 'sandbox_smtp'): MailTransport {
+  const destination = smtpDestination(url);
   const transporter = nodemailer.createTransport({
     url,
     pool: true,
@@ -101,7 +152,7 @@ function smtpTransport(url: string, poolSize: number): MailTransport {
   return withGracefulClose(
     async (message) => {
       const info = await transporter.sendMail(toNodemailer(message));
-      return { messageId: info.messageId, accepted: info.accepted.map(String) };
+      return { messageId: info.messageId, accepted: info.accepted.map(String), transport: kind, destination };
     },
     () => transporter.close(),
   );
@@ -135,7 +186,7 @@ function fileTransport(outboxDir: string): MailTransport {
         await rm(tmp, { force: true });
         throw err;
       }
-      return { messageId: info.messageId, accepted: info.envelope.to.map(String), location };
+      return { messageId: info.messageId, accepted: info.envelope.to.map(String), location, transport: 'outbox', destination: location };
     },
     () => transporter.close(),
   );

@@ -5,7 +5,7 @@ import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { ReminderPolicy } from '../domain/reminder-schedule.js';
 import { remindersShouldRun } from '../domain/invoice-rules.js';
-import { findReminderTarget, listReminderTargets, type ReminderTarget } from '../db/reminders.js';
+import { existingInvoiceIds, findReminderTarget, listReminderTargets, type ReminderTarget } from '../db/reminders.js';
 import type { Queryable } from '../db/pool.js';
 import { dueJobId, JOBS, type InvoiceDuePayload } from './catalogue.js';
 import { createReminderSchedulers, invoiceIdOfReminderScheduler, reminderSchedulerId, type ReminderSchedulers } from './reminder-schedulers.js';
@@ -19,6 +19,8 @@ export interface ReconcileReport {
   qualifying: number;
   schedulersCreated: number;
   schedulersRemoved: number;
+  /** Schedulers under this prefix for invoices this database does not have: left alone. */
+  schedulersForeign: number;
   dueJobsCreated: number;
 }
 
@@ -92,7 +94,7 @@ export function createReminderService(db: Queryable, queue: Queue, redis: Redis,
       // at worst upserted again, never removed.
       const present = new Set(await redis.zrange(queue.keys.repeat, '0', '-1'));
       const targets = await listReminderTargets(db);
-      const report: ReconcileReport = { qualifying: 0, schedulersCreated: 0, schedulersRemoved: 0, dueJobsCreated: 0 };
+      const report: ReconcileReport = { qualifying: 0, schedulersCreated: 0, schedulersRemoved: 0, schedulersForeign: 0, dueJobsCreated: 0 };
       const wanted = new Set<string>();
       const now = Date.now();
       for (const t of targets) {
@@ -109,12 +111,21 @@ export function createReminderService(db: Queryable, queue: Queue, redis: Redis,
         if (t.due_at!.getTime() + planHorizonMs < from.getTime()) continue;
         if (await schedulers.schedule(target(t), from)) report.schedulersCreated++;
       }
-      for (const id of present) {
-        const invoiceId = invoiceIdOfReminderScheduler(id);
-        if (invoiceId !== null && !wanted.has(id)) {
-          await schedulers.cancel(invoiceId);
-          report.schedulersRemoved++;
+      // Only schedulers of this database's own invoices are removed: one of an invoice this
+      // database does not have belongs to another deployment sharing the prefix (see
+      // prefix-claim.ts), and removing it would silently stop that deployment's reminders.
+      const unwanted = [...present]
+        .filter((id) => !wanted.has(id))
+        .map(invoiceIdOfReminderScheduler)
+        .filter((id): id is string => id !== null);
+      const ours = await existingInvoiceIds(db, unwanted);
+      for (const invoiceId of unwanted) {
+        if (!ours.has(invoiceId)) {
+          report.schedulersForeign++;
+          continue;
         }
+        await schedulers.cancel(invoiceId);
+        report.schedulersRemoved++;
       }
       const open = targets.filter((t) => t.status === 'open');
       if (open.length > 0) {

@@ -12,6 +12,8 @@ import { DASHBOARD_PATH, registerDashboard } from '../http/plugins/dashboard.js'
 import { createOutboxRelay } from '../queue/outbox-relay.js';
 import { producerRedisOptions } from '../queue/redis.js';
 import { withTimeout } from '../lib/with-timeout.js';
+import { claimRedisPrefix } from './redis-prefix.js';
+import { StartupError } from './startup-error.js';
 
 const FAST_PATH_TIMEOUT_MS = 2_000;
 
@@ -24,6 +26,31 @@ export interface ApiRuntime {
 
 export async function createApiRuntime(config: Config, log: Logger, extra: Partial<AppDeps> = {}): Promise<ApiRuntime> {
   const pool = createPool(config.databaseUrl);
+  // This REDIS_PREFIX must be this database's: the API enqueues sends that workers of the
+  // prefix's database would otherwise take. Redis (or Postgres) away at start does not stop the
+  // API (the outbox covers sends): the claim is retried in the background, and another
+  // database's claim found then ends the process as it would have at start.
+  let claimRetry: NodeJS.Timeout | undefined;
+  try {
+    await claimRedisPrefix(config, pool, log);
+  } catch (err) {
+    if (err instanceof StartupError) {
+      await pool.end();
+      throw err;
+    }
+    log.warn({ err }, 'cannot check the Redis prefix claim yet; retrying in the background');
+    claimRetry = setInterval(() => {
+      claimRedisPrefix(config, pool, log).then(
+        () => clearInterval(claimRetry),
+        (e: unknown) => {
+          if (!(e instanceof StartupError)) return;
+          log.fatal({ variable: e.variable }, e.message);
+          process.exit(1);
+        },
+      );
+    }, 5_000);
+    claimRetry.unref();
+  }
   const connection = producerRedisOptions(config.redisUrl);
   // A Queue emits 'error' while Redis is away; the outbox covers those jobs, so log and go on.
   const queueSet = openQueues(connection, config.redisPrefix, (err, queue) => log.debug({ err, queue }, 'queue connection error'));
@@ -61,6 +88,7 @@ export async function createApiRuntime(config: Config, log: Logger, extra: Parti
     pool,
     queues: queueSet,
     async close() {
+      clearInterval(claimRetry);
       await app.close();
       // A queue that never reached Redis may never finish closing: bounded.
       await withTimeout(Promise.all(queues.map((q) => q.close())), 2_000, 'queue close').catch(() => undefined);

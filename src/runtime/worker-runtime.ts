@@ -7,9 +7,9 @@ import { Redis } from 'ioredis';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config.js';
 import { createPool, type Pool } from '../db/pool.js';
-import type { Logger } from '../log.js';
+import { redactUrl, type Logger } from '../log.js';
 import { loadEmailTemplates } from '../mail/render-email.js';
-import { createMailTransport, type MailTransport } from '../mail/transport.js';
+import { createMailRouter, type MailTransport } from '../mail/transport.js';
 import { createMetrics, type Metrics } from '../observability/metrics.js';
 import type { JobObserver } from '../queue/dispatcher.js';
 import type { JobContext, JobHandlers } from '../queue/job-context.js';
@@ -25,6 +25,7 @@ import { startOutboxRelayLoop } from './outbox-relay-loop.js';
 import { startQueueWorkers } from './queue-workers.js';
 import { startReminderUpkeep } from './reminder-upkeep.js';
 import { startWorkerHttp } from './worker-http.js';
+import { claimRedisPrefix, claimRedisPrefixOrWait } from './redis-prefix.js';
 
 export interface WorkerRuntime {
   pool: Pool;
@@ -51,12 +52,24 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
   // Compile the email templates now: a missing or broken one fails the start, not a send.
   loadEmailTemplates();
   const pool = createPool(config.databaseUrl, config.workerConcurrency * 2 + 5);
-  const mail = opts.mail ?? createMailTransport({ smtpUrl: config.smtpUrl, poolSize: config.smtpPoolSize, outboxDir: config.outboxDir });
+  const mail =
+    opts.mail ??
+    createMailRouter({ smtpUrl: config.smtpUrl, sandboxSmtpUrl: config.sandboxSmtpUrl, poolSize: config.smtpPoolSize, outboxDir: config.outboxDir });
   const connection = redisOptions(config.redisUrl);
   const queues = openQueues(connection, config.redisPrefix, (err) => log.warn({ err }, 'redis connection error'));
   const redis = new Redis({ ...connection, maxRetriesPerRequest: null });
   redis.on('error', (err: Error) => log.warn({ err }, 'redis connection error'));
 
+  // Before anything touches the queues: this prefix must be this database's.
+  try {
+    await claimRedisPrefixOrWait(config, pool, log);
+  } catch (err) {
+    await Promise.all(allQueues(queues).map((q) => q.close())).catch(() => undefined);
+    redis.disconnect();
+    await mail.close();
+    await pool.end();
+    throw err;
+  }
   const reminders = createReminderService(pool, queues.reminders, redis, config.reminders);
   const metrics = createMetrics({ queues: allQueues(queues), db: pool });
   // The health port first: a start that cannot bind it (WORKER_PORT taken) ends before this
@@ -137,6 +150,11 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
     reconcileEveryMs,
     log,
   );
+  // A Redis flush takes the prefix's claim with it: claim it again (or learn another database did).
+  const claimGuard = setInterval(() => {
+    claimRedisPrefix(config, pool, log).catch((err) => log.error({ err }, 'redis prefix claim check failed'));
+  }, reconcileEveryMs);
+  claimGuard.unref();
   const upkeep = startReminderUpkeep(config.databaseUrl, reminders, log);
   const relayLoop = startOutboxRelayLoop(pool, queues, config.outboxRelayIntervalMs, log);
   // emit_event NOTIFYs at commit when it wrote a fan-out row: relay at once rather than at the
@@ -153,7 +171,10 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
   log.info(
     {
       concurrency: config.workerConcurrency,
-      mail: config.smtpUrl ? 'smtp' : `files in ${config.outboxDir}`,
+      mail: {
+        live: config.smtpUrl ? redactUrl(config.smtpUrl) : `files in ${config.outboxDir}`,
+        sandbox: config.sandboxSmtpUrl ? redactUrl(config.sandboxSmtpUrl) : `files in ${config.outboxDir}`,
+      },
       port: httpPort,
     },
     'worker started',
@@ -173,6 +194,7 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
       await outboxListener.close();
       schedulers.stop();
       eventSchedulers.stop();
+      clearInterval(claimGuard);
       await http.close();
       // Worker.close() lets active jobs finish; the caller bounds the total time.
       await Promise.all(workers.map((w) => w.close()));

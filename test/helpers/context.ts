@@ -90,6 +90,8 @@ export async function createTestEnv(): Promise<TestEnv> {
         WORKER_PORT: '0',
         HOST: '127.0.0.1',
         MAIL_FROM: 'Billing <billing@example.test>',
+        // Most tests use sandbox keys: their sink catches the sandbox mail too, unless a test says otherwise.
+        ...(overrides.SMTP_URL && overrides.SANDBOX_SMTP_URL === undefined ? { SANDBOX_SMTP_URL: overrides.SMTP_URL } : {}),
         ...overrides,
       }),
     async cleanup() {

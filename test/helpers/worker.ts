@@ -114,6 +114,7 @@ export function workerProcessEnv(config: Config, extra: Record<string, string> =
     MAIL_FROM: config.mailFrom,
     WORKER_PORT: '0',
     ...(config.smtpUrl ? { SMTP_URL: config.smtpUrl } : {}),
+    ...(config.sandboxSmtpUrl ? { SANDBOX_SMTP_URL: config.sandboxSmtpUrl } : {}),
     ...extra,
   };
 }

@@ -255,7 +255,7 @@ describe('worker processes', () => {
   it('a worker killed with SIGKILL mid-job loses nothing: the stalled job is retried and yields one email', async () => {
     const slow = await startSmtpSink({ rcptDelayMs: 3_000 });
     cleanups.push(() => slow.close());
-    const env = { SMTP_URL: slow.url, WORKER_LOCK_DURATION_MS: '2000', WORKER_STALLED_INTERVAL_MS: '1000' };
+    const env = { SMTP_URL: slow.url, SANDBOX_SMTP_URL: slow.url, WORKER_LOCK_DURATION_MS: '2000', WORKER_STALLED_INTERVAL_MS: '1000' };
     const victim = spawned(env);
     await victim.waitForLine((l) => l.msg === 'worker started');
     const email = 'crash@example.test';

@@ -11,7 +11,7 @@ import { ApiError, notFound } from '../../errors.js';
 import type { AppDeps } from '../types.js';
 import { requireWrite } from '../auth.js';
 import { presentLink } from '../presenters.js';
-import { CreatePaymentLinkBody, Data, DeletedObject, ErrorEnvelope, IdParams, PaymentLink, UpdatePaymentLinkBody } from '../schemas.js';
+import { CreatePaymentLinkBody, Data, DeletedObject, ErrorEnvelope, PaymentLinkIdParams, PaymentLink, UpdatePaymentLinkBody } from '../schemas.js';
 import { Type } from 'typebox';
 import type { Api } from '../types.js';
 import { errorResponses } from '../route-helpers.js';
@@ -127,22 +127,22 @@ export async function paymentLinkRoutes(app: Api, deps: AppDeps): Promise<void> 
   );
 
   app.get(
-    '/payment-links/:id',
-    { schema: { tags: ['payment links'], summary: 'Retrieve a payment link', params: IdParams, response: { 200: Data(PaymentLink), ...errorResponses } } },
+    '/payment-links/:paymentLinkId',
+    { schema: { tags: ['payment links'], summary: 'Retrieve a payment link', params: PaymentLinkIdParams, response: { 200: Data(PaymentLink), ...errorResponses } } },
     async (req) => {
-      const row = await findLink(pool, req.auth, req.params.id);
-      if (!row) throw notFound('payment link', req.params.id);
+      const row = await findLink(pool, req.auth, req.params.paymentLinkId);
+      if (!row) throw notFound('payment link', req.params.paymentLinkId);
       return { data: present(row) };
     },
   );
 
   app.patch(
-    '/payment-links/:id',
+    '/payment-links/:paymentLinkId',
     {
       schema: {
         tags: ['payment links'],
         summary: 'Update a payment link (inactive closes it and keeps its payments)',
-        params: IdParams,
+        params: PaymentLinkIdParams,
         body: UpdatePaymentLinkBody,
         response: { 200: Data(PaymentLink), ...errorResponses },
       },
@@ -150,8 +150,8 @@ export async function paymentLinkRoutes(app: Api, deps: AppDeps): Promise<void> 
     async (req) => {
       requireWrite(req.auth);
       const row = await withTransaction(pool, async (tx) => {
-        const link = await findLink(tx, req.auth, req.params.id, true);
-        if (!link) throw notFound('payment link', req.params.id);
+        const link = await findLink(tx, req.auth, req.params.paymentLinkId, true);
+        if (!link) throw notFound('payment link', req.params.paymentLinkId);
         const after = req.body.after_completion ?? link.after_completion;
         const redirect = req.body.redirect_url ?? link.redirect_url;
         if (after === 'redirect' && !redirect) throw invalid('after_completion "redirect" needs a redirect_url.', 'redirect_url');
@@ -162,12 +162,12 @@ export async function paymentLinkRoutes(app: Api, deps: AppDeps): Promise<void> 
   );
 
   app.delete(
-    '/payment-links/:id',
+    '/payment-links/:paymentLinkId',
     {
       schema: {
         tags: ['payment links'],
         summary: 'Delete a payment link that never took a payment',
-        params: IdParams,
+        params: PaymentLinkIdParams,
         response: { 200: Data(DeletedObject), ...errorResponses, 409: ErrorEnvelope },
       },
     },
@@ -177,8 +177,8 @@ export async function paymentLinkRoutes(app: Api, deps: AppDeps): Promise<void> 
       // delete looks for payments (409), or finds the link gone (404). Without it the delete
       // could pass its check, then hit the foreign key of the just-committed payment (a 500).
       await withTransaction(pool, async (tx) => {
-        const link = await findLink(tx, req.auth, req.params.id, true);
-        if (!link) throw notFound('payment link', req.params.id);
+        const link = await findLink(tx, req.auth, req.params.paymentLinkId, true);
+        if (!link) throw notFound('payment link', req.params.paymentLinkId);
         if (!(await deleteLinkWithoutPayments(tx, req.auth, link.id))) {
           throw new ApiError(
             'payment_link_has_payments',
@@ -187,7 +187,7 @@ export async function paymentLinkRoutes(app: Api, deps: AppDeps): Promise<void> 
         }
         await recorded(tx, req.auth, 'payment_link.deleted', link);
       });
-      return { data: { id: req.params.id, deleted: true } };
+      return { data: { id: req.params.paymentLinkId, deleted: true } };
     },
   );
 }

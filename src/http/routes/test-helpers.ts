@@ -17,7 +17,7 @@ import { ApiError, notFound } from '../../errors.js';
 import type { AppDeps } from '../types.js';
 import { requireWrite, type AuthContext } from '../auth.js';
 import { presentInvoice, presentLinkPayment, presentSubscription } from '../presenters.js';
-import { Data, ErrorEnvelope, IdParams, Invoice, InvoiceIdParams, LinkPayment, LinkPaymentBody, StartSubscriptionBody, Subscription } from '../schemas.js';
+import { Data, ErrorEnvelope, PaymentLinkIdParams, Invoice, InvoiceIdParams, LinkPayment, LinkPaymentBody, StartSubscriptionBody, Subscription } from '../schemas.js';
 import type { Api } from '../types.js';
 import { errorResponses, unwrap } from '../route-helpers.js';
 
@@ -58,12 +58,12 @@ export async function testHelperRoutes(app: Api, deps: AppDeps): Promise<void> {
   );
 
   app.post(
-    '/test_helpers/payment-links/:id/payments',
+    '/test_helpers/payment-links/:paymentLinkId/payments',
     {
       schema: {
         ...opts,
         summary: 'Record a payment on an active sandbox payment link',
-        params: IdParams,
+        params: PaymentLinkIdParams,
         // No body at all is fine (a preset or fixed amount): Fastify validates a missing body as null.
         body: Type.Union([LinkPaymentBody, Type.Null()]),
         response: { 200: Data(LinkPayment), ...errorResponses },
@@ -74,8 +74,8 @@ export async function testHelperRoutes(app: Api, deps: AppDeps): Promise<void> {
       const body = req.body ?? {};
       const payment = await withTransaction(pool, async (tx) => {
         // The row lock serialises payments on one link, so max_payments holds under concurrency.
-        const link = await findLink(tx, req.auth, req.params.id, true);
-        if (!link) throw notFound('payment link', req.params.id);
+        const link = await findLink(tx, req.auth, req.params.paymentLinkId, true);
+        if (!link) throw notFound('payment link', req.params.paymentLinkId);
         if (link.status !== 'active') throw new ApiError('payment_link_inactive', 'This payment link is inactive and takes no payments.');
         if (link.max_payments !== null && (await countPayments(tx, link.id)) >= link.max_payments) {
           throw new ApiError('payment_link_exhausted', `This payment link already took its ${link.max_payments} payments.`);
