@@ -52,13 +52,14 @@ export const webhookDeliver: JobHandler<WebhookDeliverPayload, JobContext> = asy
   const next = nextAttemptAt(ctx.webhooks.retry, delivery.created_at, meta.attempt, now);
   const attempts = await withTransaction(ctx.pool, async (tx) => {
     const n = await recordAttempt(tx, delivery.id, attempt, { status: next ? 'pending' : 'failed', nextAttemptAt: next });
-    const failingSince = await markEndpointFailing(tx, endpoint.id);
-    if (shouldDisableEndpoint(ctx.webhooks.retry, failingSince, now)) {
+    const failingSince = await markEndpointFailing(tx, endpoint.id, startedAt);
+    const gaveUpFirstAttemptAt = next ? null : (delivery.first_attempt_at ?? startedAt);
+    if (shouldDisableEndpoint(ctx.webhooks.retry, failingSince, now, gaveUpFirstAttemptAt)) {
       const hours = Math.round(ctx.webhooks.retry.windowMs / 360_000) / 10;
       await disableEndpoint(
         tx,
         endpoint.id,
-        `Every delivery failed for ${hours} hours (since ${failingSince!.toISOString()}); last error: ${result.error}`.slice(0, 1000),
+        `Every delivery failed from ${failingSince!.toISOString()} for the whole retry window (${hours} h); last error: ${result.error}`.slice(0, 1000),
       );
     }
     return n;

@@ -83,14 +83,25 @@ export async function listDeliveries(
   return { deliveries: await withAttempts(db, page), hasMore: rows.length > opts.limit, cursorFound: true };
 }
 
+export interface DeliveryForWorker {
+  id: string;
+  status: WebhookDeliveryStatus;
+  attempt_count: number;
+  created_at: Date;
+  event_created_at: Date;
+  /** Null before the first attempt. */
+  first_attempt_at: Date | null;
+}
+
 /** The delivery of (event, endpoint) with its event's creation instant, for the worker. */
 export async function findDelivery(
   db: Queryable,
   eventId: string,
   endpointId: string,
-): Promise<{ id: string; status: WebhookDeliveryStatus; attempt_count: number; created_at: Date; event_created_at: Date } | null> {
-  const { rows } = await db.query<{ id: string; status: WebhookDeliveryStatus; attempt_count: number; created_at: Date; event_created_at: Date }>(
-    `select d.id, d.status, d.attempt_count, d.created_at, e.created_at as event_created_at
+): Promise<DeliveryForWorker | null> {
+  const { rows } = await db.query<DeliveryForWorker>(
+    `select d.id, d.status, d.attempt_count, d.created_at, e.created_at as event_created_at,
+       (select min(a.started_at) from webhook_attempts a where a.delivery_id = d.id) as first_attempt_at
      from webhook_deliveries d join events e on e.id = d.event_id
      where d.event_id = $1 and d.endpoint_id = $2`,
     [eventId, endpointId],

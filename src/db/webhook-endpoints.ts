@@ -130,11 +130,11 @@ export async function markEndpointSucceeded(db: Queryable, id: string): Promise<
   await db.query('update webhook_endpoints set failing_since = null where id = $1 and failing_since is not null', [id]);
 }
 
-/** A failed attempt starts (or continues) the failure clock; returns when it started. */
-export async function markEndpointFailing(db: Queryable, id: string): Promise<Date | null> {
+/** A failed attempt (started at `attemptStartedAt`) starts or continues the failure clock; returns when it started. */
+export async function markEndpointFailing(db: Queryable, id: string, attemptStartedAt: Date): Promise<Date | null> {
   const { rows } = await db.query<{ failing_since: Date }>(
-    `update webhook_endpoints set failing_since = coalesce(failing_since, clock_timestamp()) where id = $1 returning failing_since`,
-    [id],
+    `update webhook_endpoints set failing_since = coalesce(failing_since, $2) where id = $1 returning failing_since`,
+    [id, attemptStartedAt],
   );
   return rows[0]?.failing_since ?? null;
 }

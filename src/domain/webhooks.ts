@@ -61,9 +61,15 @@ export function nextAttemptAt(policy: RetryPolicy, firstAttemptAt: Date, attempt
   return next.getTime() - firstAttemptAt.getTime() > policy.windowMs ? null : next;
 }
 
-/** An endpoint failing without a single success since `failingSince` for the whole window is disabled. */
-export function shouldDisableEndpoint(policy: RetryPolicy, failingSince: Date | null, now: Date): boolean {
-  return failingSince !== null && now.getTime() - failingSince.getTime() >= policy.windowMs;
+/**
+ * An endpoint is disabled when no attempt succeeded for the whole window: failing since
+ * `failingSince` for at least the window, or a delivery given up after retrying for its whole
+ * window (`gaveUpFirstAttemptAt`, its first attempt) while the endpoint never answered 2xx since.
+ */
+export function shouldDisableEndpoint(policy: RetryPolicy, failingSince: Date | null, now: Date, gaveUpFirstAttemptAt: Date | null = null): boolean {
+  if (failingSince === null) return false;
+  if (now.getTime() - failingSince.getTime() >= policy.windowMs) return true;
+  return gaveUpFirstAttemptAt !== null && failingSince.getTime() <= gaveUpFirstAttemptAt.getTime();
 }
 
 /** Attempts the default policy makes within its window (for the documentation and a unit test). */

@@ -58,5 +58,9 @@ describe('retry schedule', () => {
     expect(shouldDisableEndpoint(policy, null, now)).toBe(false);
     expect(shouldDisableEndpoint(policy, new Date(now.getTime() - policy.windowMs + 1), now)).toBe(false);
     expect(shouldDisableEndpoint(policy, new Date(now.getTime() - policy.windowMs), now)).toBe(true);
+    // A delivery given up after its whole window, with no success since its first attempt.
+    const first = new Date(now.getTime() - policy.windowMs + 3_600_000);
+    expect(shouldDisableEndpoint(policy, first, now, first)).toBe(true);
+    expect(shouldDisableEndpoint(policy, new Date(first.getTime() + 1), now, first)).toBe(false);
   });
 });
