@@ -40,6 +40,16 @@ describe('webhook endpoints', () => {
     expect(list.raw).not.toContain(ep.secret);
   });
 
+  it('an Idempotency-Key replay of the creation returns the same endpoint without its secret', async () => {
+    const headers = { 'api-key': keys.sandbox, 'idempotency-key': `we-${Date.now()}` };
+    const body = { url: 'https://93.184.215.14/idem', enabled_events: ['*'] };
+    const first = await post('/v1/webhook_endpoints', headers, body);
+    const replay = await post('/v1/webhook_endpoints', headers, body);
+    expect(first.body.data.secret).toMatch(/^whsec_/);
+    expect(replay.body.data.id).toBe(first.body.data.id);
+    expect(replay.body.data.secret).toBeUndefined();
+  });
+
   it('updates url, events, description and status; re-enabling clears the reason', async () => {
     const ep = await create({ url: 'https://93.184.215.14/a', enabled_events: ['*'] });
     const off = await patch(`/v1/webhook_endpoints/${ep.id}`, keys.sandbox, { status: 'disabled' });

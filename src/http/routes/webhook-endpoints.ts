@@ -68,6 +68,8 @@ export async function webhookEndpointRoutes(app: Api, deps: AppDeps): Promise<vo
   app.post(
     '/webhook_endpoints',
     {
+      // The secret exists once, in this response: an Idempotency-Key replay answers without it.
+      config: { idempotencyOmit: ['secret'] },
       schema: {
         tags,
         summary: 'Register a webhook endpoint; its signing secret is returned once',
@@ -155,6 +157,7 @@ export async function webhookEndpointRoutes(app: Api, deps: AppDeps): Promise<vo
   app.post(
     '/webhook_endpoints/:endpointId/rotate_secret',
     {
+      config: { idempotencyOmit: ['secret'] },
       schema: {
         tags,
         summary: 'Replace the signing secret; the old one keeps signing beside the new one for 24 hours',
