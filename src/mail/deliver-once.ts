@@ -50,13 +50,6 @@ export async function deliverOnce(
       return { failed: err, permanent, reason };
     }
     await markDeliverySent(tx, deliveryId, result);
-    if (delivery.kind === 'reminder_before' || delivery.kind === 'reminder_after') {
-      // Told to the merchant with the sent mark, so a crash right after cannot lose it. The
-      // invoice row is only read here: updating it (last_reminder_at, done by the job after
-      // commit) would turn this transaction's share lock into an exclusive one, and two slots
-      // of one invoice in flight at once would deadlock after their emails went out.
-      await emitInvoiceEvent(tx, delivery.invoice_id, 'invoice.reminder_sent', { last_reminder_at: new Date().toISOString() });
-    }
     return { sent: true, messageId: delivery.message_id, location: result.location, transport: result.transport, destination: result.destination };
   });
   if ('failed' in outcome) {
