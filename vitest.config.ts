@@ -1,14 +1,34 @@
 import { defineConfig } from 'vitest/config';
+import { redisAvailability } from './test/helpers/redis-availability.js';
+
+// The end-to-end files that run on both queue backends: the whole suite runs on the Postgres
+// backend (the default without Redis), and these once more on Redis when one can be had.
+const BOTH_BACKENDS = [
+  'test/integration/send-pipeline.test.ts',
+  'test/integration/reminders.test.ts',
+  'test/integration/reminders-recovery.test.ts',
+  'test/integration/reminder-schedulers.test.ts',
+  'test/integration/ops.test.ts',
+  'test/integration/deployment-isolation.test.ts',
+];
+
+const redis = await redisAvailability();
+// One line saying why, when the Redis runs cannot happen.
+if (!redis.available) process.stdout.write(`queue backend redis: end-to-end runs skipped: ${redis.why}\n`);
+
+const common = { testTimeout: 30_000, hookTimeout: 60_000, teardownTimeout: 30_000 };
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
+    // Once per run, for both projects (a project that extended this would run it again).
     globalSetup: ['test/helpers/global-setup.ts'],
     // Two cores: two test files at a time, each with its own database and Redis prefix.
     pool: 'forks',
     maxWorkers: 2,
-    testTimeout: 30_000,
-    hookTimeout: 60_000,
-    teardownTimeout: 30_000,
+    ...common,
+    projects: [
+      { test: { ...common, name: 'postgres', include: ['test/**/*.test.ts'], provide: { queueBackend: 'postgres' } } },
+      ...(redis.available ? [{ test: { ...common, name: 'redis', include: BOTH_BACKENDS, provide: { queueBackend: 'redis' as const } } }] : []),
+    ],
   },
 });

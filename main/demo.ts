@@ -4,11 +4,14 @@
 // Re-running keeps the same merchant, keys, product, links and subscription, and creates a new
 // draft invoice only when the previous one was already sent.
 import { loadConfigOrExit } from '../src/config.js';
+import { ensureSettlementAddress } from '../src/db/accounts.js';
 import { countLiveKeys, findDemoObjects, linkHasPayments, revokeKeysNamed } from '../src/db/demo-fixtures.js';
 import { migrate } from '../src/db/migrate.js';
 import type { Pool } from '../src/db/pool.js';
 import { createLogger } from '../src/log.js';
 import { createApiRuntime } from '../src/runtime/api-runtime.js';
+import { chooseDatabaseOrExit } from '../src/runtime/database.js';
+import { startOrExit } from '../src/runtime/startup-error.js';
 import { provisionMerchant, type MerchantKeys } from '../src/runtime/provision.js';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
@@ -16,12 +19,14 @@ import { hashApiKey } from '../src/domain/api-keys.js';
 
 const DEMO_ACCOUNT = 'acct_demo';
 const KEYS_FILE = 'var/demo-keys.json';
+const DEMO_SETTLEMENT_ADDRESS = '0xDe30000000000000000000000000000000000001';
 
 // Quiet by default: the last line of stdout is the JSON a newcomer copies from.
-const config = loadConfigOrExit({ LOG_LEVEL: 'warn', ...process.env });
+const database = await chooseDatabaseOrExit({ LOG_LEVEL: 'warn', ...process.env }, 'share');
+const config = loadConfigOrExit(database.env);
 const log = createLogger(config.logLevel);
-await migrate(config.databaseUrl);
-const api = await createApiRuntime(config, log);
+await migrate(config.databaseUrl, undefined, { queueSchema: config.queueBackend === 'postgres' });
+const api = await startOrExit(() => createApiRuntime(config, log));
 
 async function call<T>(key: string, method: 'GET' | 'POST' | 'PATCH', url: string, payload?: object): Promise<T> {
   const res = await api.app.inject({ method, url, headers: { 'api-key': key }, ...(payload ? { payload } : {}) });
@@ -52,12 +57,22 @@ try {
     await revokeKeysNamed(api.pool, DEMO_ACCOUNT, 'demo ');
     ({ keys } = await provisionMerchant(
       api.pool,
-      { id: DEMO_ACCOUNT, name: 'Demo Merchant GmbH', email: 'billing@demo-merchant.example', timeZone: 'Europe/Berlin', keyNamePrefix: 'demo ' },
+      {
+        id: DEMO_ACCOUNT,
+        name: 'Demo Merchant GmbH',
+        email: 'billing@demo-merchant.example',
+        timeZone: 'Europe/Berlin',
+        keyNamePrefix: 'demo ',
+        // A made-up address: the sandbox moves no real funds.
+        settlementAddress: DEMO_SETTLEMENT_ADDRESS,
+      },
       { platformFeeBps: config.platformFeeBps, timeZone: config.reminders.defaultTimeZone },
     ));
     await mkdir(dirname(KEYS_FILE), { recursive: true });
     await writeFile(KEYS_FILE, JSON.stringify(keys), { mode: 0o600 });
   }
+  // Also for a demo account made before settlement addresses existed.
+  await ensureSettlementAddress(api.pool, DEMO_ACCOUNT, DEMO_SETTLEMENT_ADDRESS);
   const key = keys.sandbox;
 
   const productId =
@@ -121,4 +136,5 @@ try {
   process.stdout.write(`${JSON.stringify(summary)}\n`);
 } finally {
   await api.close();
+  await database.stop();
 }

@@ -13,9 +13,18 @@ export class ConfigError extends Error {
   }
 }
 
+export type QueueBackendKind = 'redis' | 'postgres';
+export const QUEUE_BACKENDS: readonly QueueBackendKind[] = ['redis', 'postgres'];
+
 export interface Config {
+  /** Always set here: with DATABASE_URL unset, the entrypoints start an embedded PostgreSQL first (src/runtime/database.ts). */
   databaseUrl: string;
-  redisUrl: string;
+  /** Where the embedded PostgreSQL keeps its data when DATABASE_URL is unset. */
+  embeddedPostgresDir: string;
+  /** Where BullMQ keeps its jobs: Redis, or the `bullmq` schema of the service's own database. */
+  queueBackend: QueueBackendKind;
+  /** Null with the Postgres backend: no Redis is ever reached. */
+  redisUrl: string | null;
   /** Prefix of every BullMQ key in Redis; tests give each run its own. */
   redisPrefix: string;
   port: number;
@@ -127,6 +136,29 @@ function timeZone(env: Env, name: string, fallback: string): string {
   return raw;
 }
 
+function databaseUrlOf(env: Env): string {
+  const value = url(env, 'DATABASE_URL', null, ['postgres:', 'postgresql:']);
+  if (value === null) throw new ConfigError('DATABASE_URL', 'is unset: start the service through its commands, which then run an embedded PostgreSQL');
+  return value;
+}
+
+/**
+ * DATABASE_URL unset: the folder of the embedded PostgreSQL the commands start (or find) before
+ * loading the configuration with its URL. Null when DATABASE_URL is set.
+ */
+export function embeddedPostgresDirOf(env: Env): string | null {
+  if (optional(env, 'DATABASE_URL') !== null) return null;
+  return str(env, 'EMBEDDED_POSTGRES_DIR', 'var/postgres');
+}
+
+/** Unset: Redis when one is configured, otherwise Postgres (nothing to install but the database). */
+function queueBackendOf(env: Env): QueueBackendKind {
+  const raw = optional(env, 'QUEUE_BACKEND');
+  if (raw === null) return optional(env, 'REDIS_URL') !== null || optional(env, 'REDIS_CLUSTER_NODES') !== null ? 'redis' : 'postgres';
+  if (!(QUEUE_BACKENDS as readonly string[]).includes(raw)) throw new ConfigError('QUEUE_BACKEND', `must be ${QUEUE_BACKENDS.join(' or ')}, got "${raw}"`);
+  return raw as QueueBackendKind;
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 export function loadConfig(env: Env = process.env): Config {
@@ -138,10 +170,13 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError(adminUser === null ? 'ADMIN_USER' : 'ADMIN_PASSWORD', 'must be set together with its pair');
   }
   const prefix = str(env, 'REDIS_PREFIX', 'bull');
+  const queueBackend = queueBackendOf(env);
   if (prefix.includes(' ')) throw new ConfigError('REDIS_PREFIX', 'must not contain spaces');
   const config: Config = {
-    databaseUrl: url(env, 'DATABASE_URL', 'postgres://postgres@127.0.0.1:5432/invoices', ['postgres:', 'postgresql:'])!,
-    redisUrl: url(env, 'REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:'])!,
+    databaseUrl: databaseUrlOf(env),
+    embeddedPostgresDir: str(env, 'EMBEDDED_POSTGRES_DIR', 'var/postgres'),
+    queueBackend,
+    redisUrl: queueBackend === 'redis' ? url(env, 'REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:']) : null,
     redisPrefix: prefix,
     port: int(env, 'PORT', 3000, 0, 65535),
     host: str(env, 'HOST', '0.0.0.0'),
@@ -204,3 +239,4 @@ export function loadConfigOrExit(env: Env = process.env): Config {
     throw err;
   }
 }
+

@@ -103,6 +103,7 @@ export const CreateInvoiceBody = Type.Object(
     customer_email: Type.String({ format: 'email', maxLength: 254 }),
     customer_name: Type.Optional(ShortText(200)),
     customer_time_zone: Type.Optional(Type.String({ maxLength: 64 })),
+    customer_locale: Type.Optional(Type.String({ maxLength: 64 })),
     currency: Type.Optional(Type.String({ minLength: 1, maxLength: 16 })),
     network: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
     amount: Type.Optional(DecimalString),
@@ -126,6 +127,7 @@ export const UpdateInvoiceBody = Type.Object(
     footer: Type.Optional(ShortText(5000)),
     tax_id: Type.Optional(ShortText(100)),
     line_items: Type.Optional(Type.Array(LineItem, { maxItems: 1000 })),
+    customer_locale: Type.Optional(Type.String({ maxLength: 64 })),
   },
   { additionalProperties: false },
 );

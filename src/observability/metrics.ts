@@ -1,11 +1,11 @@
 // Prometheus metrics of one process, in a registry of its own (tests build several apps in one
-// process). Gauges that read Redis or Postgres are computed at scrape time, bounded in time.
+// process). Gauges that read the queue store or Postgres are computed at scrape time, bounded in time.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { Queue } from 'bullmq';
 import { countPendingOutbox } from '../db/outbox.js';
 import { countPendingDeliveries } from '../db/webhook-deliveries.js';
 import type { Queryable } from '../db/pool.js';
 import { withTimeout } from '../lib/with-timeout.js';
+import type { AppQueue } from '../queue/backend.js';
 
 const JOB_STATES = ['waiting', 'active', 'delayed', 'completed', 'failed', 'prioritized', 'waiting-children'] as const;
 const SCRAPE_TIMEOUT_MS = 1_000;
@@ -20,7 +20,7 @@ export interface Metrics {
   webhookLatency: Histogram;
 }
 
-export function createMetrics(opts: { queues: Queue[]; db: Queryable; defaultMetrics?: boolean }): Metrics {
+export function createMetrics(opts: { queues: AppQueue[]; db: Queryable; defaultMetrics?: boolean }): Metrics {
   const registry = new Registry();
   if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: registry });
 
@@ -35,7 +35,7 @@ export function createMetrics(opts: { queues: Queue[]; db: Queryable; defaultMet
           const counts = await withTimeout(queue.getJobCounts(...JOB_STATES), SCRAPE_TIMEOUT_MS, 'queue counts');
           for (const state of JOB_STATES) this.set({ queue: queue.name, state }, counts[state] ?? 0);
         } catch {
-          // Redis unreachable: leave the last values; readyz reports the outage.
+          // Queue store unreachable: leave the last values; readyz reports the outage.
         }
       }
     },

@@ -39,7 +39,7 @@
 // - Fire lateness comes from Redis, not from this module: the worker waits for the next delayed
 //   job with a BZPOPMIN timeout, which Redis only expires on its `hz` tick (10/s by default), so
 //   a reminder starts 0–100 ms after its planned instant (measured p50 ~20 ms, p99 ~60–95 ms).
-import { defaultRepeatStrategy, type AdvancedRepeatOptions, type Job, type JobSchedulerJobOptions, type JobSchedulerTemplateOptions, type Queue, type RepeatOptions, type RepeatStrategy, type WorkerOptions } from 'bullmq';
+import { defaultRepeatStrategy, type AdvancedRepeatOptions, type Job, type JobSchedulerJobOptions, type JobSchedulerTemplateOptions, type RepeatOptions, type RepeatStrategy, type WorkerOptions } from 'bullmq';
 import { Duration } from 'luxon';
 import {
   firstSlotFrom,
@@ -50,6 +50,7 @@ import {
   type ReminderPolicy,
   type ReminderSlot,
 } from '../domain/reminder-schedule.js';
+import type { AppQueue } from './backend.js';
 import { SCHEDULERS, type JobName, type ReminderJobData } from './catalogue.js';
 
 const REMINDER_JOB = 'invoice.reminder' satisfies JobName;
@@ -166,10 +167,14 @@ export interface ReminderSchedulers {
   /** Call after handling a reminder: moves on when its phase is used up (see file header). */
   advance(job: Job<ReminderJobData>, now: Date): Promise<void>;
   plannedInstantOf(job: Job): Date;
+  /** Whether a scheduler's pattern is this policy's plan for its phase (false for foreign patterns). */
+  followsPolicy(pattern: string | undefined, dueAt: Date): boolean;
+  /** Whether a fired reminder job was planned under this policy (true for jobs not ours). */
+  plannedUnderPolicy(job: Job): boolean;
 }
 
 export function createReminderSchedulers(
-  queue: Queue,
+  queue: AppQueue,
   policy: ReminderPolicy,
   // Template opts are copied into the scheduler hash and every pending job (~160 B per invoice
   // for removeOnComplete/removeOnFail); keep-policies belong on the Worker (reminderWorkerOptions).
@@ -237,5 +242,16 @@ export function createReminderSchedulers(
     }
   }
 
-  return { schedule, switchToAfter, cancel, advance, plannedInstantOf };
+  function followsPolicy(pattern: string | undefined, dueAt: Date): boolean {
+    const spec = decodeSpec(pattern);
+    return spec !== null && pattern === encodeSpec(phaseRule(policy, spec.rule.phase), dueAt);
+  }
+
+  function plannedUnderPolicy(job: Job): boolean {
+    const pattern = repeatOf(job)?.pattern;
+    const spec = decodeSpec(pattern);
+    return spec === null || followsPolicy(pattern, spec.dueAt);
+  }
+
+  return { schedule, switchToAfter, cancel, advance, plannedInstantOf, followsPolicy, plannedUnderPolicy };
 }

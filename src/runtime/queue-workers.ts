@@ -1,9 +1,10 @@
 // One BullMQ Worker per queue of the catalogue, dispatching each job to the handler the
 // entrypoint registered for its name. Per-queue settings (backoff types, the reminder repeat
 // strategy, keep-policies) and the reminder schedule's after-job step live here.
-import { Worker, type ConnectionOptions, type Job, type WorkerOptions } from 'bullmq';
+import type { Job } from 'bullmq';
 import { retryDelayMs } from '../domain/webhooks.js';
 import type { Logger } from '../log.js';
+import type { AppWorker, QueueBackend, WorkerExtras } from '../queue/backend.js';
 import { backoffSettings } from '../queue/backoff.js';
 import { jobsOfQueue, QUEUES, type QueueRole, type ReminderJobData } from '../queue/catalogue.js';
 import { createProcessor, plannedAtOfDelayed, type JobHandler, type JobObserver } from '../queue/dispatcher.js';
@@ -12,13 +13,13 @@ import { plannedInstantOf, reminderWorkerOptions } from '../queue/reminder-sched
 import type { ReminderService } from '../queue/reminder-service.js';
 
 export interface QueueWorkerOptions {
-  connection: ConnectionOptions;
-  prefix: string;
+  /** Builds the Workers on the process's queue backend (its connection, Redis's prefix). */
+  backend: QueueBackend;
+  /** Webhook deliveries in flight at once (I/O bound: more than the email jobs). */
+  webhookConcurrency: number;
   concurrency: number;
   lockDuration: number;
   stalledInterval: number;
-  /** Webhook deliveries in flight at once (I/O bound: more than the email jobs). */
-  webhookConcurrency: number;
 }
 
 export function startQueueWorkers(
@@ -28,10 +29,10 @@ export function startQueueWorkers(
   opts: QueueWorkerOptions,
   log: Logger,
   observer: JobObserver,
-): Worker[] {
-  const { webhookConcurrency, ...workerOpts } = opts;
-  const common: WorkerOptions = { ...workerOpts, maxStalledCount: 5 };
-  const perQueue: Record<QueueRole, Partial<WorkerOptions>> = {
+): AppWorker[] {
+  const { backend, webhookConcurrency, ...workerOpts } = opts;
+  const common: WorkerExtras = { ...workerOpts, maxStalledCount: 5 };
+  const perQueue: Record<QueueRole, Partial<WorkerExtras>> = {
     send: { settings: backoffSettings },
     reminders: { ...reminderWorkerOptions, settings: { ...reminderWorkerOptions.settings, ...backoffSettings } },
     // The delivery's own backoff (WEBHOOK_BACKOFF_BASE_MS doubling, capped); the fan-out's is
@@ -44,7 +45,7 @@ export function startQueueWorkers(
   const handlersOf = (role: QueueRole): Record<string, JobHandler<never, JobContext>> =>
     Object.fromEntries(jobsOfQueue(QUEUES[role]).map((name) => [name, handlers[name] as JobHandler<never, JobContext>]));
 
-  const sendWorker = new Worker(QUEUES.send, createProcessor(handlersOf('send'), ctx, log, plannedAtOfDelayed, observer), {
+  const sendWorker = backend.worker(QUEUES.send, createProcessor(handlersOf('send'), ctx, log, plannedAtOfDelayed, observer), {
     ...common,
     ...perQueue.send,
   });
@@ -56,9 +57,18 @@ export function startQueueWorkers(
     (job) => (job.name === 'invoice.reminder' ? plannedInstantOf(job) : plannedAtOfDelayed(job)),
     observer,
   );
-  const reminderWorker = new Worker(
+  const reminderWorker = backend.worker(
     QUEUES.reminders,
     async (job: Job) => {
+      // A slot planned under another reminder policy (this worker started with other REMINDERS_*
+      // values and its start's reconcile has not reached this invoice yet) is not sent: the
+      // invoice moves to this worker's policy, future slots only, as the reconcile would.
+      if (job.name === 'invoice.reminder' && !reminders.schedulers.plannedUnderPolicy(job)) {
+        const { invoiceId } = job.data as ReminderJobData;
+        await reminders.resume(invoiceId);
+        log.info({ job_id: job.id, invoice_id: invoiceId }, 'reminder planned under another policy: re-planned, not sent');
+        return 'replanned';
+      }
       try {
         return await reminderProcessor(job);
       } finally {
@@ -74,7 +84,7 @@ export function startQueueWorkers(
     },
     { ...common, ...perQueue.reminders },
   );
-  const webhookWorker = new Worker(QUEUES.webhooks, createProcessor(handlersOf('webhooks'), ctx, log, plannedAtOfDelayed, observer), {
+  const webhookWorker = backend.worker(QUEUES.webhooks, createProcessor(handlersOf('webhooks'), ctx, log, plannedAtOfDelayed, observer), {
     ...common,
     ...perQueue.webhooks,
   });

@@ -1,9 +1,7 @@
 // Wires a worker process: its pool, mail transport, queues, and the parts that run on them: the
 // BullMQ workers dispatching to the handlers the entrypoint hands in (queue-workers.ts), the
 // outbox relay loop, and the reminder upkeep (stop notifications, reconciler). Several such
-// processes may run on one Redis and one Postgres.
-import type { Queue, Worker } from 'bullmq';
-import { Redis } from 'ioredis';
+// processes may run on one queue store (Redis, or the Postgres backend's schema) and one Postgres.
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config.js';
 import { createPool, type Pool } from '../db/pool.js';
@@ -14,7 +12,7 @@ import { createMetrics, type Metrics } from '../observability/metrics.js';
 import type { JobObserver } from '../queue/dispatcher.js';
 import type { JobContext, JobHandlers } from '../queue/job-context.js';
 import { allQueues, openQueues, type QueueSet } from '../queue/queues.js';
-import { redisOptions } from '../queue/redis.js';
+import { claimQueueStorage, queueBackendOf, type AppQueue, type AppWorker } from '../queue/backend.js';
 import { createReminderService, type ReminderService } from '../queue/reminder-service.js';
 import { IDEMPOTENCY_PRUNE_EVERY_MS, JOBS, jobIdOf, SCHEDULERS } from '../queue/catalogue.js';
 import { listen } from '../db/listen.js';
@@ -25,13 +23,14 @@ import { startOutboxRelayLoop } from './outbox-relay-loop.js';
 import { startQueueWorkers } from './queue-workers.js';
 import { startReminderUpkeep } from './reminder-upkeep.js';
 import { startWorkerHttp } from './worker-http.js';
+import { describePolicy } from '../domain/reminder-schedule.js';
 import { claimRedisPrefix, claimRedisPrefixOrWait } from './redis-prefix.js';
 
 export interface WorkerRuntime {
   pool: Pool;
   mail: MailTransport;
   queues: QueueSet;
-  workers: Worker[];
+  workers: AppWorker[];
   reminders: ReminderService;
   metrics: Metrics;
   /** The worker's health and metrics port. */
@@ -51,26 +50,26 @@ export interface WorkerRuntimeOptions {
 export async function createWorkerRuntime(config: Config, log: Logger, handlers: JobHandlers, opts: WorkerRuntimeOptions = {}): Promise<WorkerRuntime> {
   // Compile the email templates now: a missing or broken one fails the start, not a send.
   loadEmailTemplates();
+  // Postgres queue backend: its bullmq schema must be this database's (a ConfigError otherwise).
+  await claimQueueStorage(config);
   const pool = createPool(config.databaseUrl, config.workerConcurrency * 2 + 5);
   const mail =
     opts.mail ??
     createMailRouter({ smtpUrl: config.smtpUrl, sandboxSmtpUrl: config.sandboxSmtpUrl, poolSize: config.smtpPoolSize, outboxDir: config.outboxDir });
-  const connection = redisOptions(config.redisUrl);
-  const queues = openQueues(connection, config.redisPrefix, (err) => log.warn({ err }, 'redis connection error'));
-  const redis = new Redis({ ...connection, maxRetriesPerRequest: null });
-  redis.on('error', (err: Error) => log.warn({ err }, 'redis connection error'));
+  const backend = queueBackendOf(config, 'consumer');
+  const queues = openQueues(backend, (err) => log.warn({ err, backend: backend.kind }, 'queue connection error'));
 
   // Before anything touches the queues: this prefix must be this database's.
   try {
     await claimRedisPrefixOrWait(config, pool, log);
   } catch (err) {
     await Promise.all(allQueues(queues).map((q) => q.close())).catch(() => undefined);
-    redis.disconnect();
+    await backend.close();
     await mail.close();
     await pool.end();
     throw err;
   }
-  const reminders = createReminderService(pool, queues.reminders, redis, config.reminders);
+  const reminders = createReminderService(pool, queues.reminders, backend, config.reminders);
   const metrics = createMetrics({ queues: allQueues(queues), db: pool });
   // The health port first: a start that cannot bind it (WORKER_PORT taken) ends before this
   // process takes a single job.
@@ -78,12 +77,12 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
   let httpPort: number;
   try {
     ({ app: http, port: httpPort } = await startWorkerHttp(
-      { listen: { port: config.workerPort, host: config.host, variable: 'WORKER_PORT', fallbackToAny: config.workerPortFallback }, db: pool, redis, metrics },
+      { listen: { port: config.workerPort, host: config.host, variable: 'WORKER_PORT', fallbackToAny: config.workerPortFallback }, db: pool, readiness: backend.readiness, metrics },
       log,
     ));
   } catch (err) {
     await Promise.all(allQueues(queues).map((q) => q.close())).catch(() => undefined);
-    redis.disconnect();
+    await backend.close();
     await mail.close();
     await pool.end();
     throw err;
@@ -122,8 +121,7 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
     ctx,
     reminders,
     {
-      connection,
-      prefix: config.redisPrefix,
+      backend,
       concurrency: config.workerConcurrency,
       lockDuration: config.workerLockDurationMs,
       stalledInterval: config.workerStalledIntervalMs,
@@ -171,11 +169,14 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
   log.info(
     {
       concurrency: config.workerConcurrency,
+      queue_backend: backend.kind,
       mail: {
         live: config.smtpUrl ? redactUrl(config.smtpUrl) : `files in ${config.outboxDir}`,
         sandbox: config.sandboxSmtpUrl ? redactUrl(config.sandboxSmtpUrl) : `files in ${config.outboxDir}`,
       },
       port: httpPort,
+      // What the schedules of this worker follow; a change moves open invoices at the next reconcile.
+      reminder_policy: describePolicy(config.reminders),
     },
     'worker started',
   );
@@ -199,8 +200,8 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
       // Worker.close() lets active jobs finish; the caller bounds the total time.
       await Promise.all(workers.map((w) => w.close()));
       await upkeep.stop();
-      await Promise.all(allQueues(queues).map((q: Queue) => q.close()));
-      redis.disconnect();
+      await Promise.all(allQueues(queues).map((q: AppQueue) => q.close()));
+      await backend.close();
       await mail.close();
       await sender.close();
       await pool.end();

@@ -9,7 +9,10 @@ import { resolveServices } from './services.js';
 declare module 'vitest' {
   export interface ProvidedContext {
     databaseUrl: string;
-    redisUrl: string;
+    /** Null when no Redis could be had: the Redis-backend project is then left out. */
+    redisUrl: string | null;
+    /** Which queue backend this project's files run on (see vitest.config.ts). */
+    queueBackend: 'redis' | 'postgres';
     templateDatabase: string;
     runId: string;
   }
@@ -25,7 +28,8 @@ export default async function setup(project: TestProject) {
   const services = await resolveServices();
   const runId = randomBytes(4).toString('hex');
   const template = `inv_test_${runId}_template`;
-  await migrate(withDatabase(services.databaseUrl, template));
+  // The Postgres queue backend's schema too: every file's database then has it, unclaimed.
+  await migrate(withDatabase(services.databaseUrl, template), undefined, { queueSchema: true });
   project.provide('databaseUrl', services.databaseUrl);
   project.provide('redisUrl', services.redisUrl);
   project.provide('templateDatabase', template);

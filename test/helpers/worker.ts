@@ -108,7 +108,8 @@ export async function waitUntil(check: () => Promise<boolean>, timeoutMs = 10_00
 export function workerProcessEnv(config: Config, extra: Record<string, string> = {}): Record<string, string> {
   return {
     DATABASE_URL: config.databaseUrl,
-    REDIS_URL: config.redisUrl,
+    QUEUE_BACKEND: config.queueBackend,
+    ...(config.redisUrl ? { REDIS_URL: config.redisUrl } : {}),
     REDIS_PREFIX: config.redisPrefix,
     PAYMENT_PAGE_BASE: config.paymentPageBase,
     MAIL_FROM: config.mailFrom,
