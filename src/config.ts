@@ -55,6 +55,21 @@ export interface Config {
   shutdownTimeoutMs: number;
   reminders: ReminderPolicy & { defaultTimeZone: string };
   reconcileEvery: Duration;
+  webhooks: WebhookConfig;
+  events: { retentionDays: number; pruneEvery: Duration };
+}
+
+export interface WebhookConfig {
+  /** A delivery succeeds on a 2xx within this time. */
+  timeoutMs: number;
+  backoffBaseMs: number;
+  backoffMaxMs: number;
+  /** How long a delivery is retried; an endpoint failing this long is disabled. */
+  retryWindowMs: number;
+  /** Local development and tests only: deliver to loopback and private addresses. */
+  allowPrivateNetworks: boolean;
+  /** Deliveries in flight per worker process. */
+  concurrency: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -92,6 +107,14 @@ function url(env: Env, name: string, fallback: string | null, protocols: string[
     throw new ConfigError(name, `must use one of ${protocols.join(', ')} (got ${parsed.protocol})`);
   }
   return raw;
+}
+
+function bool(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (raw === 'true') return true;
+  if (raw === 'false') return false;
+  throw new ConfigError(name, `must be true or false, got "${raw}"`);
 }
 
 function duration(env: Env, name: string, fallback: string): Duration {
@@ -187,6 +210,19 @@ export function loadConfig(env: Env = process.env): Config {
       defaultTimeZone: timeZone(env, 'REMINDERS_DEFAULT_TIME_ZONE', 'UTC'),
     },
     reconcileEvery: duration(env, 'RECONCILE_EVERY', 'PT1M'),
+    webhooks: {
+      timeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 10, 120_000),
+      backoffBaseMs: int(env, 'WEBHOOK_BACKOFF_BASE_MS', 30_000, 1, 86_400_000),
+      backoffMaxMs: int(env, 'WEBHOOK_BACKOFF_MAX_MS', 7_200_000, 1, 86_400_000),
+      retryWindowMs: int(env, 'WEBHOOK_RETRY_WINDOW_MS', 259_200_000, 1, 30 * 86_400_000),
+      allowPrivateNetworks: bool(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
+      concurrency: int(env, 'WEBHOOK_CONCURRENCY', 50, 1, 1000),
+    },
+    events: {
+      // "Kept at least 30 days": a shorter retention is refused.
+      retentionDays: int(env, 'EVENTS_RETENTION_DAYS', 30, 30, 3650),
+      pruneEvery: duration(env, 'EVENTS_PRUNE_EVERY', 'PT1H'),
+    },
   };
   return Object.freeze(config);
 }

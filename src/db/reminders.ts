@@ -58,8 +58,13 @@ export async function markOverdue(db: Queryable, invoiceId: string): Promise<boo
   return rowCount === 1;
 }
 
+/** Records the reminder on the invoice and, in the same statement's transaction, its invoice.reminder_sent event. */
 export async function recordReminderSent(db: Queryable, invoiceId: string): Promise<void> {
-  await db.query('update invoices set last_reminder_at = now() where id = $1', [invoiceId]);
+  await db.query(
+    `with r as (update invoices set last_reminder_at = now() where id = $1 returning id)
+     select emit_invoice_event(id, 'invoice.reminder_sent', jsonb_build_object('last_reminder_at', now())) from r`,
+    [invoiceId],
+  );
 }
 
 /**

@@ -3,6 +3,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { countPendingOutbox } from '../db/outbox.js';
 import { DELIVERY_KINDS } from '../domain/delivery-kinds.js';
+import { countPendingDeliveries } from '../db/webhook-deliveries.js';
 import type { Queryable } from '../db/pool.js';
 import { withTimeout } from '../lib/with-timeout.js';
 import type { AppQueue } from '../queue/backend.js';
@@ -16,6 +17,8 @@ export interface Metrics {
   jobDuration: Histogram<'name' | 'outcome'>;
   emails: Counter<'kind' | 'outcome'>;
   reminderLateness: Histogram;
+  webhookDeliveries: Counter<'outcome'>;
+  webhookLatency: Histogram;
 }
 
 export function createMetrics(opts: { queues: AppQueue[]; db: Queryable; defaultMetrics?: boolean }): Metrics {
@@ -35,6 +38,18 @@ export function createMetrics(opts: { queues: AppQueue[]; db: Queryable; default
         } catch {
           // Queue store unreachable: leave the last values; readyz reports the outage.
         }
+      }
+    },
+  });
+  new Gauge({
+    name: 'webhook_delivery_backlog',
+    help: 'Webhook deliveries not settled yet (pending: first attempt or a retry to come)',
+    registers: [registry],
+    async collect() {
+      try {
+        this.set(await withTimeout(countPendingDeliveries(opts.db), SCRAPE_TIMEOUT_MS, 'webhook backlog'));
+      } catch {
+        // Postgres unreachable: keep the last value.
       }
     },
   });
@@ -71,6 +86,18 @@ export function createMetrics(opts: { queues: AppQueue[]; db: Queryable; default
       name: 'invoice_emails_total',
       help: `Emails by kind (${DELIVERY_KINDS.join(', ')}) and outcome (sent, failed, skipped)`,
       labelNames: ['kind', 'outcome'],
+      registers: [registry],
+    }),
+    webhookDeliveries: new Counter({
+      name: 'webhook_deliveries_total',
+      help: 'Webhook delivery attempts by outcome (succeeded, retrying, failed: given up, skipped: endpoint disabled)',
+      labelNames: ['outcome'],
+      registers: [registry],
+    }),
+    webhookLatency: new Histogram({
+      name: 'webhook_delivery_latency_seconds',
+      help: 'From the event being created to the 2xx of its delivery',
+      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 30, 300, 3600, 86_400],
       registers: [registry],
     }),
     reminderLateness: new Histogram({

@@ -2,6 +2,7 @@
 // entrypoint registered for its name. Per-queue settings (backoff types, the reminder repeat
 // strategy, keep-policies) and the reminder schedule's after-job step live here.
 import type { Job } from 'bullmq';
+import { retryDelayMs } from '../domain/webhooks.js';
 import type { Logger } from '../log.js';
 import type { AppWorker, QueueBackend, WorkerExtras } from '../queue/backend.js';
 import { backoffSettings } from '../queue/backoff.js';
@@ -14,6 +15,8 @@ import type { ReminderService } from '../queue/reminder-service.js';
 export interface QueueWorkerOptions {
   /** Builds the Workers on the process's queue backend (its connection, Redis's prefix). */
   backend: QueueBackend;
+  /** Webhook deliveries in flight at once (I/O bound: more than the email jobs). */
+  webhookConcurrency: number;
   concurrency: number;
   lockDuration: number;
   stalledInterval: number;
@@ -27,11 +30,17 @@ export function startQueueWorkers(
   log: Logger,
   observer: JobObserver,
 ): AppWorker[] {
-  const { backend, ...workerOpts } = opts;
+  const { backend, webhookConcurrency, ...workerOpts } = opts;
   const common: WorkerExtras = { ...workerOpts, maxStalledCount: 5 };
   const perQueue: Record<QueueRole, Partial<WorkerExtras>> = {
     send: { settings: backoffSettings },
     reminders: { ...reminderWorkerOptions, settings: { ...reminderWorkerOptions.settings, ...backoffSettings } },
+    // The delivery's own backoff (WEBHOOK_BACKOFF_BASE_MS doubling, capped); the fan-out's is
+    // BullMQ's built-in exponential.
+    webhooks: {
+      concurrency: webhookConcurrency,
+      settings: { backoffStrategy: (attemptsMade: number) => retryDelayMs(ctx.webhooks.retry, attemptsMade) },
+    },
   };
   const handlersOf = (role: QueueRole): Record<string, JobHandler<never, JobContext>> =>
     Object.fromEntries(jobsOfQueue(QUEUES[role]).map((name) => [name, handlers[name] as JobHandler<never, JobContext>]));
@@ -75,7 +84,11 @@ export function startQueueWorkers(
     },
     { ...common, ...perQueue.reminders },
   );
-  const workers = [sendWorker, reminderWorker];
+  const webhookWorker = backend.worker(QUEUES.webhooks, createProcessor(handlersOf('webhooks'), ctx, log, plannedAtOfDelayed, observer), {
+    ...common,
+    ...perQueue.webhooks,
+  });
+  const workers = [sendWorker, reminderWorker, webhookWorker];
   for (const w of workers) w.on('error', (err) => log.warn({ err, queue: w.name }, 'worker error'));
   return workers;
 }

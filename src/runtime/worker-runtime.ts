@@ -14,7 +14,10 @@ import type { JobContext, JobHandlers } from '../queue/job-context.js';
 import { allQueues, openQueues, type QueueSet } from '../queue/queues.js';
 import { claimQueueStorage, queueBackendOf, type AppQueue, type AppWorker } from '../queue/backend.js';
 import { createReminderService, type ReminderService } from '../queue/reminder-service.js';
-import { IDEMPOTENCY_PRUNE_EVERY_MS, SCHEDULERS } from '../queue/catalogue.js';
+import { IDEMPOTENCY_PRUNE_EVERY_MS, JOBS, jobIdOf, SCHEDULERS } from '../queue/catalogue.js';
+import { listen } from '../db/listen.js';
+import { presentEvent } from '../http/presenters.js';
+import { createWebhookSender } from '../webhooks/sender.js';
 import { startGuardedSchedulers } from './guarded-schedulers.js';
 import { startOutboxRelayLoop } from './outbox-relay-loop.js';
 import { startQueueWorkers } from './queue-workers.js';
@@ -90,6 +93,7 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
       opts.observer?.onOutcome?.(name, outcome, durationMs);
     },
   };
+  const sender = createWebhookSender({ timeoutMs: config.webhooks.timeoutMs, allowPrivate: config.webhooks.allowPrivateNetworks });
   const ctx: JobContext = {
     config,
     pool,
@@ -97,6 +101,20 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
     reminders,
     countEmail: (kind, outcome) => metrics.emails.inc({ kind, outcome }),
     observeReminderLateness: (seconds) => metrics.reminderLateness.observe(seconds),
+    webhooks: {
+      sender,
+      retry: { baseMs: config.webhooks.backoffBaseMs, maxMs: config.webhooks.backoffMaxMs, windowMs: config.webhooks.retryWindowMs },
+      renderEvent: presentEvent,
+      async enqueueDeliveries(refs) {
+        if (refs.length === 0) return;
+        const spec = JOBS['webhook.deliver'];
+        await queues.webhooks.addBulk(
+          refs.map((data) => ({ name: 'webhook.deliver', data, opts: { ...spec.options, jobId: jobIdOf('webhook.deliver', data) } })),
+        );
+      },
+      countDelivery: (outcome) => metrics.webhookDeliveries.inc({ outcome }),
+      observeDeliveryLatency: (seconds) => metrics.webhookLatency.observe(seconds),
+    },
   };
   const workers = startQueueWorkers(
     handlers,
@@ -107,6 +125,7 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
       concurrency: config.workerConcurrency,
       lockDuration: config.workerLockDurationMs,
       stalledInterval: config.workerStalledIntervalMs,
+      webhookConcurrency: config.webhooks.concurrency,
     },
     log,
     observer,
@@ -122,6 +141,13 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
     reconcileEveryMs,
     log,
   );
+  // Events past their retention go on a scheduler of their own, on the webhooks queue.
+  const eventSchedulers = await startGuardedSchedulers(
+    queues.webhooks,
+    [{ id: SCHEDULERS.eventsPrune, job: 'events.prune', everyMs: config.events.pruneEvery.toMillis(), what: 'events prune' }],
+    reconcileEveryMs,
+    log,
+  );
   // A Redis flush takes the prefix's claim with it: claim it again (or learn another database did).
   const claimGuard = setInterval(() => {
     claimRedisPrefix(config, pool, log).catch((err) => log.error({ err }, 'redis prefix claim check failed'));
@@ -129,6 +155,16 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
   claimGuard.unref();
   const upkeep = startReminderUpkeep(config.databaseUrl, reminders, log);
   const relayLoop = startOutboxRelayLoop(pool, queues, config.outboxRelayIntervalMs, log);
+  // emit_event NOTIFYs at commit when it wrote a fan-out row: relay at once rather than at the
+  // next tick, whoever wrote the event (the API, a worker, a trigger on plain SQL).
+  const outboxListener = listen(
+    config.databaseUrl,
+    'outbox_pending',
+    () => {
+      relayLoop.relayNow().catch((err) => log.warn({ err }, 'outbox relay failed; the timer will retry'));
+    },
+    log,
+  );
 
   log.info(
     {
@@ -156,7 +192,9 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
     http,
     async close() {
       await relayLoop.stop();
+      await outboxListener.close();
       schedulers.stop();
+      eventSchedulers.stop();
       clearInterval(claimGuard);
       await http.close();
       // Worker.close() lets active jobs finish; the caller bounds the total time.
@@ -165,6 +203,7 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
       await Promise.all(allQueues(queues).map((q: AppQueue) => q.close()));
       await backend.close();
       await mail.close();
+      await sender.close();
       await pool.end();
     },
   };
