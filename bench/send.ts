@@ -326,6 +326,8 @@ function startWorkers(env: Env, count: number, concurrency: number, profileTag: 
       DATABASE_URL: env.db.url,
       ...backendEnv(env.backend, env.prefix),
       SMTP_URL: env.sink.url,
+      // The bench sends with a sandbox key: sandbox mail goes to SANDBOX_SMTP_URL only.
+      SANDBOX_SMTP_URL: env.sink.url,
       WORKER_CONCURRENCY: String(concurrency),
       WORKER_PORT: '0',
         LOG_LEVEL: 'warn',
