@@ -139,7 +139,9 @@ const witnessOf = (inv: Sent) => createAndSend(`witness-${inv.email}`, inv.dueAt
 
 /** Until the due-date job of the invoice has run (completed). */
 async function waitDueJobDone(inv: Sent): Promise<void> {
-  await waitUntil(async () => (await fx.api.queues.reminders.getJob(dueJobId(inv.id, inv.dueAt)))?.finishedOn !== undefined, inv.dueAt.getTime() - Date.now() + 5_000, 20);
+  // By state, which both queue backends report: 'completed', or 'unknown' once removed.
+  const id = dueJobId(inv.id, inv.dueAt);
+  await waitUntil(async () => ['completed', 'unknown'].includes(await fx.api.queues.reminders.getJobState(id)), inv.dueAt.getTime() - Date.now() + 5_000, 20);
 }
 const scheduler = (invoiceId: string) => fx.api.queues.reminders.getJobScheduler(reminderSchedulerId(invoiceId));
 async function statusOf(invoiceId: string): Promise<string> {
