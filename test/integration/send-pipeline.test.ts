@@ -165,8 +165,10 @@ describe('invoice.send', () => {
     const [d] = await deliveries(id);
     expect(d.attempt).toBe(1);
     expect(d.error).toMatch(/550/);
-    const failed = await w.queues.send.getFailed();
-    const job = failed.find((j) => j.data.invoiceId === id);
+    // The row is marked inside the handler; the job reaches the failed set just after it throws.
+    const failedJob = async () => (await w.queues.send.getFailed()).find((j) => j.data.invoiceId === id);
+    await waitUntil(async () => (await failedJob()) !== undefined, 10_000);
+    const job = await failedJob();
     expect(job?.attemptsMade).toBe(1);
     expect(job?.failedReason).toMatch(/permanent/i);
   });
