@@ -79,18 +79,21 @@ export interface JobSpec<N extends JobName> {
 
 const DAY_S = 24 * 3600;
 
+/** Retry policy of a job that emails a document (an invoice, a receipt): one place for both. */
+const EMAIL_JOB_OPTIONS = {
+  attempts: 100,
+  backoff: { type: CAPPED_BACKOFF },
+  removeOnComplete: { age: DAY_S, count: 50_000 },
+  removeOnFail: { age: 14 * DAY_S },
+};
+
 export const JOBS: { readonly [N in JobName]: JobSpec<N> } = {
   // Renders the invoice PDF and emails it. Transient failures are retried, backing off up to
   // 10 min between attempts (about 16 hours in all); permanent ones fail at once.
   'invoice.send': {
     queue: QUEUES.send,
     producedBy: 'outbox',
-    options: {
-      attempts: 100,
-      backoff: { type: CAPPED_BACKOFF },
-      removeOnComplete: { age: DAY_S, count: 50_000 },
-      removeOnFail: { age: 14 * DAY_S },
-    },
+    options: EMAIL_JOB_OPTIONS,
     jobId: (p) => `invoice.send-${p.invoiceId}-${p.deliveryId}`,
   },
   // Emails the receipt of a paid invoice. Its outbox row is written by a database trigger in the
@@ -99,12 +102,7 @@ export const JOBS: { readonly [N in JobName]: JobSpec<N> } = {
   'invoice.receipt': {
     queue: QUEUES.send,
     producedBy: 'outbox',
-    options: {
-      attempts: 100,
-      backoff: { type: CAPPED_BACKOFF },
-      removeOnComplete: { age: DAY_S, count: 50_000 },
-      removeOnFail: { age: 14 * DAY_S },
-    },
+    options: EMAIL_JOB_OPTIONS,
     jobId: (p) => `invoice.receipt-${p.invoiceId}-${p.deliveryId}`,
   },
   // Delayed to the invoice's due date: open -> overdue, reminders move to the after phase.
