@@ -1,6 +1,7 @@
-// `npm run bench:reminders [N ...]` (or BENCH_REMINDERS_N="10000,100000"): puts N open invoices on
-// their reminder schedules with the service's own code and prints, per N:
-//   - time to schedule all (createReminderService().schedulers.schedule, 200 calls in flight);
+// `npm run bench:reminders [N ...] [--backend postgres|redis|both] [--cluster]` (or
+// BENCH_REMINDERS_N="10000,100000"; backend default both): puts N open invoices on their reminder
+// schedules with the service's own code and prints, per N and per queue backend, side by side:
+//   - time to schedule all (the worker's reminder service, schedulersOf(shard).schedule, 200 calls in flight);
 //   - Redis memory per scheduled invoice: MEMORY USAGE (SAMPLES 0) of every key of the invoices'
 //     schedules (scheduler hash + pending job hash) plus the queue's `repeat` and `delayed` sorted
 //     sets, divided by N; beside it the same figure for a bare BullMQ job scheduler (plain
@@ -15,14 +16,16 @@
 //     reminder-stop trigger; then the time for one UPDATE paying all the others to leave no
 //     scheduler behind (same path), and for the bare schedulers the time to remove them all
 //     directly (removeJobScheduler, 200 in flight).
-// Targets: < 2 KB per scheduled invoice, lateness p99 < 500 ms, cancel p99 < 100 ms.
+// On the Postgres backend the storage figure is the growth of pg_total_relation_size over the
+// tables of the `bullmq` schema (rows, indexes, TOAST) divided by N, beside Redis's MEMORY USAGE.
+// Targets: < 2 KB per scheduled invoice (Redis), lateness p99 < 500 ms, cancel p99 < 100 ms (both).
 //
-// `--cluster` (`npm run bench:reminders -- --cluster [N ...]`, default N = 300000): each N runs
-// twice in the same run, on single Redis (REDIS_URL) and on a throwaway local 3-master Redis
-// Cluster the bench starts (redis-server on free loopback ports, stopped at the end), with the
+// `--cluster` (`npm run bench:reminders -- --cluster [N ...]`, default N = 300000): each N runs on
+// single Redis (REDIS_URL) and on a throwaway local 3-master Redis Cluster the bench starts
+// (redis-server on free loopback ports, stopped at the end), both on the Redis backend with the
 // service's default REMINDER_SHARDS for each (1 and 12). Beside the figures above it prints the
 // bytes held by each master under the bench's prefix and their spread ((max - min) / mean,
-// target within 15%). The bare-scheduler comparison runs on single Redis only.
+// target within 15%). The bare-scheduler comparison is left out on the cluster.
 //
 // Self-contained: own database (invoices_bench_<random>, dropped at the end), own Redis prefixes
 // (keys deleted at the end), default reminder policy (P3D/P1D before, P1D/P7D x4 after, 09:00
@@ -31,7 +34,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Queue, Worker, type ConnectionOptions, type Job } from 'bullmq';
+import type { Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { Duration } from 'luxon';
 import pg from 'pg';
@@ -41,7 +44,7 @@ import type { ReminderPolicy } from '../src/domain/reminder-schedule.js';
 import { createLogger } from '../src/log.js';
 import { jobHandlers } from '../jobs/index.js';
 import { QUEUES } from '../src/queue/catalogue.js';
-import { createRedisConnections, queuePrefix, redisOptions, type RedisClient, type RedisTarget } from '../src/queue/redis.js';
+import { createRedisConnections, type RedisTarget } from '../src/queue/redis.js';
 import { reminderShardOf, reminderShardTag } from '../src/queue/reminder-shards.js';
 import { startRedisCluster, type LocalRedisCluster } from '../test/helpers/redis-cluster.js';
 import {
@@ -52,9 +55,24 @@ import {
   reminderWorkerOptions,
   type ReminderInvoice,
 } from '../src/queue/reminder-schedulers.js';
+import { queueBackendOf, type AppQueue, type QueueBackend } from '../src/queue/backend.js';
 import { provisionMerchant } from '../src/runtime/provision.js';
 import { createWorkerRuntime, type WorkerRuntime } from '../src/runtime/worker-runtime.js';
-import { createBenchDatabase, deleteRedisPrefix, fmt, loadAvg, note, percentile, REDIS_URL, sleep, table, type BenchDatabase } from './support.js';
+import {
+  backendEnv,
+  backendsFromArgs,
+  createBenchDatabase,
+  deleteRedisPrefix,
+  fmt,
+  loadAvg,
+  note,
+  percentile,
+  REDIS_URL,
+  sleep,
+  table,
+  type BenchBackend,
+  type BenchDatabase,
+} from './support.js';
 
 const IN_FLIGHT = 200;
 const CANCEL_SAMPLE = 200;
@@ -62,10 +80,13 @@ const LATENESS_SCHEDULES = 1_000;
 const ZONES = ['Europe/Paris', 'America/New_York', 'Asia/Kolkata', 'Australia/Sydney', 'UTC'];
 const TARGET = { bytes: 2048, latenessP99: 500, cancelP99: 100, spread: 0.15 };
 
-const args = process.argv.slice(2);
-const clusterMode = args.includes('--cluster');
-const counts = args.filter((a) => a !== '--cluster');
-const sizes = (counts.length ? counts : (process.env.BENCH_REMINDERS_N ?? (clusterMode ? '300000' : '10000,100000')).split(','))
+const argv = process.argv.slice(2);
+const clusterMode = argv.includes('--cluster');
+const args = backendsFromArgs(argv.filter((a) => a !== '--cluster'));
+/** What one column of the report ran on: a queue backend, or the Redis backend on the local cluster. */
+type RunKind = BenchBackend | 'cluster';
+const kinds: RunKind[] = clusterMode ? ['redis', 'cluster'] : args.backends;
+const sizes = (args.rest.length ? args.rest : (process.env.BENCH_REMINDERS_N ?? (clusterMode ? '300000' : '10000,100000')).split(','))
   .map((s) => Number(s.replace(/[_,]/g, '')))
   .filter((n) => Number.isInteger(n) && n > CANCEL_SAMPLE);
 if (sizes.length === 0) throw new Error(`give invoice counts above ${CANCEL_SAMPLE}, e.g. npm run bench:reminders -- 10000 100000`);
@@ -81,62 +102,124 @@ async function pooled<T>(items: T[], limit: number, fn: (item: T) => Promise<unk
 }
 
 interface MemoryReading {
-  /** Keys of the schedules (scheduler hashes and their pending jobs). */
+  /** Keys of the schedules (scheduler hashes and their pending jobs); Redis only. */
   keys: number;
   keyBytes: number;
-  /** `repeat` + `delayed` sorted sets of the reminder queues. */
+  /** `repeat` + `delayed` sorted sets of the queues; Redis only. */
   zsetBytes: number;
-  /** Every key under the prefix (adds the events streams, meta, id counters, other queues...). */
+  /** Redis: every key under the queues (adds the events streams, meta, id counters...). Postgres: growth of the bullmq schema's tables. */
   allBytes: number;
-  /** allBytes per master (one entry on single Redis). */
+  /** Redis: bytes of every key under the bench's prefix, per master (one entry on single Redis). */
   perNode: number[];
 }
 
-/**
- * MEMORY USAGE of every key under `<prefix>:` whose queue part matches `queue`, node by node
- * (SCAN per master; single-key commands only), split as above.
- */
-async function measureMemory(nodes: Redis[], prefix: string, queue: RegExp): Promise<MemoryReading> {
-  const reading: MemoryReading = { keys: 0, keyBytes: 0, zsetBytes: 0, allBytes: 0, perNode: [] };
-  for (const node of nodes) {
-    let nodeBytes = 0;
-    let cursor = '0';
-    do {
-      const [next, keys] = await node.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 2000);
-      cursor = next;
-      if (keys.length === 0) continue;
-      const pipe = node.pipeline();
-      for (const k of keys) pipe.memory('USAGE', k, 'SAMPLES', 0);
-      const sizesOf = (await pipe.exec()) ?? [];
-      for (const [i, k] of keys.entries()) {
-        const bytes = Number(sizesOf[i]?.[1] ?? 0);
-        nodeBytes += bytes;
-        // `<prefix>:{<tag>}:<queue>:<rest>`
-        const m = /^[^{]*\{[^}]*\}:([^:]+):(.*)$/.exec(k);
-        if (!m || !queue.test(m[1])) continue;
-        reading.allBytes += bytes;
-        if (m[2].startsWith('repeat:rem-')) {
-          reading.keys++;
-          reading.keyBytes += bytes;
-        } else if (m[2] === 'repeat' || m[2] === 'delayed') {
-          reading.zsetBytes += bytes;
-        }
-      }
-    } while (cursor !== '0');
-    reading.perNode.push(nodeBytes);
-  }
-  return reading;
-}
+const perInvoice = (m: MemoryReading, n: number) => (m.keyBytes + m.zsetBytes || m.allBytes) / n;
 
 const spreadOf = (perNode: number[]) => (perNode.length < 2 ? 0 : (Math.max(...perNode) - Math.min(...perNode)) / (perNode.reduce((a, b) => a + b, 0) / perNode.length));
 
-const perInvoice = (m: MemoryReading, n: number) => (m.keyBytes + m.zsetBytes) / n;
+/** What the bench reads of the queue's storage, on either backend (the service never needs these). */
+interface Store {
+  backend: BenchBackend;
+  /** Whether the invoice's scheduler still exists. */
+  present(queue: AppQueue, invoiceId: string): Promise<boolean>;
+  /** Reminder schedulers (`rem-*`) of the queues. */
+  remSchedulers(queues: AppQueue[]): Promise<number>;
+  /** Pending reminder jobs of the queues. */
+  remJobs(queues: AppQueue[]): Promise<number>;
+  /** Storage taken now: a baseline for `measure`. */
+  baseline(): Promise<number>;
+  /** Storage of the queues' schedules, against a baseline taken before they were made. */
+  measure(queues: AppQueue[], before: number): Promise<MemoryReading>;
+  close(): Promise<void>;
+}
 
-/** INFO used_memory summed over the nodes. */
-async function usedMemory(nodes: Redis[]): Promise<number> {
-  let total = 0;
-  for (const node of nodes) total += Number(/^used_memory:(\d+)/m.exec(await node.info('memory'))?.[1] ?? NaN);
-  return total;
+/** Single Redis or a cluster: every read is single-key, or a SCAN node by node. */
+function redisStore(prefix: string, target: RedisTarget): Store {
+  const connections = createRedisConnections(target);
+  const redis = connections.client;
+  const sum = async (queues: AppQueue[], f: (q: AppQueue) => Promise<number>) => (await Promise.all(queues.map(f))).reduce((a, b) => a + b, 0);
+  return {
+    backend: 'redis',
+    present: async (queue, id) => (await redis.zscore(queue.keys.repeat, reminderSchedulerId(id))) !== null,
+    // A queue's repeat set also holds the reconciler's (and other) schedulers.
+    remSchedulers: (queues) => sum(queues, async (q) => (await redis.zrange(q.keys.repeat, '0', '-1')).filter((id) => id.startsWith('rem-')).length),
+    remJobs: (queues) => sum(queues, async (q) => (await redis.zrange(q.keys.delayed, '0', '-1')).filter((id) => id.startsWith('repeat:rem-')).length),
+    // INFO used_memory summed over the masters.
+    baseline: async () => {
+      let total = 0;
+      for (const node of await connections.masters()) total += Number(/^used_memory:(\d+)/m.exec(await node.info('memory'))?.[1] ?? NaN);
+      return total;
+    },
+    async measure(queues, before) {
+      // MEMORY USAGE of every key under `<prefix>:`, node by node (SCAN per master), split as in
+      // MemoryReading for the keys of these queues (`<prefix>:{<tag>}:<queue>:<rest>`).
+      const names = new Set(queues.map((q) => q.name));
+      const reading: MemoryReading = { keys: 0, keyBytes: 0, zsetBytes: 0, allBytes: 0, perNode: [] };
+      for (const node of await connections.masters()) {
+        let nodeBytes = 0;
+        let cursor = '0';
+        do {
+          const [next, keys] = await node.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 2000);
+          cursor = next;
+          if (keys.length === 0) continue;
+          const pipe = node.pipeline();
+          for (const k of keys) pipe.memory('USAGE', k, 'SAMPLES', 0);
+          const sizesOf = (await pipe.exec()) ?? [];
+          for (const [i, k] of keys.entries()) {
+            const bytes = Number(sizesOf[i]?.[1] ?? 0);
+            nodeBytes += bytes;
+            const m = /^[^{]*\{[^}]*\}:([^:]+):(.*)$/.exec(k);
+            if (!m || !names.has(m[1])) continue;
+            reading.allBytes += bytes;
+            if (m[2].startsWith('repeat:rem-')) {
+              reading.keys++;
+              reading.keyBytes += bytes;
+            } else if (m[2] === 'repeat' || m[2] === 'delayed') {
+              reading.zsetBytes += bytes;
+            }
+          }
+        } while (cursor !== '0');
+        reading.perNode.push(nodeBytes);
+      }
+      void before; // INFO used_memory is reported separately (noisy on a shared server)
+      return reading;
+    },
+    async close() {
+      await connections.close();
+      await deleteRedisPrefix(prefix, target);
+    },
+  };
+}
+
+function postgresStore(databaseUrl: string): Store {
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
+  pool.on('error', () => undefined);
+  const count = async (sql: string, params: unknown[]) => (await pool.query<{ n: number }>(sql, params)).rows[0].n;
+  const schemaBytes = async () =>
+    Number(
+      (
+        await pool.query<{ b: string }>(
+          `select coalesce(sum(pg_total_relation_size(c.oid)), 0)::text as b
+             from pg_class c join pg_namespace n on n.oid = c.relnamespace
+            where n.nspname = 'bullmq' and c.relkind in ('r', 'p', 'm')`,
+        )
+      ).rows[0].b,
+    );
+  return {
+    backend: 'postgres',
+    present: async (queue, id) => (await count('select count(*)::int as n from bullmq.scheduler where queue = $1 and scheduler_id = $2', [queue.name, reminderSchedulerId(id)])) > 0,
+    remSchedulers: (queues) => count(`select count(*)::int as n from bullmq.scheduler where queue = any($1) and scheduler_id like 'rem-%'`, [queues.map((q) => q.name)]),
+    remJobs: (queues) => count(`select count(*)::int as n from bullmq.job where queue = any($1) and id like 'repeat:rem-%' and finished_at_ms is null`, [queues.map((q) => q.name)]),
+    baseline: schemaBytes,
+    async measure(_queue, before) {
+      // Rows, indexes and TOAST of every table of the schema; the autovacuum-free growth since `before`.
+      const grown = (await schemaBytes()) - before;
+      return { keys: 0, keyBytes: 0, zsetBytes: 0, allBytes: grown, perNode: [] };
+    },
+    async close() {
+      await pool.end();
+    },
+  };
 }
 
 interface Invoice extends ReminderInvoice {
@@ -144,13 +227,14 @@ interface Invoice extends ReminderInvoice {
 }
 
 interface RunResult {
+  kind: RunKind;
   n: number;
-  /** `single` or `cluster`, and the reminder shard count used. */
-  mode: string;
+  /** The reminder shard count used (REMINDER_SHARDS default of the run). */
   shards: number;
   scheduleS: number;
   memory: MemoryReading;
   usedDelta: number;
+  /** Null on the cluster: the comparison runs on single Redis and Postgres. */
   bare: { scheduleS: number; memory: MemoryReading; usedDelta: number; cancelAllS: number } | null;
   lateness: number[];
   latenessWorkerConcurrency: number;
@@ -182,64 +266,50 @@ async function insertInvoices(db: pg.Pool, accountId: string, customers: { id: s
   return invoices;
 }
 
-/** Where an invoice's scheduler lives: the repeat key of its shard. */
-type RepeatKeyOf = (invoiceId: string) => string;
-
-/** Resolves when the invoice's scheduler is gone from its shard's `repeat` set; returns ms from `t0`. */
-async function timeUntilGone(redis: RedisClient, repeatKeyOf: RepeatKeyOf, id: string, t0: number, timeoutMs = 5_000): Promise<number> {
-  const key = repeatKeyOf(id);
+/** Resolves when the invoice's scheduler is gone; returns ms from `t0`. */
+async function timeUntilGone(store: Store, queue: AppQueue, id: string, t0: number, timeoutMs = 5_000): Promise<number> {
   for (;;) {
-    if ((await redis.zscore(key, reminderSchedulerId(id))) === null) return performance.now() - t0;
+    if (!(await store.present(queue, id))) return performance.now() - t0;
     if (performance.now() - t0 > timeoutMs) return Infinity;
   }
 }
 
-/** Invoice schedulers over every shard (shard 0's repeat set also holds the reconciler's). */
-async function remSchedulerCount(redis: RedisClient, repeatKeys: string[]): Promise<number> {
-  let n = 0;
-  for (const key of repeatKeys) n += (await redis.zcard(key)) - ((await redis.zscore(key, 'reminders-reconcile')) === null ? 0 : 1);
-  return n;
-}
-
 /**
- * Lateness with LATENESS_SCHEDULES first slots in one second, spread over `shards` queues as the
- * service spreads invoices (own names, same hash tags), each consumed by a Worker with the real
- * reminderWorkerOptions and the process's concurrency shared out, as the worker runtime does.
+ * `leadMs`: how far ahead the firing second is, long enough to schedule all 1,000 before it. The
+ * schedules are spread over `shards` queues as the service spreads invoices (own names, the
+ * shards' hash tags), each consumed by a Worker with the real reminderWorkerOptions and the
+ * process's concurrency shared out, as the worker runtime does.
  */
-async function measureLateness(config: Config, connection: ConnectionOptions, prefix: string, policy: ReminderPolicy, shards: number): Promise<number[]> {
-  const queues = Array.from({ length: shards }, (_, i) =>
-    new Queue(`lateness-${i}`, { connection, prefix: queuePrefix(prefix, reminderShardTag(i)), settings: reminderSchedulerSettings }),
-  );
+async function measureLateness(queues: QueueBackend, config: Config, policy: ReminderPolicy, leadMs: number, shards: number): Promise<number[]> {
+  const names = Array.from({ length: shards }, (_, i) => `${QUEUES.reminders}-lateness-${i}`);
+  const shardQueues = names.map((name, i) => queues.queue(name, { settings: reminderSchedulerSettings }, reminderShardTag(i)));
   // One slot per invoice: 10 s before due, then nothing until a day after due.
   const latenessPolicy: ReminderPolicy = { ...policy, beforeStart: Duration.fromISO('PT10S'), beforeEvery: Duration.fromISO('PT1H') };
-  const schedulers = queues.map((q) => createReminderSchedulers(q, latenessPolicy));
+  const schedulers = shardQueues.map((q) => createReminderSchedulers(q, latenessPolicy));
   const fired: number[] = [];
   let done: () => void = () => undefined;
   const all = new Promise<void>((resolve) => (done = resolve));
-  const workerConnections = createRedisConnections(config);
-  const workerConnection = workerConnections.forWorker();
-  const workers = queues.map(
-    (q) =>
-      new Worker(
-        q.name,
-        async (job: Job) => {
-          fired.push(Date.now() - plannedInstantOf(job).getTime());
-          if (fired.length === LATENESS_SCHEDULES) done();
-        },
-        {
-          connection: workerConnection,
-          prefix: q.opts.prefix,
-          concurrency: Math.max(1, Math.ceil(config.workerConcurrency / shards)),
-          lockDuration: config.workerLockDurationMs,
-          stalledInterval: config.workerStalledIntervalMs,
-          ...reminderWorkerOptions,
-        },
-      ),
+  const workers = names.map((name, i) =>
+    queues.worker(
+      name,
+      async (job: Job) => {
+        fired.push(Date.now() - plannedInstantOf(job).getTime());
+        if (fired.length === LATENESS_SCHEDULES) done();
+      },
+      {
+        concurrency: Math.max(1, Math.ceil(config.workerConcurrency / shards)),
+        lockDuration: config.workerLockDurationMs,
+        stalledInterval: config.workerStalledIntervalMs,
+        ...reminderWorkerOptions,
+      },
+      reminderShardTag(i),
+    ),
   );
   for (const w of workers) w.on('error', (err) => note(`lateness worker error: ${err.message}`));
   await Promise.all(workers.map((w) => w.waitUntilReady()));
-  // Every first slot inside one whole second, ~4 s from now (scheduling 1,000 takes well under that).
-  const second = Math.ceil((Date.now() + 4_000) / 1000) * 1000;
+  // Every first slot inside one whole second, far enough ahead that scheduling them all is over
+  // before it: lateness is then the firing's alone.
+  const second = Math.ceil((Date.now() + leadMs) / 1000) * 1000;
   const invoices = Array.from({ length: LATENESS_SCHEDULES }, () => ({
     id: newId('inv'),
     dueAt: new Date(second + Math.floor(Math.random() * 1000) + 10_000),
@@ -250,20 +320,19 @@ async function measureLateness(config: Config, connection: ConnectionOptions, pr
   if (Date.now() >= second) note('warning: scheduling the lateness set ran into its firing second');
   await Promise.race([all, sleep(second + 30_000 - Date.now())]);
   await Promise.all(workers.map((w) => w.close()));
-  for (const q of queues) {
+  for (const q of shardQueues) {
     await q.obliterate({ force: true }).catch(() => undefined);
     await q.close();
   }
-  await workerConnections.close();
   if (fired.length < LATENESS_SCHEDULES) note(`warning: only ${fired.length} of ${LATENESS_SCHEDULES} lateness reminders fired within 30 s`);
   return fired;
 }
 
-async function runBare(nodes: Redis[], invoices: Invoice[], policy: ReminderPolicy): Promise<NonNullable<RunResult['bare']>> {
-  const prefix = `bench-rem-bare-${randomBytes(4).toString('hex')}`;
-  const queue = new Queue(QUEUES.reminders, { connection: redisOptions(REDIS_URL), prefix: queuePrefix(prefix, QUEUES.reminders) });
+async function runBare(queues: QueueBackend, store: Store, invoices: Invoice[], policy: ReminderPolicy): Promise<NonNullable<RunResult['bare']>> {
+  // Its own queue (and so its own keys or rows), same ids.
+  const queue = queues.queue(`${QUEUES.reminders}-bare`);
   try {
-    const before = await usedMemory(nodes);
+    const before = await store.baseline();
     const t0 = performance.now();
     // Same ids, a daily `every` starting at the invoice's first slot (a delayed job, as ours), the
     // same template data; nothing else.
@@ -276,34 +345,27 @@ async function runBare(nodes: Redis[], invoices: Invoice[], policy: ReminderPoli
       ),
     );
     const scheduleS = (performance.now() - t0) / 1000;
-    const usedDelta = (await usedMemory(nodes)) - before;
-    const memory = await measureMemory(nodes, prefix, /^invoice-reminders$/);
+    const memory = await store.measure([queue], before);
+    const usedDelta = store.backend === 'redis' ? (await store.baseline()) - before : memory.allBytes;
     const t1 = performance.now();
     await pooled(invoices, IN_FLIGHT, (inv) => queue.removeJobScheduler(reminderSchedulerId(inv.id)));
     const cancelAllS = (performance.now() - t1) / 1000;
     if ((await queue.getJobSchedulersCount()) !== 0) note('warning: bare schedulers left after removing them all');
     return { scheduleS, memory, usedDelta, cancelAllS };
   } finally {
+    await queue.obliterate({ force: true }).catch(() => undefined);
     await queue.close();
-    await deleteRedisPrefix(prefix);
   }
 }
 
-interface Target {
-  mode: 'single' | 'cluster';
-  redis: RedisTarget;
-  /** REDIS_CLUSTER_NODES for the service's config, on the cluster. */
-  clusterNodes?: string;
-}
-
-async function runSize(db: BenchDatabase, n: number, accountId: string, customers: { id: string; zone: string }[], target: Target): Promise<RunResult> {
+async function runSize(kind: RunKind, db: BenchDatabase, n: number, accountId: string, customers: { id: string; zone: string }[], cluster: LocalRedisCluster | null): Promise<RunResult> {
+  const backend: BenchBackend = kind === 'cluster' ? 'redis' : kind;
   const prefix = `bench-rem-${randomBytes(4).toString('hex')}`;
   const outbox = mkdtempSync(path.join(os.tmpdir(), 'bench-rem-'));
   const config = loadConfig({
     DATABASE_URL: db.url,
-    REDIS_URL,
-    ...(target.clusterNodes ? { REDIS_CLUSTER_NODES: target.clusterNodes } : {}),
-    REDIS_PREFIX: prefix,
+    ...backendEnv(backend, prefix),
+    ...(kind === 'cluster' ? { REDIS_CLUSTER_NODES: cluster!.nodes } : {}),
     LOG_LEVEL: 'silent',
     MAIL_OUTBOX_DIR: outbox,
     RECONCILE_EVERY: 'PT1H', // the reconciler must not run in the middle of the measurements
@@ -311,9 +373,8 @@ async function runSize(db: BenchDatabase, n: number, accountId: string, customer
   });
   const shards = config.reminderShards;
   const policy = config.reminders;
-  const connections = createRedisConnections(config);
-  const redis = connections.client;
-  const nodes = await connections.masters();
+  const store = config.redisUrl !== null ? redisStore(prefix, { redisUrl: config.redisUrl, redisClusterNodes: config.redisClusterNodes }) : postgresStore(db.url);
+  const queues = queueBackendOf(config, 'consumer');
   const pool = new pg.Pool({ connectionString: db.url, max: 4 });
   let worker: WorkerRuntime | null = null;
   try {
@@ -325,13 +386,13 @@ async function runSize(db: BenchDatabase, n: number, accountId: string, customer
     const started = Date.now();
     while ((await worker.queues.reminders.shard(0).getCompletedCount()) < 1 && Date.now() - started < 15_000) await sleep(50);
     await sleep(500);
+    // The worker's own reminder service, over its shard queues.
     const service = worker.reminders;
     const shardQueues = Array.from({ length: shards }, (_, i) => worker!.queues.reminders.shard(i));
-    const repeatKeys = shardQueues.map((q) => q.keys.repeat);
-    const repeatKeyOf: RepeatKeyOf = (id) => repeatKeys[reminderShardOf(id, shards)];
+    const queueOf = (id: string) => shardQueues[reminderShardOf(id, shards)];
     const schedule = (inv: Invoice, at: Date) => service.schedulersOf(reminderShardOf(inv.id, shards)).schedule(inv, at);
 
-    note(`${target.mode} N=${n}: inserting invoices`);
+    note(`${kind} N=${n}: inserting invoices`);
     // N invoices to schedule, plus one probe.
     const invoices = await insertInvoices(pool, accountId, customers, n + 1);
 
@@ -340,93 +401,87 @@ async function runSize(db: BenchDatabase, n: number, accountId: string, customer
     await schedule(probe, new Date());
     await pool.query(`update invoices set status = 'paid', paid_at = now() where id = $1`, [probe.id]);
     const probeT0 = performance.now();
-    if ((await timeUntilGone(redis, repeatKeyOf, probe.id, probeT0, 15_000)) === Infinity) throw new Error('the worker never removed the probe schedule');
+    if ((await timeUntilGone(store, queueOf(probe.id), probe.id, probeT0, 15_000)) === Infinity) throw new Error('the worker never removed the probe schedule');
     const open = invoices.slice(0, -1);
 
-    note(`${target.mode} N=${n}: scheduling ${open.length} invoices over ${shards} shard(s), ${IN_FLIGHT} in flight`);
-    const usedBefore = await usedMemory(nodes);
+    note(`${kind} N=${n}: scheduling ${open.length} invoices over ${shards} shard(s), ${IN_FLIGHT} in flight`);
+    const usedBefore = await store.baseline();
     const t0 = performance.now();
     const now = new Date();
     await pooled(open, IN_FLIGHT, (inv) => schedule(inv, now));
     const scheduleS = (performance.now() - t0) / 1000;
-    const usedDelta = (await usedMemory(nodes)) - usedBefore;
-    const scheduled = await remSchedulerCount(redis, repeatKeys);
+    const memory = await store.measure(shardQueues, usedBefore);
+    const usedDelta = backend === 'redis' ? (await store.baseline()) - usedBefore : memory.allBytes;
+    const scheduled = await store.remSchedulers(shardQueues);
     if (scheduled !== open.length) throw new Error(`expected ${open.length} schedulers, found ${scheduled}`);
-    const memory = await measureMemory(nodes, prefix, /^invoice-reminders-\d+$/);
 
     let bare: RunResult['bare'] = null;
-    if (target.mode === 'single') {
-      note(`${target.mode} N=${n}: bare job schedulers, same ids`);
-      bare = await runBare(nodes, open, policy);
+    if (kind !== 'cluster') {
+      note(`${kind} N=${n}: bare job schedulers, same ids`);
+      bare = await runBare(queues, store, open, policy);
     }
 
-    note(`${target.mode} N=${n}: lateness, ${LATENESS_SCHEDULES} schedules firing in one second`);
-    const lateness = await measureLateness(config, connections.forQueue(), prefix, policy, shards);
+    note(`${kind} N=${n}: lateness, ${LATENESS_SCHEDULES} schedules firing in one second`);
+    // 1.5x the time this backend took to schedule as many, and at least 4 s.
+    const leadMs = Math.max(4_000, Math.ceil((LATENESS_SCHEDULES / (n / scheduleS)) * 1.5 * 1000));
+    const lateness = await measureLateness(queues, config, policy, leadMs, shards);
 
-    note(`${target.mode} N=${n}: cancel latency, ${CANCEL_SAMPLE} invoices paid by SQL one at a time`);
+    note(`${kind} N=${n}: cancel latency, ${CANCEL_SAMPLE} invoices paid by SQL one at a time`);
     const sample = open.slice(0, CANCEL_SAMPLE);
     const cancelSample: number[] = [];
     for (const inv of sample) {
       const c0 = performance.now();
       await pool.query(`update invoices set status = 'paid', paid_at = now() where id = $1`, [inv.id]);
-      cancelSample.push(await timeUntilGone(redis, repeatKeyOf, inv.id, c0));
+      cancelSample.push(await timeUntilGone(store, queueOf(inv.id), inv.id, c0));
     }
 
-    note(`${target.mode} N=${n}: one UPDATE pays the other ${open.length - CANCEL_SAMPLE}`);
+    note(`${kind} N=${n}: one UPDATE pays the other ${open.length - CANCEL_SAMPLE}`);
     const a0 = performance.now();
     await pool.query(`update invoices set status = 'paid', paid_at = now() where status = 'open' and id = any($1)`, [
       open.slice(CANCEL_SAMPLE).map((x) => x.id),
     ]);
     const cancelAllUpdateS = (performance.now() - a0) / 1000;
     const deadline = Date.now() + 300_000;
-    while ((await remSchedulerCount(redis, repeatKeys)) > 0) {
+    while ((await store.remSchedulers(shardQueues)) > 0) {
       if (Date.now() > deadline) throw new Error('schedulers still present 300 s after paying everything');
       await sleep(50);
     }
     const cancelAllS = (performance.now() - a0) / 1000;
-    let leftJobs = 0;
-    for (const q of shardQueues) leftJobs += (await redis.zrange(q.keys.delayed, '0', '-1')).filter((id) => id.startsWith('repeat:rem-')).length;
+    const leftJobs = await store.remJobs(shardQueues);
     if (leftJobs !== 0) note(`warning: ${leftJobs} pending reminder jobs left after cancelling every schedule`);
 
-    return {
-      n,
-      mode: target.mode,
-      shards,
-      scheduleS,
-      memory,
-      usedDelta,
-      bare,
-      lateness,
-      latenessWorkerConcurrency: config.workerConcurrency,
-      cancelSample,
-      cancelAllS,
-      cancelAllUpdateS,
-    };
+    return { kind, n, shards, scheduleS, memory, usedDelta, bare, lateness, latenessWorkerConcurrency: config.workerConcurrency, cancelSample, cancelAllS, cancelAllUpdateS };
   } finally {
     await worker?.close().catch((err) => note(`worker close: ${err}`));
+    await queues.close();
     await pool.end();
-    await connections.close();
-    await deleteRedisPrefix(prefix, target.redis);
+    await store.close();
     rmSync(outbox, { recursive: true, force: true });
   }
 }
 
 function report(results: RunResult[], redisVersion: string): string {
-  const head = ['', ...results.map((r) => `${r.mode} N = ${r.n.toLocaleString('en-US')}`), 'target'];
+  const head = ['', ...results.map((r) => `${r.kind} N = ${r.n.toLocaleString('en-US')}`), 'target'];
   const ms = (v: number) => (Number.isFinite(v) ? fmt(v, 1) : 'timeout');
   const pass = (ok: boolean) => (ok ? 'ok' : 'MISSED');
+  const isRedis = (r: RunResult) => r.kind !== 'postgres';
   const bareCell = (r: RunResult, f: (b: NonNullable<RunResult['bare']>) => string) => (r.bare ? f(r.bare) : '-');
   const rows: (string | number)[][] = [
-    ['reminder shards (queues), Redis masters', ...results.map((r) => `${r.shards}, ${r.memory.perNode.length}`), ''],
+    ['reminder shards (queues), Redis masters', ...results.map((r) => `${r.shards}, ${isRedis(r) ? r.memory.perNode.length : '-'}`), ''],
     ['schedule all: s (invoices/s), service.schedule, 200 in flight', ...results.map((r) => `${fmt(r.scheduleS, 2)} (${fmt(r.n / r.scheduleS, 0)}/s)`), ''],
     ['  bare upsertJobScheduler(every), same ids', ...results.map((r) => bareCell(r, (b) => `${fmt(b.scheduleS, 2)} (${fmt(r.n / b.scheduleS, 0)}/s)`)), ''],
-    ['Redis B per scheduled invoice (MEMORY USAGE)', ...results.map((r) => `${fmt(perInvoice(r.memory, r.n), 0)} ${pass(perInvoice(r.memory, r.n) < TARGET.bytes)}`), `< ${TARGET.bytes}`],
-    ['  of which own keys / share of repeat+delayed', ...results.map((r) => `${fmt(r.memory.keyBytes / r.n, 0)} / ${fmt(r.memory.zsetBytes / r.n, 0)}`), ''],
-    ['  bare job scheduler, same measure', ...results.map((r) => bareCell(r, (b) => fmt(perInvoice(b.memory, r.n), 0))), '(1.4-1.5 KB)'],
+    [
+      'B per scheduled invoice (Redis MEMORY USAGE | Postgres table growth)',
+      ...results.map((r) => `${fmt(perInvoice(r.memory, r.n), 0)}${isRedis(r) ? ` ${pass(perInvoice(r.memory, r.n) < TARGET.bytes)}` : ''}`),
+      `Redis < ${TARGET.bytes}`,
+    ],
+    ['  Redis: own keys / share of repeat+delayed', ...results.map((r) => (isRedis(r) ? `${fmt(r.memory.keyBytes / r.n, 0)} / ${fmt(r.memory.zsetBytes / r.n, 0)}` : '-')), ''],
+    ['  bare job scheduler, same measure', ...results.map((r) => bareCell(r, (b) => fmt(perInvoice(b.memory, r.n), 0))), ''],
     ['  project / bare', ...results.map((r) => bareCell(r, (b) => `${fmt(perInvoice(r.memory, r.n) / perInvoice(b.memory, r.n), 2)}x`)), ''],
-    ['MB per master (every key under the prefix)', ...results.map((r) => r.memory.perNode.map((b) => fmt(b / 1e6, 1)).join(' / ')), ''],
+    ['  Redis: all keys under the queues / N (project | bare)', ...results.map((r) => (isRedis(r) ? `${fmt(r.memory.allBytes / r.n, 0)} | ${bareCell(r, (b) => fmt(b.memory.allBytes / r.n, 0))}` : '-')), ''],
+    ['  Redis: INFO used_memory delta / N, all masters (project | bare)', ...results.map((r) => (isRedis(r) ? `${fmt(r.usedDelta / r.n, 0)} | ${bareCell(r, (b) => fmt(b.usedDelta / r.n, 0))}` : '-')), 'shared server: noisy'],
+    ['Redis: MB per master (every key under the prefix)', ...results.map((r) => (isRedis(r) ? r.memory.perNode.map((b) => fmt(b / 1e6, 1)).join(' / ') : '-')), ''],
     ['  spread between masters (max - min) / mean', ...results.map((r) => (r.memory.perNode.length < 2 ? '-' : `${fmt(spreadOf(r.memory.perNode) * 100, 1)}% ${pass(spreadOf(r.memory.perNode) <= TARGET.spread)}`)), `<= ${TARGET.spread * 100}%`],
-    ['  INFO used_memory delta / N (all masters)', ...results.map((r) => fmt(r.usedDelta / r.n, 0)), 'shared server: noisy'],
     [`lateness ms p50 / p99 / max (${LATENESS_SCHEDULES.toLocaleString('en-US')} in one second)`, ...results.map((r) => `${fmt(percentile(r.lateness, 50), 0)} / ${fmt(percentile(r.lateness, 99), 0)} / ${fmt(Math.max(...r.lateness), 0)} ${pass(percentile(r.lateness, 99) < TARGET.latenessP99)}`), `p99 < ${TARGET.latenessP99}`],
     ['  min lateness ms (never early)', ...results.map((r) => fmt(Math.min(...r.lateness), 0)), '>= 0'],
     [`cancel ms p50 / p99 / max (SQL paid -> scheduler gone, ${CANCEL_SAMPLE} sampled)`, ...results.map((r) => `${ms(percentile(r.cancelSample, 50))} / ${ms(percentile(r.cancelSample, 99))} / ${ms(Math.max(...r.cancelSample))} ${pass(percentile(r.cancelSample, 99) < TARGET.cancelP99)}`), `p99 < ${TARGET.cancelP99}`],
@@ -436,7 +491,7 @@ function report(results: RunResult[], redisVersion: string): string {
   const policy = 'P3D/P1D before, P1D/P7D x4 after, 09:00 local';
   return [
     '',
-    `npm run bench:reminders -- ${clusterMode ? '--cluster ' : ''}${sizes.join(' ')}`,
+    `npm run bench:reminders -- ${[...new Set(results.map((r) => r.n))].join(' ')} ${clusterMode ? '--cluster' : `--backend ${[...new Set(results.map((r) => r.kind))].join(',')}`}`,
     `redis ${redisVersion}, node ${process.version}, ${os.cpus().length} cpus, ${loadAvg()}; policy ${policy}; invoice ids inv_ + 24 chars;`,
     `lateness workers: reminderWorkerOptions, concurrency ${results[0]?.latenessWorkerConcurrency} per process shared by the shards; cancel: createWorkerRuntime's LISTEN path`,
     '',
@@ -446,12 +501,31 @@ function report(results: RunResult[], redisVersion: string): string {
 }
 
 async function main(): Promise<void> {
-  note(`bench:reminders${clusterMode ? ' --cluster' : ''} for N = ${sizes.join(', ')}`);
-  const db = await createBenchDatabase();
-  const info = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
+  note(`bench:reminders for N = ${sizes.join(', ')} on ${kinds.join(' and ')}; ${loadAvg()}`);
+  let redisVersion = '-';
+  if (kinds.includes('redis')) {
+    const info = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
+    redisVersion = /^redis_version:(\S+)/m.exec(await info.info('server'))?.[1] ?? '?';
+    info.disconnect();
+  }
   let cluster: LocalRedisCluster | null = null;
+  if (kinds.includes('cluster')) {
+    note('starting a local 3-master Redis Cluster');
+    cluster = await startRedisCluster({ masters: 3 });
+  }
+  const results: RunResult[] = [];
   try {
-    const redisVersion = /^redis_version:(\S+)/m.exec(await info.info('server'))?.[1] ?? '?';
+    for (const n of sizes) for (const kind of kinds) results.push(await runOne(kind, n, cluster));
+  } finally {
+    await cluster?.stop();
+  }
+  process.stdout.write(report(results, redisVersion));
+}
+
+async function runOne(kind: RunKind, n: number, cluster: LocalRedisCluster | null): Promise<RunResult> {
+  // A database per run: the Postgres backend's storage figure is the growth of its schema.
+  const db = await createBenchDatabase({ queueSchema: kind === 'postgres' });
+  try {
     const pool = new pg.Pool({ connectionString: db.url, max: 2 });
     const accountId = newId('acct');
     await provisionMerchant(pool, { id: accountId, name: 'Bench Merchant', email: 'bench@example.com', timeZone: 'UTC' });
@@ -462,23 +536,8 @@ async function main(): Promise<void> {
       [accountId, customers.map((c) => c.id), customers.map((_, i) => `customer-${i}@example.com`), customers.map((c) => c.zone)],
     );
     await pool.end();
-    const single: Target = { mode: 'single', redis: { redisUrl: REDIS_URL, redisClusterNodes: null } };
-    const targets: Target[] = [single];
-    if (clusterMode) {
-      note('starting a local 3-master Redis Cluster');
-      cluster = await startRedisCluster({ masters: 3 });
-      targets.push({
-        mode: 'cluster',
-        redis: loadConfig({ REDIS_URL, REDIS_CLUSTER_NODES: cluster.nodes }),
-        clusterNodes: cluster.nodes,
-      });
-    }
-    const results: RunResult[] = [];
-    for (const n of sizes) for (const target of targets) results.push(await runSize(db, n, accountId, customers, target));
-    process.stdout.write(report(results, redisVersion));
+    return await runSize(kind, db, n, accountId, customers, cluster);
   } finally {
-    info.disconnect();
-    await cluster?.stop();
     await db.drop();
   }
 }

@@ -7,6 +7,7 @@
 // it stays at 09:00 local across DST changes (a fixed 86 400 000 ms step would drift an hour).
 // Any other phase (PT2S, PT30M, P1DT2H) is exact: due ± offset, time of day untouched.
 import { DateTime, Duration } from 'luxon';
+import type { ReminderKind } from './delivery-kinds.js';
 
 export interface ReminderPolicy {
   beforeStart: Duration;
@@ -32,8 +33,8 @@ export function describePolicy(policy: ReminderPolicy): Record<string, string | 
 export type ReminderPhase = 'before' | 'after';
 
 /** The deliveries-table kind (and email template) of a reminder of this phase. */
-export function reminderKindOf(phase: ReminderPhase): 'reminder_before' | 'reminder_after' {
-  return phase === 'before' ? 'reminder_before' : 'reminder_after';
+export function reminderKindOf(phase: ReminderPhase): ReminderKind {
+  return `reminder_${phase}`;
 }
 
 export interface ReminderSlot {

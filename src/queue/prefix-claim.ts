@@ -12,9 +12,13 @@ export interface PrefixOwner {
   claimed_at: string;
 }
 
-/** `<prefix>:{deployment}`: under the prefix, and hash-tagged like every key of the service (Redis Cluster). */
+/**
+ * `<prefix>:deployment`. No hash tag: the claim only issues single-key commands (SET NX, GET),
+ * which a Redis Cluster serves on any slot, and deployments that claimed the prefix before the
+ * cluster support keep their marker.
+ */
 export function prefixClaimKey(prefix: string): string {
-  return `${prefix}:{deployment}`;
+  return `${prefix}:deployment`;
 }
 
 export type ClaimResult = { ok: true; claimedNow: boolean } | { ok: false; owner: PrefixOwner };

@@ -9,7 +9,7 @@
 //   walks the keyspace goes node by node through `masters()`.
 import { Cluster, Redis, type ClusterOptions } from 'ioredis';
 import type { ConnectionOptions, RedisOptions } from 'bullmq';
-import type { Config, RedisNode } from '../config.js';
+import type { Config } from '../config.js';
 
 export type RedisClient = Redis | Cluster;
 
@@ -31,10 +31,6 @@ export function redisOptions(url: string): RedisOptions {
  * For producers on a request path: fail a command at once while Redis is unreachable instead
  * of queueing it, so a request never waits on Redis; the outbox keeps what could not be added.
  */
-export function producerRedisOptions(url: string): RedisOptions {
-  return { ...redisOptions(url), ...FAIL_FAST };
-}
-
 const FAIL_FAST = { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2_000 } as const;
 
 /**
@@ -48,7 +44,14 @@ export function queuePrefix(redisPrefix: string, hashTag: string): string {
   return `${redisPrefix}:{${hashTag}}`;
 }
 
-export type RedisTarget = Pick<Config, 'redisUrl' | 'redisClusterNodes'>;
+/**
+ * Where the Redis backend's keys live: REDIS_URL, or the cluster of REDIS_CLUSTER_NODES (REDIS_URL
+ * then only gives credentials and TLS). Only built with QUEUE_BACKEND=redis, where REDIS_URL is set.
+ */
+export interface RedisTarget {
+  redisUrl: string;
+  redisClusterNodes: Config['redisClusterNodes'];
+}
 
 export interface RedisConnectionsOptions {
   /**
@@ -138,10 +141,11 @@ export function createProbeClient(target: RedisTarget): RedisClient {
 export function createRedisConnections(target: RedisTarget, opts: RedisConnectionsOptions = {}): RedisConnections {
   const failFast = opts.failFast ?? false;
   const base = redisOptions(target.redisUrl);
-  const nodes: RedisNode[] | null = target.redisClusterNodes;
+  const nodes = target.redisClusterNodes;
   if (nodes === null) {
-    const queueOptions = failFast ? { ...base, ...FAIL_FAST } : base;
-    const client = new Redis(failFast ? queueOptions : { ...base, maxRetriesPerRequest: null });
+    // Consumers' queues wait for Redis to come back (no per-command retry limit).
+    const queueOptions = failFast ? { ...base, ...FAIL_FAST } : { ...base, maxRetriesPerRequest: null };
+    const client = new Redis(queueOptions);
     return {
       mode: 'single',
       forQueue: () => queueOptions,

@@ -1,10 +1,10 @@
-// Keeps Redis's reminder schedules and due-date jobs in step with Postgres, which is the truth.
+// Keeps the queue's reminder schedules and due-date jobs in step with Postgres, which is the truth.
 // Used by the worker (after a send, on a stop notification, by the reconciler) and by the API
 // (reminders on/off, paid through the test helper). An invoice's scheduler and due-date job live
 // in its reminder shard (reminder-shards.ts); while the shard count changes, the placement rules
 // of reminder-placement.ts say where else they may be.
-import type { Job, Queue } from 'bullmq';
-import type { RedisClient } from './redis.js';
+import type { Job } from 'bullmq';
+import type { AppQueue, QueueBackend } from './backend.js';
 import { describePolicy, type ReminderPolicy } from '../domain/reminder-schedule.js';
 import { remindersShouldRun } from '../domain/invoice-rules.js';
 import { existingInvoiceIds, findReminderTarget, listReminderTargets, type ReminderTarget } from '../db/reminders.js';
@@ -41,7 +41,7 @@ export interface ReminderService {
   /** The schedulers of one shard. */
   schedulersOf(shard: number): ReminderSchedulers;
   /** The queue of this invoice's shard under this process's count. */
-  queueOf(invoiceId: string): Queue;
+  queueOf(invoiceId: string): AppQueue;
   /** After the invoice email: the due-date job, and the schedule from now on. */
   afterSend(invoiceId: string): Promise<void>;
   /** At the due date (after open -> overdue): moves the schedule to the after phase if reminders still run. */
@@ -61,8 +61,16 @@ export interface ReminderService {
 /** Job states that mean a shard still holds work for its workers. */
 const PENDING_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'waiting-children'] as const;
 
-/** `redis` is a plain client on the queues' server (or cluster), for the reconciler's bulk reads. */
-export function createReminderService(db: Queryable, shards: ReminderShardSet, redis: RedisClient, policy: ReminderPolicy): ReminderService {
+/**
+ * `store` gives the reconciler its bulk reads of a shard's queue (one read each, on either
+ * backend, one slot on a Redis Cluster) and the policy marker.
+ */
+export function createReminderService(
+  db: Queryable,
+  shards: ReminderShardSet,
+  store: Pick<QueueBackend, 'schedulerIds' | 'existingJobIds' | 'readMarker' | 'writeMarker'>,
+  policy: ReminderPolicy,
+): ReminderService {
   const byShard = new Map<number, ReminderSchedulers>();
   const schedulersOf = (shard: number): ReminderSchedulers => {
     let s = byShard.get(shard);
@@ -93,11 +101,12 @@ export function createReminderService(db: Queryable, shards: ReminderShardSet, r
     });
   }
 
-  // The policy the schedules in Redis were last brought in line with (recorded in shard 0). A
-  // scheduler stores the policy it was planned with (its pattern), so after a restart with other
-  // REMINDERS_* values it would keep firing the old plan while the timeline shows the new one: the
-  // reconcile that first sees a new policy re-plans every open invoice's schedule, then records it.
-  const policyKey = () => shards.queues.shard(0).toKey('reminder-policy');
+  // The policy the schedules in the queue store were last brought in line with, kept beside them
+  // in shard 0 (lost with them). A scheduler stores the policy it was planned with (its pattern),
+  // so after a restart with other REMINDERS_* values it would keep firing the old plan while the
+  // timeline shows the new one: the reconcile that first sees a new policy re-plans every open
+  // invoice's schedule, then records it.
+  const policyKey = 'reminder-policy';
   const policyId = JSON.stringify(describePolicy(policy));
 
   return {
@@ -148,13 +157,12 @@ export function createReminderService(db: Queryable, shards: ReminderShardSet, r
       // at worst upserted again, never removed.
       const present = new Map<string, number[]>();
       for (let shard = 0; shard < layout.consumed; shard++) {
-        const queue = shards.queues.shard(shard);
-        for (const id of await redis.zrange(queue.keys.repeat, '0', '-1')) {
+        for (const id of await store.schedulerIds(shards.queues.shard(shard))) {
           const invoiceId = invoiceIdOfReminderScheduler(id);
           if (invoiceId !== null) present.set(invoiceId, [...(present.get(invoiceId) ?? []), shard]);
         }
       }
-      const policyChanged = (await redis.get(policyKey())) !== policyId;
+      const policyChanged = (await store.readMarker(shards.queues.shard(0), policyKey)) !== policyId;
       const targets = await listReminderTargets(db);
       const replan: { t: ReminderTarget; shard: number }[] = [];
       const report: ReconcileReport = {
@@ -221,7 +229,7 @@ export function createReminderService(db: Queryable, shards: ReminderShardSet, r
           }
         }
         // Only once every schedule follows it: a failure above leaves the next reconcile to finish.
-        await redis.set(policyKey(), policyId);
+        await store.writeMarker(shards.queues.shard(0), policyKey, policyId);
       }
       // Due-date jobs: one existence check per shard (a pipeline over one queue's keys stays in
       // one slot), in every shard the job may be in.
@@ -230,11 +238,8 @@ export function createReminderService(db: Queryable, shards: ReminderShardSet, r
       const byShard = new Map<number, ReminderTarget[]>();
       for (const t of open) for (const s of placementsOf(t.id, layout)) byShard.set(s, [...(byShard.get(s) ?? []), t]);
       for (const [shard, list] of byShard) {
-        const queue = shards.queues.shard(shard);
-        const pipeline = redis.pipeline();
-        for (const t of list) pipeline.exists(queue.toKey(dueJobId(t.id, t.due_at!)));
-        const exists = (await pipeline.exec()) ?? [];
-        for (const [i, t] of list.entries()) if (exists[i]?.[1] === 1) found.add(t.id);
+        const exists = await store.existingJobIds(shards.queues.shard(shard), list.map((t) => dueJobId(t.id, t.due_at!)));
+        for (const t of list) if (exists.has(dueJobId(t.id, t.due_at!))) found.add(t.id);
       }
       for (const t of open) {
         if (found.has(t.id)) continue;

@@ -10,7 +10,7 @@ import { createReminderShardSet } from '../queue/reminder-shard-set.js';
 import { createMetrics } from '../observability/metrics.js';
 import { DASHBOARD_PATH, registerDashboard } from '../http/plugins/dashboard.js';
 import { createOutboxRelay } from '../queue/outbox-relay.js';
-import { createRedisConnections } from '../queue/redis.js';
+import { claimQueueStorage, queueBackendOf } from '../queue/backend.js';
 import { withTimeout } from '../lib/with-timeout.js';
 import { claimRedisPrefix } from './redis-prefix.js';
 import { StartupError } from './startup-error.js';
@@ -26,6 +26,8 @@ export interface ApiRuntime {
 }
 
 export async function createApiRuntime(config: Config, log: Logger, extra: Partial<AppDeps> = {}): Promise<ApiRuntime> {
+  // Postgres queue backend: its bullmq schema must be this database's (a ConfigError otherwise).
+  await claimQueueStorage(config);
   const pool = createPool(config.databaseUrl);
   // This REDIS_PREFIX must be this database's: the API enqueues sends that workers of the
   // prefix's database would otherwise take. Redis (or Postgres) away at start does not stop the
@@ -52,13 +54,11 @@ export async function createApiRuntime(config: Config, log: Logger, extra: Parti
     }, 5_000);
     claimRetry.unref();
   }
-  // Fail fast: a request never waits on Redis (the outbox keeps what could not be added).
-  const redisConnections = createRedisConnections(config, { failFast: true });
-  // A Queue emits 'error' while Redis is away; the outbox covers those jobs, so log and go on.
-  const queueSet = openQueues(redisConnections.forQueue(), config.redisPrefix, (err, queue) => log.debug({ err, queue }, 'queue connection error'));
-  // For /readyz pings (fail fast while Redis is away) and the reminder service's reads.
-  const redis = redisConnections.client;
-  redis.on('error', (err) => log.debug({ err }, 'redis connection error'));
+  // Producer side: a call fails at once while the queue store is away (see backend.ts); on Redis
+  // or a Redis Cluster (REDIS_CLUSTER_NODES) alike.
+  const backend = queueBackendOf(config, 'producer');
+  // A Queue emits 'error' while its store is away; the outbox covers those jobs, so log and go on.
+  const queueSet = openQueues(backend, (err, queue) => log.debug({ err, queue }, 'queue connection error'));
   // The API places schedulers too (reminders on, paid through the test helper): it is a member of
   // the shard membership, refreshed every RECONCILE_EVERY, and it cancels under every known count.
   const shards = createReminderShardSet(pool, queueSet.reminders, config.reminderShards, config.reconcileEvery.toMillis());
@@ -69,14 +69,14 @@ export async function createApiRuntime(config: Config, log: Logger, extra: Parti
   await refreshShards();
   const heartbeat = setInterval(() => void refreshShards(), config.reconcileEvery.toMillis());
   heartbeat.unref();
-  const reminders = createReminderService(pool, shards, redis, config.reminders);
+  const reminders = createReminderService(pool, shards, backend, config.reminders);
   const relay = createOutboxRelay(pool, queueSet);
   const queues = allQueues(queueSet);
   const metrics = createMetrics({ queues, db: pool });
   const plugins: AppDeps['plugins'] = [];
   if (config.adminUser && config.adminPassword) {
     const credentials = { user: config.adminUser, password: config.adminPassword };
-    plugins.push((app) => registerDashboard(app, queues, credentials));
+    plugins.push((app) => registerDashboard(app, queues, credentials, backend.kind));
     log.info({ path: DASHBOARD_PATH }, 'queue dashboard on');
   } else {
     log.info('queue dashboard off: set ADMIN_USER and ADMIN_PASSWORD to turn it on');
@@ -86,7 +86,7 @@ export async function createApiRuntime(config: Config, log: Logger, extra: Parti
     pool,
     log,
     metrics,
-    redis,
+    readiness: backend.readiness,
     plugins,
     outbox: { publish: (jobs) => withTimeout(relay.publish(jobs), FAST_PATH_TIMEOUT_MS, 'enqueue') },
     reminders: {
@@ -105,9 +105,9 @@ export async function createApiRuntime(config: Config, log: Logger, extra: Parti
       clearInterval(claimRetry);
       await app.close();
       await withTimeout(shards.leave(), FAST_PATH_TIMEOUT_MS, 'leave the shard membership').catch(() => undefined);
-      // A queue that never reached Redis may never finish closing: bounded.
+      // A queue that never reached its store may never finish closing: bounded.
       await withTimeout(Promise.all(queues.map((q) => q.close())), 2_000, 'queue close').catch(() => undefined);
-      await redisConnections.close();
+      await backend.close();
       await pool.end();
     },
   };

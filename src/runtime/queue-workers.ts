@@ -1,28 +1,30 @@
 // One BullMQ Worker per queue of the catalogue (one per reminder shard), dispatching each job to
 // the handler the entrypoint registered for its name. Per-queue settings (backoff types, the
 // reminder repeat strategy, keep-policies) and the reminder schedule's after-job step live here.
-import { Worker, type ConnectionOptions, type Job, type WorkerOptions } from 'bullmq';
+import type { Job } from 'bullmq';
+import { retryDelayMs } from '../domain/webhooks.js';
 import type { Logger } from '../log.js';
+import type { AppWorker, QueueBackend, WorkerExtras } from '../queue/backend.js';
 import { backoffSettings } from '../queue/backoff.js';
 import { jobsOfQueue, QUEUES, type QueueRole, type ReminderJobData } from '../queue/catalogue.js';
 import { createProcessor, plannedAtOfDelayed, type JobHandler, type JobObserver } from '../queue/dispatcher.js';
 import type { JobContext, JobHandlers } from '../queue/job-context.js';
 import { plannedInstantOf, reminderWorkerOptions } from '../queue/reminder-schedulers.js';
 import type { ReminderService } from '../queue/reminder-service.js';
-import { queuePrefix } from '../queue/redis.js';
 import { reminderShardQueue, reminderShardTag } from '../queue/reminder-shards.js';
 
 export interface QueueWorkers {
   /** Every Worker started so far (grows when more reminder shards are consumed). */
-  workers: Worker[];
+  workers: AppWorker[];
   /** Starts Workers for reminder shards 0..count-1 not consumed yet. */
-  consumeReminderShards(count: number): Worker[];
+  consumeReminderShards(count: number): AppWorker[];
 }
 
 export interface QueueWorkerOptions {
-  connection: ConnectionOptions;
-  /** The deployment's REDIS_PREFIX; each queue's hash tag goes on top (queuePrefix). */
-  prefix: string;
+  /** Builds the Workers on the process's queue backend (its connection, Redis's prefix and hash tags). */
+  backend: QueueBackend;
+  /** Webhook deliveries in flight at once (I/O bound: more than the email jobs). */
+  webhookConcurrency: number;
   concurrency: number;
   lockDuration: number;
   stalledInterval: number;
@@ -37,19 +39,23 @@ export function startQueueWorkers(
   observer: JobObserver,
   reminderShards: number,
 ): QueueWorkers {
-  const { prefix: redisPrefix, ...rest } = opts;
-  const common: WorkerOptions = { ...rest, maxStalledCount: 5 };
-  const prefixOf = (role: QueueRole) => ({ prefix: queuePrefix(redisPrefix, QUEUES[role]) });
-  const perQueue: Record<QueueRole, Partial<WorkerOptions>> = {
+  const { backend, webhookConcurrency, ...workerOpts } = opts;
+  const common: WorkerExtras = { ...workerOpts, maxStalledCount: 5 };
+  const perQueue: Record<QueueRole, Partial<WorkerExtras>> = {
     send: { settings: backoffSettings },
     reminders: { ...reminderWorkerOptions, settings: { ...reminderWorkerOptions.settings, ...backoffSettings } },
+    // The delivery's own backoff (WEBHOOK_BACKOFF_BASE_MS doubling, capped); the fan-out's is
+    // BullMQ's built-in exponential.
+    webhooks: {
+      concurrency: webhookConcurrency,
+      settings: { backoffStrategy: (attemptsMade: number) => retryDelayMs(ctx.webhooks.retry, attemptsMade) },
+    },
   };
   const handlersOf = (role: QueueRole): Record<string, JobHandler<never, JobContext>> =>
     Object.fromEntries(jobsOfQueue(QUEUES[role]).map((name) => [name, handlers[name] as JobHandler<never, JobContext>]));
 
-  const sendWorker = new Worker(QUEUES.send, createProcessor(handlersOf('send'), ctx, log, plannedAtOfDelayed, observer), {
+  const sendWorker = backend.worker(QUEUES.send, createProcessor(handlersOf('send'), ctx, log, plannedAtOfDelayed, observer), {
     ...common,
-    ...prefixOf('send'),
     ...perQueue.send,
   });
 
@@ -86,21 +92,25 @@ export function startQueueWorkers(
       }
     }
   };
-  const workers: Worker[] = [sendWorker];
+  const webhookWorker = backend.worker(QUEUES.webhooks, createProcessor(handlersOf('webhooks'), ctx, log, plannedAtOfDelayed, observer), {
+    ...common,
+    ...perQueue.webhooks,
+  });
+  const workers: AppWorker[] = [sendWorker, webhookWorker];
   const consumed = new Set<number>();
-  const watch = (w: Worker) => w.on('error', (err) => log.warn({ err, queue: w.name }, 'worker error'));
-  watch(sendWorker);
-  const consumeReminderShards = (count: number): Worker[] => {
-    const started: Worker[] = [];
+  const watch = (w: AppWorker) => w.on('error', (err) => log.warn({ err, queue: w.name }, 'worker error'));
+  for (const w of workers) watch(w);
+  const consumeReminderShards = (count: number): AppWorker[] => {
+    const started: AppWorker[] = [];
     for (let shard = 0; shard < count; shard++) {
       if (consumed.has(shard)) continue;
       consumed.add(shard);
-      const w = new Worker(reminderShardQueue(shard), processReminder, {
-        ...common,
-        concurrency: shardConcurrency(count),
-        prefix: queuePrefix(redisPrefix, reminderShardTag(shard)),
-        ...perQueue.reminders,
-      });
+      const w = backend.worker(
+        reminderShardQueue(shard),
+        processReminder,
+        { ...common, concurrency: shardConcurrency(count), ...perQueue.reminders },
+        reminderShardTag(shard),
+      );
       watch(w);
       started.push(w);
     }

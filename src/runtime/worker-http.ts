@@ -1,20 +1,19 @@
 // The worker's own small HTTP port (WORKER_PORT): orchestrators probe workers too.
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
-import type { RedisClient } from '../queue/redis.js';
 import type { Queryable } from '../db/pool.js';
-import { registerHealth } from '../http/plugins/health.js';
+import { registerHealth, type Readiness } from '../http/plugins/health.js';
 import { registerMetrics } from '../http/plugins/metrics.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../observability/metrics.js';
 import { listenOn, type PortSetting } from './listen.js';
 
 export async function startWorkerHttp(
-  opts: { listen: PortSetting; db: Queryable; redis: RedisClient; metrics: Metrics },
+  opts: { listen: PortSetting; db: Queryable; readiness: Readiness; metrics: Metrics },
   log: Logger,
 ): Promise<{ app: FastifyInstance; port: number }> {
   const app = Fastify({ loggerInstance: log.child({ component: 'worker-http' }), logController: new LogController({ disableRequestLogging: true }) }) as unknown as FastifyInstance;
   registerMetrics(app, opts.metrics);
-  registerHealth(app, { db: opts.db, redis: opts.redis });
+  registerHealth(app, { db: opts.db, readiness: opts.readiness });
   try {
     const port = await listenOn(app, opts.listen, log);
     return { app, port };

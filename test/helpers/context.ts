@@ -1,12 +1,11 @@
 // Per test file: a database cloned from the migrated template, a Redis key prefix of its own,
 // and helpers to build the API over them.
 import { randomBytes, randomUUID } from 'node:crypto';
-import { Queue, type QueueOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import pg from 'pg';
 import { inject } from 'vitest';
 import { loadConfig, type Config, type RedisNode } from '../../src/config.js';
-import { createRedisConnections, queuePrefix, type RedisTarget } from '../../src/queue/redis.js';
+import { createRedisConnections, type RedisTarget } from '../../src/queue/redis.js';
 import { newId } from '../../src/domain/ids.js';
 import { createLogger } from '../../src/log.js';
 import { createApiRuntime, type ApiRuntime } from '../../src/runtime/api-runtime.js';
@@ -86,16 +85,40 @@ export function testRedisMode(): 'single' | 'cluster' {
   return inject('redisMode') === 'cluster' ? 'cluster' : 'single';
 }
 
+/** Where this file's Redis keys live (null on the Postgres backend). */
+export function redisTargetOf(env: Pick<TestEnv, 'redisUrl' | 'redisClusterNodes'>): RedisTarget | null {
+  return env.redisUrl === null ? null : { redisUrl: env.redisUrl, redisClusterNodes: env.redisClusterNodes };
+}
+
+/**
+ * The queue store loses everything of this service (a Redis FLUSHALL, or on the Postgres backend
+ * every row of the `bullmq` schema), while Postgres keeps the truth.
+ */
+export async function loseQueueStore(env: TestEnv): Promise<void> {
+  const target = redisTargetOf(env);
+  if (target) return deleteRedisPrefix(target, env.redisPrefix);
+  const c = new pg.Client({ connectionString: env.db.url });
+  await c.connect();
+  try {
+    await c.query('begin');
+    for (const table of ['job_log', 'dedup', 'dedup_next', 'job', 'scheduler']) await c.query(`delete from bullmq.${table}`);
+    await c.query('commit');
+  } finally {
+    await c.end();
+  }
+}
+
 export interface TestEnv {
   db: TestDatabase;
-  redisUrl: string;
-  /** Set when this file runs on the local Redis Cluster (then `redisUrl` is not used). */
+  /** The project's queue backend (vitest.config.ts runs the end-to-end files on both). */
+  queueBackend: 'redis' | 'postgres';
+  /** Null on the Postgres backend: nothing of the service reaches Redis. On a cluster, only credentials. */
+  redisUrl: string | null;
+  /** Set when this file runs on the local Redis Cluster (the `cluster` project). */
   redisClusterNodes: RedisNode[] | null;
   redisPrefix: string;
   /** Config overrides that point a process at a Redis nobody answers on (single or cluster alike). */
   unreachableRedis(port: number): Record<string, string>;
-  /** A Queue on this file's Redis and prefix, as the service builds it; closed by cleanup(). */
-  openQueue(name: string, opts?: Omit<QueueOptions, 'connection' | 'prefix'>): Queue;
   /** Config for this file's database and prefix, with the given overrides. */
   config(overrides?: Record<string, string>): Config;
   cleanup(): Promise<void>;
@@ -103,30 +126,26 @@ export interface TestEnv {
 
 export async function createTestEnv(): Promise<TestEnv> {
   const db = await createTestDatabase();
-  const redisUrl = inject('redisUrl');
+  const queueBackend = inject('queueBackend');
+  const redisUrl = queueBackend === 'redis' ? inject('redisUrl') : null;
+  if (queueBackend === 'redis' && redisUrl === null) throw new Error('the redis project runs only when a Redis was found');
   const clusterNodes = testRedisMode() === 'cluster' ? inject('redisClusterNodes') : null;
   if (testRedisMode() === 'cluster' && !clusterNodes) throw new Error('the cluster test project runs without a local Redis Cluster');
   const redisPrefix = `test-${randomUUID()}`;
-  const base = loadConfig({ REDIS_URL: redisUrl, ...(clusterNodes ? { REDIS_CLUSTER_NODES: clusterNodes } : {}) });
-  const target: RedisTarget = { redisUrl, redisClusterNodes: base.redisClusterNodes };
-  const opened: { queue: Queue; connections: ReturnType<typeof createRedisConnections> }[] = [];
+  const redisClusterNodes = clusterNodes ? loadConfig({ DATABASE_URL: 'postgres://unused/x', REDIS_CLUSTER_NODES: clusterNodes }).redisClusterNodes : null;
   return {
     db,
+    queueBackend,
     redisUrl,
-    redisClusterNodes: base.redisClusterNodes,
+    redisClusterNodes,
     redisPrefix,
     unreachableRedis: (port): Record<string, string> =>
       clusterNodes ? { REDIS_CLUSTER_NODES: `127.0.0.1:${port}` } : { REDIS_URL: `redis://127.0.0.1:${port}` },
-    openQueue(name, opts = {}) {
-      const connections = createRedisConnections(target);
-      const queue = new Queue(name, { ...opts, connection: connections.forQueue(), prefix: queuePrefix(redisPrefix, name) });
-      opened.push({ queue, connections });
-      return queue;
-    },
     config: (overrides = {}) =>
       loadConfig({
         DATABASE_URL: db.url,
-        REDIS_URL: redisUrl,
+        QUEUE_BACKEND: queueBackend,
+        ...(redisUrl ? { REDIS_URL: redisUrl } : {}),
         ...(clusterNodes ? { REDIS_CLUSTER_NODES: clusterNodes } : {}),
         REDIS_PREFIX: redisPrefix,
         LOG_LEVEL: 'silent',
@@ -140,11 +159,8 @@ export async function createTestEnv(): Promise<TestEnv> {
         ...overrides,
       }),
     async cleanup() {
-      for (const { queue, connections } of opened.splice(0)) {
-        await queue.close();
-        await connections.close();
-      }
-      await deleteRedisPrefix(target, redisPrefix);
+      const target = redisTargetOf({ redisUrl, redisClusterNodes });
+      if (target) await deleteRedisPrefix(target, redisPrefix);
       await db.drop();
     },
   };

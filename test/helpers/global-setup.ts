@@ -11,10 +11,13 @@ import { clusterTestsWanted } from './test-modes.js';
 declare module 'vitest' {
   export interface ProvidedContext {
     databaseUrl: string;
-    redisUrl: string;
+    /** Null when no Redis could be had: the Redis-backend projects are then left out. */
+    redisUrl: string | null;
+    /** Which queue backend this project's files run on (see vitest.config.ts). */
+    queueBackend: 'redis' | 'postgres';
     /** REDIS_CLUSTER_NODES of the local cluster, when one runs (see vitest.config.ts). */
     redisClusterNodes: string | null;
-    /** 'cluster' in the cluster test project. */
+    /** 'cluster' in the cluster test project (queue backend redis, on the local cluster). */
     redisMode: 'single' | 'cluster' | undefined;
     templateDatabase: string;
     runId: string;
@@ -31,7 +34,8 @@ export default async function setup(project: TestProject) {
   const services = await resolveServices();
   const runId = randomBytes(4).toString('hex');
   const template = `inv_test_${runId}_template`;
-  await migrate(withDatabase(services.databaseUrl, template));
+  // The Postgres queue backend's schema too: every file's database then has it, unclaimed.
+  await migrate(withDatabase(services.databaseUrl, template), undefined, { queueSchema: true });
   project.provide('databaseUrl', services.databaseUrl);
   project.provide('redisUrl', services.redisUrl);
   // The send and reminder end-to-end files run a second time on a throwaway 3-master cluster.

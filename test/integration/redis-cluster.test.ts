@@ -1,6 +1,7 @@
 // Redis Cluster specifics: the throwaway cluster harness itself, and the layout of the service's
 // keys on a cluster (every queue in one slot of its own, through its hash tag). The end-to-end
-// send and reminder files run on the cluster as well (the `cluster` test project).
+// send and reminder files run on the cluster as well. This file runs in the `cluster` test project
+// only (vitest.config.ts): the Redis queue backend on the local cluster.
 import { existsSync } from 'node:fs';
 import calculateSlot from 'cluster-key-slot';
 import { Cluster } from 'ioredis';
@@ -12,11 +13,11 @@ import { reminderShardSlot, reminderShardTag } from '../../src/queue/reminder-sh
 import { prefixClaimKey } from '../../src/queue/prefix-claim.js';
 import { createApiRuntime, type ApiRuntime } from '../../src/runtime/api-runtime.js';
 import type { WorkerRuntime } from '../../src/runtime/worker-runtime.js';
-import { createTestEnv, deleteRedisPrefix, scanNode, type TestEnv } from '../helpers/context.js';
+import { createTestEnv, deleteRedisPrefix, redisTargetOf, scanNode, type TestEnv } from '../helpers/context.js';
 import { redisServerAvailable, startRedisCluster } from '../helpers/redis-cluster.js';
 import { startWorker } from '../helpers/worker.js';
 
-const nodes = inject('redisClusterNodes');
+const onCluster = inject('queueBackend') === 'redis' && inject('redisMode') === 'cluster' && inject('redisClusterNodes') !== null;
 
 const alive = (pid: number) => {
   try {
@@ -53,14 +54,14 @@ describe.skipIf(!redisServerAvailable())('the local Redis Cluster harness', () =
   });
 });
 
-describe.skipIf(!nodes)('the service on a Redis Cluster', () => {
+describe.runIf(onCluster)('the service on a Redis Cluster', () => {
   let env: TestEnv;
   let api: ApiRuntime;
   let worker: WorkerRuntime;
 
   beforeAll(async () => {
     env = await createTestEnv();
-    const config = env.config({ REDIS_CLUSTER_NODES: nodes! });
+    const config = env.config();
     api = await createApiRuntime(config, createLogger('silent'));
     worker = await startWorker(config);
   });
@@ -72,17 +73,20 @@ describe.skipIf(!nodes)('the service on a Redis Cluster', () => {
 
   it('puts each queue in a slot of its own through its hash tag, the 12 reminder shards 4 per master', async () => {
     await api.queues.send.add('probe', { n: 1 });
+    await api.queues.webhooks.add('probe', { n: 1 }, { delay: 60_000 });
     for (let i = 0; i < 12; i++) await api.queues.reminders.shard(i).add('probe', { n: i }, { delay: 60_000 });
-    const connections = createRedisConnections({ redisUrl: env.redisUrl, redisClusterNodes: env.config({ REDIS_CLUSTER_NODES: nodes! }).redisClusterNodes });
+    const connections = createRedisConnections(redisTargetOf(env)!);
     try {
       const keysByNode: string[][] = [];
       for (const node of await connections.masters()) keysByNode.push(await scanNode(node, `${env.redisPrefix}:*`));
       const keys = keysByNode.flat();
       const slotsOf = (tag: string) => new Set(keys.filter((k) => k.startsWith(`${queuePrefix(env.redisPrefix, tag)}:`)).map((k) => calculateSlot(k)));
-      // Every key of the service is under a hash tag: the queues', and the prefix claim's marker.
-      for (const k of keys) expect(k).toMatch(new RegExp(`^${env.redisPrefix}:\\{[^{}]+\\}(:|$)`));
+      // Every queue key is under its queue's hash tag. The prefix claim's marker is the one key
+      // without: it only ever sees single-key commands (prefix-claim.ts).
       expect(keys).toContain(prefixClaimKey(env.redisPrefix));
+      for (const k of keys.filter((k) => k !== prefixClaimKey(env.redisPrefix))) expect(k).toMatch(new RegExp(`^${env.redisPrefix}:\\{[^{}]+\\}:`));
       expect([...slotsOf(QUEUES.send)]).toEqual([calculateSlot(`{${QUEUES.send}}`)]);
+      expect([...slotsOf(QUEUES.webhooks)]).toEqual([calculateSlot(`{${QUEUES.webhooks}}`)]);
       for (let i = 0; i < 12; i++) expect([...slotsOf(reminderShardTag(i))]).toEqual([reminderShardSlot(i)]);
       // Each master holds the keys of 4 shards.
       const shardsPerNode = keysByNode.map((nodeKeys) => new Set(nodeKeys.map((k) => /\{(invoice-reminders-\d+)[^}]*\}/.exec(k)?.[1]).filter(Boolean)).size);
@@ -99,7 +103,7 @@ describe.skipIf(!nodes)('the service on a Redis Cluster', () => {
   });
 
   it('deletes a prefix node by node', async () => {
-    const target = { redisUrl: env.redisUrl, redisClusterNodes: env.config({ REDIS_CLUSTER_NODES: nodes! }).redisClusterNodes };
+    const target = redisTargetOf(env)!;
     const prefix = `${env.redisPrefix}-del`;
     const connections = createRedisConnections(target);
     try {
