@@ -109,7 +109,7 @@ async function schedulersOf(queue: AppQueue, id: string): Promise<number> {
  * on Postgres its scheduler row and job rows.
  */
 async function keysOf(queue: AppQueue, id: string): Promise<string[]> {
-  if (redis) return redis.keys(`${env.redisPrefix}:${queue.name}:repeat:${reminderSchedulerId(id)}*`);
+  if (redis) return redis.keys(`${queue.toKey('repeat')}:${reminderSchedulerId(id)}*`);
   const { rows } = await db!.query<{ key: string }>(
     `select 'scheduler:' || scheduler_id as key from bullmq.scheduler where queue = $1 and scheduler_id = $2
      union all select 'job:' || id from bullmq.job where queue = $1 and id like $3`,
@@ -291,12 +291,11 @@ describe('reminder schedulers on BullMQ', () => {
       expect(await keysOf(queue, inv.id)).toHaveLength(2); // the scheduler and its one pending job
     }
     if (redis) {
-      const base = `${env.redisPrefix}:${queue.name}`;
       let perInvoiceKeys = 0;
       for (const inv of invoices) {
         for (const k of await keysOf(queue, inv.id)) perInvoiceKeys += (await redis.memory('USAGE', k, 'SAMPLES', 0)) ?? 0;
       }
-      const zsets = ((await redis.memory('USAGE', `${base}:repeat`, 'SAMPLES', 0)) ?? 0) + ((await redis.memory('USAGE', `${base}:delayed`, 'SAMPLES', 0)) ?? 0);
+      const zsets = ((await redis.memory('USAGE', queue.keys.repeat, 'SAMPLES', 0)) ?? 0) + ((await redis.memory('USAGE', queue.keys.delayed, 'SAMPLES', 0)) ?? 0);
       const perInvoice = Math.round((perInvoiceKeys + zsets) / invoices.length);
       // Reported, not asserted: the 2 KB target is checked by bench/reminders.ts.
       console.info(`memory per scheduled invoice: ${perInvoice} B (own keys ${Math.round(perInvoiceKeys / invoices.length)} B + share of repeat/delayed zsets ${Math.round(zsets / invoices.length)} B)`);
