@@ -12,6 +12,8 @@ import { DASHBOARD_PATH, registerDashboard } from '../http/plugins/dashboard.js'
 import { createOutboxRelay } from '../queue/outbox-relay.js';
 import { producerRedisOptions } from '../queue/redis.js';
 import { withTimeout } from '../lib/with-timeout.js';
+import { startWorkerHttp } from './worker-http.js';
+import type { FastifyInstance } from 'fastify';
 import { claimRedisPrefix } from './redis-prefix.js';
 import { StartupError } from './startup-error.js';
 
@@ -19,6 +21,8 @@ const FAST_PATH_TIMEOUT_MS = 2_000;
 
 export interface ApiRuntime {
   app: Api;
+  /** Serves /metrics (and /healthz, /readyz) on METRICS_PORT; returns the bound port. */
+  listenMetrics(): Promise<number>;
   pool: Pool;
   queues: QueueSet;
   close(): Promise<void>;
@@ -83,12 +87,21 @@ export async function createApiRuntime(config: Config, log: Logger, extra: Parti
     },
     ...extra,
   });
+  let metricsHttp: FastifyInstance | null = null;
   return {
     app,
     pool,
     queues: queueSet,
+    async listenMetrics() {
+      const listen = { port: config.metricsPort, host: config.host, variable: 'METRICS_PORT', fallbackToAny: config.metricsPortFallback };
+      const started = await startWorkerHttp({ listen, db: pool, redis, metrics, component: 'api-metrics' }, log);
+      metricsHttp = started.app;
+      log.info({ port: started.port }, 'API metrics on METRICS_PORT');
+      return started.port;
+    },
     async close() {
       clearInterval(claimRetry);
+      await metricsHttp?.close();
       await app.close();
       // A queue that never reached Redis may never finish closing: bounded.
       await withTimeout(Promise.all(queues.map((q) => q.close())), 2_000, 'queue close').catch(() => undefined);
