@@ -1,6 +1,7 @@
 // The only reader of process.env. Every variable is parsed and checked here, once, at start;
 // a bad value throws ConfigError naming the variable, and the entrypoint turns that into one
 // line on stderr and exit code 1.
+import { availableParallelism } from 'node:os';
 import { Duration } from 'luxon';
 import type { ReminderPolicy } from './domain/reminder-schedule.js';
 
@@ -53,6 +54,8 @@ export interface Config {
   adminPassword: string | null;
   outboxRelayIntervalMs: number;
   shutdownTimeoutMs: number;
+  /** Threads rendering PDFs off the event loop, per process; 0 renders on the main thread. */
+  pdfRenderThreads: number;
   reminders: ReminderPolicy & { defaultTimeZone: string };
   reconcileEvery: Duration;
 }
@@ -159,6 +162,7 @@ export function loadConfig(env: Env = process.env): Config {
     adminPassword,
     outboxRelayIntervalMs: int(env, 'OUTBOX_RELAY_INTERVAL_MS', 1000, 50, 3_600_000),
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
+    pdfRenderThreads: int(env, 'PDF_RENDER_THREADS', Math.min(4, availableParallelism()), 0, 64),
     reminders: {
       beforeStart: duration(env, 'REMINDERS_BEFORE_START', 'P3D'),
       beforeEvery: duration(env, 'REMINDERS_BEFORE_EVERY', 'P1D'),

@@ -16,7 +16,7 @@ export async function emailInvoiceDocument(
   guard?: DeliveryGuard,
 ): Promise<DeliveryOutcome> {
   // The kept document: every email of this invoice attaches the same bytes as a download.
-  const pdf = await issuedInvoicePdf(ctx.pool, loaded.doc);
+  const pdf = await issuedInvoicePdf(ctx.pool, loaded.doc, ctx.renderPdf);
   const email = renderEmail(kind, loaded.doc);
   try {
     return await deliverOnce(ctx.pool, ctx.mail, deliveryId, (messageId) => invoiceEnvelope(ctx.config, loaded, email, pdf, messageId), guard);

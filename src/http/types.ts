@@ -13,6 +13,7 @@ import type { Config } from '../config.js';
 import type { Pool } from '../db/pool.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../observability/metrics.js';
+import type { RenderPdf } from '../pdf/issued-invoice-pdf.js';
 import type { OutboxJob } from '../queue/outbox.js';
 
 /** The Fastify instance routes are registered on, typed by the TypeBox schemas. */
@@ -37,6 +38,8 @@ export interface AppDeps {
   reminders?: ReminderControl;
   /** Prometheus metrics: /metrics and the HTTP duration histogram. */
   metrics?: Metrics;
+  /** Renders PDFs off the event loop (GET /v1/invoices/{id}/pdf); unset: on this thread. */
+  renderPdf?: RenderPdf;
   /** Redis client pinged by /readyz. */
   redis?: Redis;
   /** Extra plugins (the queue dashboard) registered before the routes. */

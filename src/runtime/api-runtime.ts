@@ -13,6 +13,7 @@ import { createOutboxRelay } from '../queue/outbox-relay.js';
 import { producerRedisOptions } from '../queue/redis.js';
 import { withTimeout } from '../lib/with-timeout.js';
 import { startWorkerHttp } from './worker-http.js';
+import { createPdfRenderPool } from '../pdf/render-pool.js';
 import type { FastifyInstance } from 'fastify';
 import { claimRedisPrefix } from './redis-prefix.js';
 import { StartupError } from './startup-error.js';
@@ -73,11 +74,13 @@ export async function createApiRuntime(config: Config, log: Logger, extra: Parti
   } else {
     log.info('queue dashboard off: set ADMIN_USER and ADMIN_PASSWORD to turn it on');
   }
+  const pdf = config.pdfRenderThreads > 0 ? createPdfRenderPool(config.pdfRenderThreads) : null;
   const app = await buildApp({
     config,
     pool,
     log,
     metrics,
+    ...(pdf ? { renderPdf: (doc) => pdf.render(doc) } : {}),
     redis,
     plugins,
     outbox: { publish: (jobs) => withTimeout(relay.publish(jobs), FAST_PATH_TIMEOUT_MS, 'enqueue') },
@@ -103,6 +106,7 @@ export async function createApiRuntime(config: Config, log: Logger, extra: Parti
       clearInterval(claimRetry);
       await metricsHttp?.close();
       await app.close();
+      await pdf?.close();
       // A queue that never reached Redis may never finish closing: bounded.
       await withTimeout(Promise.all(queues.map((q) => q.close())), 2_000, 'queue close').catch(() => undefined);
       redis.disconnect();

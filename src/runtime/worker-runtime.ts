@@ -22,6 +22,7 @@ import { startOutboxRelayLoop } from './outbox-relay-loop.js';
 import { startQueueWorkers } from './queue-workers.js';
 import { startReminderUpkeep } from './reminder-upkeep.js';
 import { startWorkerHttp } from './worker-http.js';
+import { createPdfRenderPool, type PdfRenderPool } from '../pdf/render-pool.js';
 import { claimRedisPrefix, claimRedisPrefixOrWait } from './redis-prefix.js';
 
 export interface WorkerRuntime {
@@ -31,6 +32,8 @@ export interface WorkerRuntime {
   workers: Worker[];
   reminders: ReminderService;
   metrics: Metrics;
+  /** The PDF thread pool (null with PDF_RENDER_THREADS=0). */
+  pdf: PdfRenderPool | null;
   /** The worker's health and metrics port. */
   http: FastifyInstance;
   /** Runs the outbox relay once now (also runs on its timer). */
@@ -91,11 +94,13 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
       opts.observer?.onOutcome?.(name, outcome, durationMs);
     },
   };
+  const pdf = config.pdfRenderThreads > 0 ? createPdfRenderPool(config.pdfRenderThreads) : null;
   const ctx: JobContext = {
     config,
     pool,
     mail,
     reminders,
+    ...(pdf ? { renderPdf: (doc) => pdf.render(doc) } : {}),
     countEmail: (kind, outcome) => metrics.emails.inc({ kind, outcome }),
     observeReminderLateness: (seconds) => metrics.reminderLateness.observe(seconds),
   };
@@ -135,6 +140,7 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
   log.info(
     {
       concurrency: config.workerConcurrency,
+      pdf_render_threads: config.pdfRenderThreads,
       mail: {
         live: config.smtpUrl ? redactUrl(config.smtpUrl) : `files in ${config.outboxDir}`,
         sandbox: config.sandboxSmtpUrl ? redactUrl(config.sandboxSmtpUrl) : `files in ${config.outboxDir}`,
@@ -152,6 +158,7 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
     reminders,
     relayOutbox: relayLoop.relayNow,
     metrics,
+    pdf,
     http,
     async close() {
       await relayLoop.stop();
@@ -160,6 +167,7 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
       await http.close();
       // Worker.close() lets active jobs finish; the caller bounds the total time.
       await Promise.all(workers.map((w) => w.close()));
+      await pdf?.close();
       await upkeep.stop();
       await Promise.all(allQueues(queues).map((q: Queue) => q.close()));
       redis.disconnect();
