@@ -270,3 +270,12 @@ export async function listInvoices(db: Queryable, scope: Scope, filters: Invoice
   }
   return listPage<InvoiceRow>(db, scope, { table: 'invoices', alias: 'i', select: `select ${QUALIFIED_COLUMNS} from invoices i`, filters: conditions, values }, page);
 }
+
+/**
+ * Under a share lock held until the caller's commit: false when the invoice was voided. A void
+ * committing meanwhile waits for the caller (the invoice email being handed to SMTP).
+ */
+export async function lockIfNotVoid(db: Queryable, invoiceId: string): Promise<boolean> {
+  const { rows } = await db.query<{ ok: boolean }>(`select status <> 'void' as ok from invoices where id = $1 for share`, [invoiceId]);
+  return rows[0]?.ok === true;
+}

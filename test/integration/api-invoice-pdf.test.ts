@@ -92,6 +92,23 @@ describe('GET /v1/invoices/{id}/pdf', () => {
     expect((await extractPdfText(early.bytes)).join('\n')).toContain('Ada Before');
   });
 
+  it('an invoice voided before its email went out is never emailed; its owed delivery goes', async () => {
+    const email = 'void-before-email@example.test';
+    const inv = await draft(email);
+    await Promise.all(worker.workers.map((w) => w.pause()));
+    expect((await api.post(`/v1/invoices/${inv.id}/send`, key())).status).toBe(200);
+    expect((await api.post(`/v1/invoices/${inv.id}/void`, key())).status).toBe(200);
+    for (const w of worker.workers) w.resume();
+    const deliveries = async () => (await fx.api.pool.query('select status from deliveries where invoice_id = $1', [inv.id])).rows;
+    await waitUntil(async () => (await deliveries()).length === 0, 20_000, 20);
+    // A later invoice to the same address arrives, so the queue has moved past the voided one.
+    const later = await draft(email);
+    await sendAndReceive(later.id, email);
+    expect(sink.messages.filter((m) => to(m).includes(email))).toHaveLength(1);
+    const text = (await extractPdfText((await download(inv.id)).bytes)).join('\n');
+    expect(text).toContain('VOID');
+  });
+
   it('a draft is a preview marked DRAFT', async () => {
     const inv = await draft('pdf-draft@example.test');
     const res = await download(inv.id);
