@@ -25,11 +25,12 @@ function threadEntry(): string {
   return new URL(fromSources ? './render-thread.dev.mjs' : './render-thread.js', import.meta.url).href;
 }
 
-// Threads start on first use and end after a minute idle: a process that renders nothing (an API
-// that serves no PDF) pays nothing.
-export function createPdfRenderPool(threads: number): PdfRenderPool {
+// `warm`: the threads start (and load pdfkit) with the process, so the first job does not pay for
+// it (the worker). Otherwise they start on first use and end after a minute idle: a process that
+// renders nothing (an API that serves no PDF) pays nothing.
+export function createPdfRenderPool(threads: number, opts: { warm?: boolean } = {}): PdfRenderPool {
   if (!Number.isInteger(threads) || threads < 1) throw new RangeError(`a PDF render pool needs at least one thread, got ${threads}`);
-  const pool = new Tinypool({ filename: threadEntry(), minThreads: 0, maxThreads: threads, idleTimeout: 60_000 });
+  const pool = new Tinypool({ filename: threadEntry(), minThreads: opts.warm ? threads : 0, maxThreads: threads, idleTimeout: 60_000 });
   let inFlight = 0;
   let drained: (() => void) | null = null;
   return {

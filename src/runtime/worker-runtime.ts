@@ -94,7 +94,7 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
       opts.observer?.onOutcome?.(name, outcome, durationMs);
     },
   };
-  const pdf = config.pdfRenderThreads > 0 ? createPdfRenderPool(config.pdfRenderThreads) : null;
+  const pdf = config.pdfRenderThreads > 0 ? createPdfRenderPool(config.pdfRenderThreads, { warm: true }) : null;
   const ctx: JobContext = {
     config,
     pool,

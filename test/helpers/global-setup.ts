@@ -5,6 +5,7 @@ import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { migrate } from '../../src/db/migrate.js';
 import { resolveServices } from './services.js';
+import { redactUrl } from '../../src/log.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -23,6 +24,10 @@ export function withDatabase(url: string, name: string): string {
 
 export default async function setup(project: TestProject) {
   const services = await resolveServices();
+  // The one line that says what this run talks to (passwords masked).
+  process.stdout.write(
+    `tests use Postgres ${redactUrl(services.databaseUrl)} (${services.origin.database}) and Redis ${redactUrl(services.redisUrl)} (${services.origin.redis})\n`,
+  );
   const runId = randomBytes(4).toString('hex');
   const template = `inv_test_${runId}_template`;
   await migrate(withDatabase(services.databaseUrl, template));
