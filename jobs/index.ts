@@ -3,12 +3,14 @@
 import type { JobHandlers } from '../src/queue/job-context.js';
 import { idempotencyPrune } from './idempotency-prune.js';
 import { invoiceDue } from './invoice-due.js';
+import { invoiceReceipt } from './invoice-receipt.js';
 import { invoiceReminder } from './invoice-reminder.js';
 import { invoiceSend } from './invoice-send.js';
 import { remindersReconcile } from './reminders-reconcile.js';
 
 export const jobHandlers: JobHandlers = {
   'invoice.send': invoiceSend,
+  'invoice.receipt': invoiceReceipt,
   'invoice.reminder': invoiceReminder,
   'invoice.due': invoiceDue,
   'reminders.reconcile': remindersReconcile,

@@ -6,6 +6,7 @@ import type { JobContext } from '../src/queue/job-context.js';
 
 export const remindersReconcile: JobHandler<Record<string, never>, JobContext> = async (_payload, ctx) => {
   const report = await ctx.reminders.reconcile();
+  if (report.schedulersMoved) ctx.log.info({ moved: report.schedulersMoved }, 'reminder schedules moved to the configured policy');
   if (report.schedulersCreated || report.schedulersRemoved || report.dueJobsCreated) {
     ctx.log.warn({ ...report }, 'reconciler repaired Redis');
   }

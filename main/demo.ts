@@ -4,6 +4,7 @@
 // Re-running keeps the same merchant, keys, product, links and subscription, and creates a new
 // draft invoice only when the previous one was already sent.
 import { loadConfigOrExit } from '../src/config.js';
+import { ensureSettlementAddress } from '../src/db/accounts.js';
 import { countLiveKeys, findDemoObjects, linkHasPayments, revokeKeysNamed } from '../src/db/demo-fixtures.js';
 import { migrate } from '../src/db/migrate.js';
 import type { Pool } from '../src/db/pool.js';
@@ -16,6 +17,7 @@ import { hashApiKey } from '../src/domain/api-keys.js';
 
 const DEMO_ACCOUNT = 'acct_demo';
 const KEYS_FILE = 'var/demo-keys.json';
+const DEMO_SETTLEMENT_ADDRESS = '0xDe30000000000000000000000000000000000001';
 
 // Quiet by default: the last line of stdout is the JSON a newcomer copies from.
 const config = loadConfigOrExit({ LOG_LEVEL: 'warn', ...process.env });
@@ -52,12 +54,22 @@ try {
     await revokeKeysNamed(api.pool, DEMO_ACCOUNT, 'demo ');
     ({ keys } = await provisionMerchant(
       api.pool,
-      { id: DEMO_ACCOUNT, name: 'Demo Merchant GmbH', email: 'billing@demo-merchant.example', timeZone: 'Europe/Berlin', keyNamePrefix: 'demo ' },
+      {
+        id: DEMO_ACCOUNT,
+        name: 'Demo Merchant GmbH',
+        email: 'billing@demo-merchant.example',
+        timeZone: 'Europe/Berlin',
+        keyNamePrefix: 'demo ',
+        // A made-up address: the sandbox moves no real funds.
+        settlementAddress: DEMO_SETTLEMENT_ADDRESS,
+      },
       { platformFeeBps: config.platformFeeBps, timeZone: config.reminders.defaultTimeZone },
     ));
     await mkdir(dirname(KEYS_FILE), { recursive: true });
     await writeFile(KEYS_FILE, JSON.stringify(keys), { mode: 0o600 });
   }
+  // Also for a demo account made before settlement addresses existed.
+  await ensureSettlementAddress(api.pool, DEMO_ACCOUNT, DEMO_SETTLEMENT_ADDRESS);
   const key = keys.sandbox;
 
   const productId =

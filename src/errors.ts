@@ -19,6 +19,7 @@ const CATALOGUE = {
   unknown_network: [400, 'invalid_request_error'],
   unsupported_token: [400, 'invalid_request_error'],
   invalid_time_zone: [400, 'invalid_request_error'],
+  unsupported_locale: [400, 'invalid_request_error'],
   invoice_not_editable: [400, 'invalid_request_error'],
   invoice_already_sent: [400, 'invalid_request_error'],
   invoice_amount_missing: [400, 'invalid_request_error'],

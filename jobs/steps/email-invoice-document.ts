@@ -1,11 +1,12 @@
-// The step both email jobs share: the invoice's kept PDF and the email of its kind, and send it
-// through the delivery row exactly once (deliverOnce). A failure is counted and rethrown, so
-// BullMQ retries it.
+// The step every email job shares: the document of its kind (the invoice's kept PDF, or for a
+// receipt the receipt PDF) and the email of that kind, sent through the delivery row exactly once
+// (deliverOnce). A failure is counted and rethrown, so BullMQ retries it.
 import type { InvoiceForMail } from '../../src/db/invoice-for-mail.js';
 import { deliverOnce, type DeliveryGuard, type DeliveryOutcome } from '../../src/mail/deliver-once.js';
 import { invoiceEnvelope } from '../../src/mail/invoice-envelope.js';
 import { renderEmail, type EmailKind } from '../../src/mail/render-email.js';
 import { issuedInvoicePdf } from '../../src/pdf/issued-invoice-pdf.js';
+import { renderReceiptPdf } from '../../src/pdf/render-invoice-pdf.js';
 import type { JobContext } from '../../src/queue/job-context.js';
 
 export async function emailInvoiceDocument(
@@ -15,11 +16,12 @@ export async function emailInvoiceDocument(
   deliveryId: string,
   guard?: DeliveryGuard,
 ): Promise<DeliveryOutcome> {
-  // The kept document: every email of this invoice attaches the same bytes as a download.
-  const pdf = await issuedInvoicePdf(ctx.pool, loaded.doc, ctx.renderPdf);
+  // The kept document: every email asking for payment attaches the same bytes as a download.
+  const document = kind === 'receipt' ? 'receipt' : 'invoice';
+  const pdf = document === 'receipt' ? await renderReceiptPdf(loaded.doc) : await issuedInvoicePdf(ctx.pool, loaded.doc, ctx.renderPdf);
   const email = renderEmail(kind, loaded.doc);
   try {
-    return await deliverOnce(ctx.pool, ctx.mail, deliveryId, (messageId) => invoiceEnvelope(ctx.config, loaded, email, pdf, messageId), guard);
+    return await deliverOnce(ctx.pool, ctx.mail, deliveryId, (messageId) => invoiceEnvelope(ctx.config, loaded, email, pdf, messageId, document), guard);
   } catch (err) {
     ctx.countEmail?.(kind, 'failed');
     throw err;

@@ -1,7 +1,7 @@
 // SQL of the deliveries table: one row per email the service means to send.
 import type { Queryable } from './pool.js';
 
-export type DeliveryKind = 'invoice' | 'reminder_before' | 'reminder_after';
+export type DeliveryKind = 'invoice' | 'reminder_before' | 'reminder_after' | 'receipt';
 export type DeliveryStatus = 'pending' | 'retrying' | 'sent' | 'failed';
 
 export interface DeliveryRow {
@@ -67,6 +67,18 @@ export async function markDeliveryFailed(db: Queryable, id: string, status: 'ret
 export async function listDeliveries(db: Queryable, invoiceId: string): Promise<DeliveryRow[]> {
   const { rows } = await db.query<DeliveryRow>(`select ${COLUMNS} from deliveries where invoice_id = $1 order by slot_at, kind`, [invoiceId]);
   return rows;
+}
+
+/**
+ * Gives a delivery written by the database (a receipt, see migration 1700000001201) its
+ * Message-ID, once; returns the row's.
+ */
+export async function ensureMessageId(db: Queryable, id: string, messageId: string): Promise<string | null> {
+  const { rows } = await db.query<{ message_id: string }>(
+    `update deliveries set message_id = case when message_id = '' then $2 else message_id end where id = $1 returning message_id`,
+    [id, messageId],
+  );
+  return rows[0]?.message_id ?? null;
 }
 
 /** Drops a delivery that was never attempted (a reminder slot that turned out not to be due). */

@@ -28,6 +28,9 @@ interface Row {
   currency: string;
   network: string;
   chain_id: number;
+  token_address: string;
+  customer_locale: string;
+  paid_at: Date | null;
   sent_at: Date | null;
   created_at: Date;
   due_at: Date | null;
@@ -53,7 +56,7 @@ export async function loadInvoiceForMail(
   const { rows } = await db.query<Row>({
     name: 'invoice-for-mail',
     text: `select i.id, i.environment, i.code, i.reference, i.status, i.reminders_enabled, i.amount::text as amount, i.currency, i.network,
-       i.chain_id, i.sent_at, i.created_at, i.due_at, i.memo, i.footer, i.tax_id,
+       i.chain_id, i.token_address, i.customer_locale, i.paid_at, i.sent_at, i.created_at, i.due_at, i.memo, i.footer, i.tax_id,
        c.email as customer_email, c.name as customer_name, c.time_zone as customer_time_zone,
        a.name as account_name, a.email as account_email, a.time_zone as account_time_zone,
        coalesce((select json_agg(json_build_object('description', l.description, 'quantity', l.quantity,
@@ -103,6 +106,10 @@ export async function loadInvoiceForMail(
       footer: r.footer,
       taxId: r.tax_id,
       payUrl: `${paymentPageBase}/${r.reference}`,
+      locale: r.customer_locale,
+      testMode: r.environment === 'sandbox',
+      tokenAddress: r.token_address,
+      paidAt: r.paid_at ? r.paid_at.toISOString() : null,
     },
   };
 }

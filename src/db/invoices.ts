@@ -39,6 +39,8 @@ export interface InvoiceRow {
   memo: string | null;
   footer: string | null;
   tax_id: string | null;
+  /** Input-only, like memo: the language of the invoice's documents. */
+  customer_locale: string;
   voided_at: Date | null;
   created_at: Date;
   updated_at: Date;
@@ -56,7 +58,7 @@ const COLUMNS = `id, account_id, environment, customer_id, code, reference, stat
   amount::text as amount, amount_atomic::text as amount_atomic, fee_atomic::text as fee_atomic,
   currency, network, chain_id, token_address, token_decimals, period_start, period_end,
   attempt_count, next_attempt_at, paid_at, sent_at, reminders_enabled, last_reminder_at,
-  failure_code, failure_message, metadata, due_at, memo, footer, tax_id, voided_at, created_at, updated_at`;
+  failure_code, failure_message, metadata, due_at, memo, footer, tax_id, customer_locale, voided_at, created_at, updated_at`;
 
 /**
  * The invoice and the presented key's credential in one statement, for the hot GET: the key is
@@ -119,18 +121,20 @@ export interface NewInvoice {
   memo: string | null;
   footer: string | null;
   taxId: string | null;
+  customerLocale: string;
 }
 
 export async function insertInvoice(db: Queryable, inv: NewInvoice): Promise<InvoiceRow> {
   const { rows } = await db.query<InvoiceRow>(
     `insert into invoices (id, account_id, environment, customer_id, reference, amount, amount_atomic, fee_atomic,
-       currency, network, chain_id, token_address, token_decimals, reminders_enabled, metadata, due_at, memo, footer, tax_id)
-     values ($1, $2, $3, $4, $5, $6::numeric, $7::numeric, $8::numeric, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
+       currency, network, chain_id, token_address, token_decimals, reminders_enabled, metadata, due_at, memo, footer, tax_id,
+       customer_locale)
+     values ($1, $2, $3, $4, $5, $6::numeric, $7::numeric, $8::numeric, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
      returning ${COLUMNS}`,
     [
       inv.id, inv.scope.accountId, inv.scope.environment, inv.customerId, inv.reference, inv.amount, inv.amountAtomic,
       inv.feeAtomic, inv.currency, inv.network, inv.chainId, inv.tokenAddress, inv.tokenDecimals, inv.remindersEnabled,
-      JSON.stringify(inv.metadata), inv.dueAt, inv.memo, inv.footer, inv.taxId,
+      JSON.stringify(inv.metadata), inv.dueAt, inv.memo, inv.footer, inv.taxId, inv.customerLocale,
     ],
   );
   return rows[0];
@@ -158,6 +162,7 @@ export interface DraftEdit {
   memo?: string;
   footer?: string;
   taxId?: string;
+  customerLocale?: string;
 }
 
 /**
@@ -174,12 +179,13 @@ export async function updateDraft(db: Queryable, id: string, edit: DraftEdit): P
        memo = coalesce($7, memo),
        footer = coalesce($8, footer),
        tax_id = coalesce($9, tax_id),
+       customer_locale = coalesce($10, customer_locale),
        updated_at = clock_timestamp()
      where id = $1 and status = 'draft'
      returning ${COLUMNS}`,
     [
       id, edit.amount !== undefined, edit.amount?.amount ?? null, edit.amount?.amountAtomic ?? null, edit.amount?.feeAtomic ?? null,
-      edit.dueAt ?? null, edit.memo ?? null, edit.footer ?? null, edit.taxId ?? null,
+      edit.dueAt ?? null, edit.memo ?? null, edit.footer ?? null, edit.taxId ?? null, edit.customerLocale ?? null,
     ],
   );
   return rows[0];

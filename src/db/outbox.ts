@@ -15,6 +15,16 @@ export async function insertOutbox(db: Queryable, jobName: string, jobId: string
   ]);
 }
 
+/** The receipt job the database queued when this invoice turned paid, if not handed over yet. */
+export async function pendingReceiptJob(db: Queryable, invoiceId: string): Promise<{ job_id: string; delivery_id: string } | null> {
+  const { rows } = await db.query<{ job_id: string; delivery_id: string }>(
+    `select job_id, payload->>'deliveryId' as delivery_id from outbox
+     where job_name = 'invoice.receipt' and payload->>'invoiceId' = $1 and enqueued_at is null`,
+    [invoiceId],
+  );
+  return rows[0] ?? null;
+}
+
 /** Oldest rows not yet handed over to BullMQ. */
 export async function pendingOutbox(db: Queryable, limit: number): Promise<OutboxRow[]> {
   const { rows } = await db.query<OutboxRow>(

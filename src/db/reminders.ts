@@ -18,7 +18,7 @@ export interface ReminderTarget {
 
 const SELECT = `select i.id, i.status, i.reminders_enabled, i.due_at, i.sent_at,
     coalesce(c.time_zone, a.time_zone) as time_zone,
-    (select max(d.slot_at) from deliveries d where d.invoice_id = i.id and d.kind <> 'invoice') as last_slot_at,
+    (select max(d.slot_at) from deliveries d where d.invoice_id = i.id and d.kind in ('reminder_before', 'reminder_after')) as last_slot_at,
     exists (select 1 from deliveries d where d.invoice_id = i.id and d.kind = 'invoice' and d.status = 'sent') as invoice_emailed
   from invoices i join customers c on c.id = i.customer_id join accounts a on a.id = i.account_id`;
 

@@ -34,6 +34,14 @@ export interface InvoiceDocument {
   taxId: string | null;
   /** `{payment_page_base}/<reference>` */
   payUrl: string;
+  /** BCP 47 locale the document is written in (templates/locales); English when absent. */
+  locale?: string;
+  /** A sandbox document: every page and email says it is a test on a test network. */
+  testMode?: boolean;
+  /** The token's contract address on the chain, printed with the payment terms. */
+  tokenAddress?: string | null;
+  /** When the invoice was paid (ISO 8601), for receipts. */
+  paidAt?: string | null;
   /**
    * A state printed across every page and under the title: a draft's preview, a paid or a void
    * invoice. Absent on the document that is emailed (an open invoice).

@@ -18,6 +18,18 @@ export interface ReminderPolicy {
   localHour: number;
 }
 
+/** The policy as configured (ISO durations), for the worker's start log and the policy check. */
+export function describePolicy(policy: ReminderPolicy): Record<string, string | number> {
+  return {
+    before_start: policy.beforeStart.toISO() ?? '',
+    before_every: policy.beforeEvery.toISO() ?? '',
+    after_start: policy.afterStart.toISO() ?? '',
+    after_every: policy.afterEvery.toISO() ?? '',
+    after_max: policy.afterMax,
+    local_hour: policy.localHour,
+  };
+}
+
 export type ReminderPhase = 'before' | 'after';
 
 /** The deliveries-table kind (and email template) of a reminder of this phase. */

@@ -21,6 +21,7 @@ import { credentialRoutes } from './routes/credentials.js';
 import { invoiceRoutes } from './routes/invoices.js';
 import { invoiceLifecycleRoutes } from './routes/invoice-lifecycle.js';
 import { paymentLinkRoutes } from './routes/payment-links.js';
+import { isPaymentPagePath, paymentPageRoutes, sendPageNotFound } from './routes/payment-page.js';
 import { productRoutes } from './routes/products.js';
 import { subscriptionRoutes } from './routes/subscriptions.js';
 import { testHelperRoutes } from './routes/test-helpers.js';
@@ -127,7 +128,9 @@ export async function buildApp(deps: AppDeps): Promise<Api> {
     routerOptions: { ignoreTrailingSlash: true },
     // Errors the router raises before any route or error handler runs (an undecodable
     // percent-escape, a path parameter over maxParamLength) get the envelope too.
-    frameworkErrors: (err, _req, reply) => {
+    frameworkErrors: (err, req, reply) => {
+      // A mangled payment page address is a page that does not exist, in HTML like the pages.
+      if (isPaymentPagePath(req.url)) return sendPageNotFound(reply, req.headers['accept-language']);
       if (err.code === 'FST_ERR_BAD_URL') return sendError(reply, new ApiError('validation_failed', 'The request path is not a valid URL component.'));
       if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') return sendError(reply, new ApiError('validation_failed', 'A path parameter of the request is too long.'));
       return sendError(reply, new ApiError('internal_error', 'An internal error occurred; it has been logged. Retry later.'));
@@ -208,6 +211,8 @@ export async function buildApp(deps: AppDeps): Promise<Api> {
   if (deps.redis) registerHealth(root, { db: deps.pool, redis: deps.redis });
   for (const plugin of deps.plugins ?? []) await plugin(root);
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  // The hosted payment page (HTML, outside /v1 and its key authentication).
+  await paymentPageRoutes(root, deps);
 
   await app.register(async (v1) => {
     // Failed authentications per client address, counted in memory and checked first: a client

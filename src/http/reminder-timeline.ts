@@ -22,7 +22,7 @@ export async function buildReminderTimeline(deps: Pick<AppDeps, 'pool' | 'config
     due_at: inv.due_at ? inv.due_at.toISOString() : null,
     time_zone: timeZone,
     past: deliveries
-      .filter((d) => d.kind !== 'invoice')
+      .filter((d) => d.kind === 'reminder_before' || d.kind === 'reminder_after')
       .map((d) => ({
         kind: d.kind,
         scheduled_for: d.slot_at.toISOString(),

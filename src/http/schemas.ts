@@ -106,6 +106,7 @@ export const CreateInvoiceBody = Type.Object(
     customer_email: Type.String({ format: 'email', maxLength: 254 }),
     customer_name: Type.Optional(ShortText(MAX_CUSTOMER_NAME)),
     customer_time_zone: Type.Optional(Type.String({ maxLength: 64 })),
+    customer_locale: Type.Optional(Type.String({ maxLength: 64 })),
     currency: Type.Optional(Type.String({ minLength: 1, maxLength: 16 })),
     network: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
     amount: Type.Optional(DecimalString),
@@ -129,6 +130,7 @@ export const UpdateInvoiceBody = Type.Object(
     footer: Type.Optional(ShortText(MAX_FOOTER)),
     tax_id: Type.Optional(ShortText(MAX_TAX_ID)),
     line_items: Type.Optional(Type.Array(LineItem, { maxItems: MAX_LINE_ITEMS })),
+    customer_locale: Type.Optional(Type.String({ maxLength: 64 })),
   },
   { additionalProperties: false },
 );

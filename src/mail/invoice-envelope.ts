@@ -11,6 +11,8 @@ export function invoiceEnvelope(
   email: RenderedEmail,
   pdf: Buffer,
   messageId: string,
+  /** The attachment's name: the invoice, or its receipt. */
+  document: 'invoice' | 'receipt' = 'invoice',
 ): OutgoingMail {
   const { doc } = loaded;
   return {
@@ -21,7 +23,7 @@ export function invoiceEnvelope(
     html: email.html,
     text: email.text,
     messageId,
-    attachments: [{ filename: `invoice-${doc.code}.pdf`, content: pdf, contentType: 'application/pdf' }],
+    attachments: [{ filename: `${document}-${doc.code}.pdf`, content: pdf, contentType: 'application/pdf' }],
     // Sandbox mail is routed to capture only (SANDBOX_SMTP_URL or the outbox), never to SMTP_URL.
     environment: loaded.environment,
   };

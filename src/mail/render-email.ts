@@ -1,13 +1,16 @@
 // Renders the subject, HTML and text bodies of the customer emails from the Handlebars files in
-// templates/. Amounts and dates are formatted exactly as on the PDF, by the same functions.
+// templates/. Amounts and dates are formatted exactly as on the PDF, by the same functions, in
+// the invoice's locale; every phrase comes from the locale's catalogue (`{{t "key"}}`, see
+// src/i18n/messages.ts), so one set of templates serves every language.
 import { readFileSync } from 'node:fs';
 import Handlebars from 'handlebars';
 import type { InvoiceDocument } from '../domain/invoice-document.js';
 import { formatDocumentDate, formatInvoiceAmount } from '../domain/invoice-format.js';
+import { MESSAGES, messagesFor, registerPhraseHelpers, type WithMessages } from '../i18n/messages.js';
 
-export type EmailKind = 'invoice' | 'reminder_before' | 'reminder_after';
+export type EmailKind = 'invoice' | 'reminder_before' | 'reminder_after' | 'receipt';
 
-export const EMAIL_KINDS: readonly EmailKind[] = ['invoice', 'reminder_before', 'reminder_after'];
+export const EMAIL_KINDS: readonly EmailKind[] = ['invoice', 'reminder_before', 'reminder_after', 'receipt'];
 
 export interface RenderedEmail {
   subject: string;
@@ -33,6 +36,13 @@ interface EmailView {
   footer: string | null;
   taxId: string | null;
   payUrl: string;
+  /** Sandbox: the email says plainly that it is a test and no real funds move. */
+  testMode: boolean;
+  isReceipt: boolean;
+  paidDate: string | null;
+  /** The kind's own phrases ("invoice.subject"...) are looked up under this prefix. */
+  kind: EmailKind;
+  lang: string;
 }
 
 // Relative to this module, not the cwd, so workers, tests and scripts find the same files.
@@ -40,6 +50,8 @@ const TEMPLATES_DIR = new URL('../../templates/', import.meta.url);
 
 // An isolated instance: partials registered here cannot clash with anyone else's Handlebars use.
 const hbs = Handlebars.create();
+
+registerPhraseHelpers(hbs);
 
 type Part = 'subject' | 'html' | 'text';
 type Template = Handlebars.TemplateDelegate<EmailView & { subject?: string }>;
@@ -82,12 +94,16 @@ function headerSafe(value: string): string {
     .trim();
 }
 
-function view(kind: EmailKind, doc: InvoiceDocument): EmailView {
+function view(kind: EmailKind, doc: InvoiceDocument): EmailView & WithMessages {
   const pay = new URL(doc.payUrl);
   // The link goes into href="": only web links, never javascript: or data:.
   if (pay.protocol !== 'https:' && pay.protocol !== 'http:') throw new Error(`payUrl must be http(s), got ${pay.protocol}`);
-  if (kind !== 'invoice' && doc.dueAt === null) throw new Error(`a ${kind} email needs a due date (invoice ${doc.invoiceId})`);
+  if (kind.startsWith('reminder') && doc.dueAt === null) throw new Error(`a ${kind} email needs a due date (invoice ${doc.invoiceId})`);
+  if (kind === 'receipt' && !doc.paidAt) throw new Error(`a receipt needs a paid date (invoice ${doc.invoiceId})`);
+  const locale = doc.locale ?? 'en';
+  const messages = messagesFor(locale);
   return {
+    [MESSAGES]: messages,
     code: doc.code,
     reference: doc.reference,
     merchantName: doc.merchant.name,
@@ -98,12 +114,17 @@ function view(kind: EmailKind, doc: InvoiceDocument): EmailView {
     amount: formatInvoiceAmount(doc, doc.amount),
     currency: doc.currency,
     network: doc.network,
-    issuedDate: formatDocumentDate(doc.issuedAt, doc.timeZone),
-    dueDate: doc.dueAt === null ? null : formatDocumentDate(doc.dueAt, doc.timeZone),
+    issuedDate: formatDocumentDate(doc.issuedAt, doc.timeZone, locale),
+    dueDate: doc.dueAt === null ? null : formatDocumentDate(doc.dueAt, doc.timeZone, locale),
     memo: doc.memo,
     footer: doc.footer,
     taxId: doc.taxId,
     payUrl: doc.payUrl,
+    testMode: doc.testMode === true,
+    isReceipt: kind === 'receipt',
+    paidDate: doc.paidAt ? formatDocumentDate(doc.paidAt, doc.timeZone, locale) : null,
+    kind,
+    lang: messages.language,
   };
 }
 

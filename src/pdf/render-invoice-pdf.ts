@@ -16,6 +16,8 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import PDFDocument from 'pdfkit';
+import QRCode from 'qrcode';
+import { messagesFor, type Messages } from '../i18n/messages.js';
 import { formatDocumentDate, formatInvoiceAmount, formatQuantity } from '../domain/invoice-format.js';
 import type { InvoiceDocument, InvoiceDocumentLine, InvoiceStamp } from '../domain/invoice-document.js';
 
@@ -90,10 +92,25 @@ const CELL_PAD_Y = 4;
 const MUTED = '#555555';
 const RULE = '#cccccc';
 const LINK = '#1a4fd6';
+const TEST_MODE_FILL = '#fff4ce';
+const TEST_MODE_STROKE = '#d4a72c';
+const TEST_MODE_TEXT = '#4d2d00';
+const QR_SIZE = 96; // points, quiet zone included: ~3.3 cm, scans from a screen or paper
+
+/** What one render writes: an invoice (asks for payment) or its receipt (confirms it). */
+export type PdfKind = 'invoice' | 'receipt';
+
+/** The document, the phrases of its locale and the kind: what every drawing function needs. */
+interface Ctx {
+  doc: InvoiceDocument;
+  m: Messages;
+  kind: PdfKind;
+}
 
 type Align = 'left' | 'right';
 
 interface Column {
+  /** Catalogue key of the column title. */
   title: string;
   width: number;
   align: Align;
@@ -103,10 +120,10 @@ interface Column {
 // A4 content width is 595.28 - 2 * 50 = 495.28; widths + 3 gutters of 8 add up to it.
 const GUTTER = 8;
 const COLUMNS: Column[] = [
-  { title: 'Description', width: 223.28, align: 'left', cell: (l) => l.description },
-  { title: 'Quantity', width: 60, align: 'right', cell: (l) => formatQuantity(l.quantity) },
-  { title: 'Unit amount', width: 96, align: 'right', cell: (l, d) => formatInvoiceAmount(d, l.unitAmount) },
-  { title: 'Line total', width: 92, align: 'right', cell: (l, d) => formatInvoiceAmount(d, l.lineTotal) },
+  { title: 'pdf.col.description', width: 223.28, align: 'left', cell: (l) => l.description },
+  { title: 'pdf.col.quantity', width: 60, align: 'right', cell: (l, d) => formatQuantity(l.quantity, d.locale) },
+  { title: 'pdf.col.unitAmount', width: 96, align: 'right', cell: (l, d) => formatInvoiceAmount(d, l.unitAmount) },
+  { title: 'pdf.col.lineTotal', width: 92, align: 'right', cell: (l, d) => formatInvoiceAmount(d, l.lineTotal) },
 ];
 
 type Doc = PDFKit.PDFDocument;
@@ -174,19 +191,38 @@ function textAt(pdf: Doc, text: string, x: number, y: number, width: number, opt
   return m.height;
 }
 
-function drawHeader(pdf: Doc, doc: InvoiceDocument): void {
+/** The sandbox notice, boxed, across the content width at the current y. */
+function drawTestModeBanner(pdf: Doc, { doc, m }: Ctx): void {
+  const left = pdf.page.margins.left;
+  const width = contentWidth(pdf);
+  pdf.font(SANS_BOLD).fontSize(10);
+  const text = measure(pdf, m.t('testMode', { network: doc.network }), width - 16);
+  const y = pdf.y;
+  const height = text.height + 12;
+  pdf.rect(left, y, width, height).lineWidth(0.8).fillAndStroke(TEST_MODE_FILL, TEST_MODE_STROKE);
+  pdf.fillColor(TEST_MODE_TEXT);
+  draw(pdf, text, left + 8, y + 6, width - 16);
+  pdf.fillColor('black');
+  pdf.y = y + height + 12;
+}
+
+function drawHeader(pdf: Doc, ctx: Ctx): void {
+  const { doc, m } = ctx;
   const left = pdf.page.margins.left;
   const width = contentWidth(pdf);
   const top = pdf.page.margins.top;
 
   pdf.font(SANS_BOLD).fontSize(20).fillColor('black');
-  const titleHeight = textAt(pdf, 'Invoice', left, top, width / 2);
+  const titleHeight = textAt(pdf, m.t(`pdf.title.${ctx.kind}`), left, top, width / 2);
   pdf.fontSize(12);
   const codeHeight = textAt(pdf, doc.code, left + width / 2, top + 6, width / 2, { align: 'right' });
 
   const colWidth = (width - 20) / 2;
   // A long code wraps; the blocks start under whichever of title and code ends lower.
-  let yLeft = top + Math.max(titleHeight, codeHeight + 6) + 16;
+  pdf.y = top + Math.max(titleHeight, codeHeight + 6) + 12;
+  if (doc.testMode) drawTestModeBanner(pdf, ctx);
+  else pdf.y += 4;
+  let yLeft = pdf.y;
   let yRight = yLeft;
 
   const block = (x: number, y: number, label: string, rows: string[]): number => {
@@ -199,16 +235,21 @@ function drawHeader(pdf: Doc, doc: InvoiceDocument): void {
 
   const merchantRows = [doc.merchant.name];
   if (doc.merchant.email) merchantRows.push(doc.merchant.email);
-  if (doc.taxId) merchantRows.push(`Tax ID: ${doc.taxId}`);
-  yLeft = block(left, yLeft, 'From', merchantRows);
+  if (doc.taxId) merchantRows.push(m.t('pdf.taxId', { id: doc.taxId }));
+  yLeft = block(left, yLeft, m.t('pdf.from'), merchantRows);
 
   const customerRows = doc.customer.name ? [doc.customer.name, doc.customer.email] : [doc.customer.email];
-  yLeft = block(left, yLeft, 'Bill to', customerRows);
+  yLeft = block(left, yLeft, m.t('pdf.billTo'), customerRows);
 
-  const dates = [`Issued: ${formatDocumentDate(doc.issuedAt, doc.timeZone)}`];
-  if (doc.dueAt) dates.push(`Due: ${formatDocumentDate(doc.dueAt, doc.timeZone)}`);
-  yRight = block(left + colWidth + 20, yRight, 'Dates', dates);
-  yRight = block(left + colWidth + 20, yRight, 'Payment', [`${doc.currency} on ${doc.network}`]);
+  const date = (iso: string) => formatDocumentDate(iso, doc.timeZone, doc.locale);
+  const dates = [m.t('pdf.issued', { date: date(doc.issuedAt) })];
+  if (doc.dueAt) dates.push(m.t('pdf.due', { date: date(doc.dueAt) }));
+  if (ctx.kind === 'receipt' && doc.paidAt) dates.push(m.t('pdf.paidOn', { date: date(doc.paidAt) }));
+  yRight = block(left + colWidth + 20, yRight, m.t('pdf.dates'), dates);
+  yRight = block(left + colWidth + 20, yRight, m.t('pdf.payment'), [
+    m.t('tokenOn', { currency: doc.currency, network: doc.network }),
+    m.t('pdf.chain', { chainId: doc.chainId }),
+  ]);
 
   pdf.y = Math.max(yLeft, yRight) + 6;
 }
@@ -219,21 +260,21 @@ function columnX(pdf: Doc, index: number): number {
   return x;
 }
 
-function drawTableHeader(pdf: Doc): void {
+function drawTableHeader(pdf: Doc, m: Messages): void {
   pdf.font(SANS_BOLD).fontSize(BODY_SIZE).fillColor('black');
   const y = pdf.y;
   const h = pdf.currentLineHeight() + CELL_PAD_Y * 2;
-  COLUMNS.forEach((col, i) => textAt(pdf, col.title, columnX(pdf, i), y + CELL_PAD_Y, col.width, { align: col.align }));
+  COLUMNS.forEach((col, i) => textAt(pdf, m.t(col.title), columnX(pdf, i), y + CELL_PAD_Y, col.width, { align: col.align }));
   const left = pdf.page.margins.left;
   pdf.moveTo(left, y + h).lineTo(left + contentWidth(pdf), y + h).lineWidth(0.8).strokeColor('black').stroke();
   pdf.y = y + h;
 }
 
-function drawLines(pdf: Doc, doc: InvoiceDocument): void {
+function drawLines(pdf: Doc, { doc, m }: Ctx): void {
   pdf.font(SANS).fontSize(BODY_SIZE);
   // Never leave the table header alone at the bottom of a page.
   ensureSpace(pdf, 4 * pdf.currentLineHeight(true) + 4 * CELL_PAD_Y);
-  drawTableHeader(pdf);
+  drawTableHeader(pdf, m);
   pdf.font(SANS).fontSize(BODY_SIZE);
   const left = pdf.page.margins.left;
   const right = left + contentWidth(pdf);
@@ -245,7 +286,7 @@ function drawLines(pdf: Doc, doc: InvoiceDocument): void {
     const textHeight = Math.min(maxRowHeight, Math.max(...cells.map((c) => c.height)));
     const rowHeight = textHeight + CELL_PAD_Y * 2;
     if (ensureSpace(pdf, rowHeight)) {
-      drawTableHeader(pdf);
+      drawTableHeader(pdf, m);
       pdf.font(SANS).fontSize(BODY_SIZE);
     }
     const y = pdf.y;
@@ -258,12 +299,68 @@ function drawLines(pdf: Doc, doc: InvoiceDocument): void {
   }
 }
 
-function drawTotal(pdf: Doc, doc: InvoiceDocument): void {
+function drawTotal(pdf: Doc, { doc, m, kind }: Ctx): void {
   pdf.font(SANS_BOLD).fontSize(12).fillColor('black');
   const width = contentWidth(pdf);
-  const m = measure(pdf, `Total ${formatInvoiceAmount(doc, doc.amount)} ${doc.currency} on ${doc.network}`, width);
-  ensureSpace(pdf, m.height + 10);
-  draw(pdf, m, pdf.page.margins.left, pdf.y + 10, width, { align: 'right' });
+  const values = { amount: formatInvoiceAmount(doc, doc.amount), currency: doc.currency, network: doc.network };
+  const text = measure(pdf, m.t(kind === 'receipt' ? 'pdf.totalPaid' : 'pdf.total', values), width);
+  ensureSpace(pdf, text.height + 10);
+  draw(pdf, text, pdf.page.margins.left, pdf.y + 10, width, { align: 'right' });
+}
+
+/** The QR code of `text`, drawn as filled modules (vector, so it stays sharp at any zoom). */
+function drawQr(pdf: Doc, text: string, x: number, y: number, size: number): void {
+  const qr = QRCode.create(text, { errorCorrectionLevel: 'M' });
+  const n = qr.modules.size;
+  const quiet = 4; // the quiet zone the QR standard asks for, in modules
+  const cell = size / (n + 2 * quiet);
+  pdf.rect(x, y, size, size).fill('white');
+  pdf.fillColor('black');
+  for (let row = 0; row < n; row++) {
+    // One rectangle per horizontal run of dark modules: fewer drawing operators, same picture.
+    let col = 0;
+    while (col < n) {
+      if (!qr.modules.get(row, col)) {
+        col++;
+        continue;
+      }
+      const start = col;
+      while (col < n && qr.modules.get(row, col)) col++;
+      pdf.rect(x + (quiet + start) * cell, y + (quiet + row) * cell, (col - start) * cell, cell);
+    }
+  }
+  pdf.fill('black');
+}
+
+/**
+ * The payment terms: a QR code of the payment page beside the link, the chain id and the token
+ * contract, so a payer can check them against what the wallet shows. Kept together on one page.
+ */
+function drawPaymentTerms(pdf: Doc, { doc, m, kind }: Ctx): void {
+  const left = pdf.page.margins.left;
+  const width = contentWidth(pdf);
+  const textX = left + QR_SIZE + 14;
+  const textWidth = width - QR_SIZE - 14;
+  ensureSpace(pdf, 30 + QR_SIZE);
+  pdf.font(SANS_BOLD).fontSize(8).fillColor(MUTED);
+  const y = pdf.y + 16;
+  const labelHeight = textAt(pdf, m.t('payOnline').toUpperCase(), left, y, width);
+  const top = y + labelHeight + 4;
+  drawQr(pdf, doc.payUrl, left, top, QR_SIZE);
+  let ty = top + 4;
+  pdf.font(SANS).fontSize(10).fillColor(LINK);
+  // `link` makes pdfkit add a URI link annotation over the text.
+  ty += textAt(pdf, doc.payUrl, textX, ty, textWidth, { link: doc.payUrl, maxHeight: 40 }) + 4;
+  pdf.fillColor('black').fontSize(9);
+  if (kind === 'invoice') ty += textAt(pdf, m.t('pdf.scanToPay'), textX, ty, textWidth) + 6;
+  ty += textAt(pdf, m.t('amountOn', { amount: formatInvoiceAmount(doc, doc.amount), currency: doc.currency, network: doc.network }), textX, ty, textWidth) + 2;
+  ty += textAt(pdf, m.t('pdf.chain', { chainId: doc.chainId }), textX, ty, textWidth) + 2;
+  if (doc.tokenAddress) {
+    // An address is 42 characters with no break opportunity: small enough to stay on one line.
+    pdf.fontSize(8);
+    ty += textAt(pdf, m.t('pdf.tokenContract', { address: doc.tokenAddress }), textX, ty, textWidth) + 2;
+  }
+  pdf.y = Math.max(top + QR_SIZE, ty);
 }
 
 /** A labelled paragraph; moves to the next page as a whole when it does not fit. */
@@ -283,15 +380,23 @@ function drawSection(pdf: Doc, label: string, body: string, link?: string): void
   pdf.fillColor('black');
 }
 
-/** "INV-1 · Page 1 of 3" under every page's body; drawn last, when the page count is known. */
-function drawPageFooters(pdf: Doc, doc: InvoiceDocument): void {
+/**
+ * "INV-1 · Page 1 of 3" under every page's body, and on a sandbox document the test-mode notice
+ * under it, in the bottom margin: every page says it, not only the first. Drawn last, when the
+ * page count is known.
+ */
+function drawPageFooters(pdf: Doc, { doc, m }: Ctx): void {
   const range = pdf.bufferedPageRange();
   for (let i = range.start; i < range.start + range.count; i++) {
     pdf.switchToPage(i);
     pdf.font(SANS).fontSize(8).fillColor(MUTED);
     const y = pdf.page.height - pdf.page.margins.bottom - FOOTER_GAP + 8;
     // lineBreak: false keeps pdfkit from treating text near the margin as overflow.
-    pdf.text(`${doc.code} · Page ${i + 1} of ${range.count}`, pdf.page.margins.left, y, { lineBreak: false });
+    pdf.text(m.t('pdf.page', { code: doc.code, page: i + 1, pages: range.count }), pdf.page.margins.left, y, { lineBreak: false });
+    if (doc.testMode) {
+      pdf.font(SANS_BOLD).fillColor(TEST_MODE_TEXT);
+      pdf.text(m.t('testMode', { network: doc.network }), pdf.page.margins.left, y + 12, { lineBreak: false });
+    }
   }
 }
 
@@ -327,9 +432,23 @@ function fixedDate(iso: string): Date {
   return d;
 }
 
+/** The invoice PDF attached to the invoice email and the reminders. */
 export async function renderInvoicePdf(doc: InvoiceDocument): Promise<Buffer> {
+  return renderPdf(doc, 'invoice');
+}
+
+/** The receipt PDF of a paid invoice (amount, token, network, paid date, invoice code). */
+export async function renderReceiptPdf(doc: InvoiceDocument): Promise<Buffer> {
+  if (!doc.paidAt) throw new RangeError(`a receipt needs paidAt (invoice ${doc.invoiceId})`);
+  return renderPdf(doc, 'receipt');
+}
+
+async function renderPdf(doc: InvoiceDocument, kind: PdfKind): Promise<Buffer> {
   const { regular, bold } = loadFonts();
-  const issued = fixedDate(doc.issuedAt);
+  const ctx: Ctx = { doc, m: messagesFor(doc.locale), kind };
+  const title = ctx.m.t(kind === 'receipt' ? 'pdf.receiptFor' : 'invoice.subject', { code: doc.code, merchantName: doc.merchant.name });
+  // A receipt is dated when the payment was made; an invoice when it was issued.
+  const issued = fixedDate(kind === 'receipt' ? doc.paidAt! : doc.issuedAt);
   const pdf = new PDFDocument({
     size: 'A4',
     margin: MARGIN,
@@ -337,10 +456,10 @@ export async function renderInvoicePdf(doc: InvoiceDocument): Promise<Buffer> {
     autoFirstPage: true,
     // The trailer /ID is md5 of this dict, so it must be a function of the invoice only.
     info: {
-      Title: `Invoice ${doc.code}`,
+      Title: `${ctx.m.t(`pdf.title.${kind}`)} ${doc.code}`,
       Author: doc.merchant.name,
-      Subject: `Invoice ${doc.code} from ${doc.merchant.name}`,
-      Keywords: `invoice ${doc.code} ${doc.invoiceId}`,
+      Subject: title,
+      Keywords: `${kind} ${doc.code} ${doc.invoiceId}`,
       Creator: 'invoice-service',
       Producer: 'PDFKit',
       CreationDate: issued,
@@ -358,14 +477,15 @@ export async function renderInvoicePdf(doc: InvoiceDocument): Promise<Buffer> {
   pdf.registerFont(SANS, asFontSource(regular));
   pdf.registerFont(SANS_BOLD, asFontSource(bold));
 
-  drawHeader(pdf, doc);
+  drawHeader(pdf, ctx);
   if (doc.stamp) drawStampNote(pdf, doc.stamp);
-  drawLines(pdf, doc);
-  drawTotal(pdf, doc);
-  if (doc.memo) drawSection(pdf, 'Memo', doc.memo);
-  drawSection(pdf, 'Pay online', doc.payUrl, doc.payUrl);
-  if (doc.footer) drawSection(pdf, 'Notes', doc.footer);
-  drawPageFooters(pdf, doc);
+  drawLines(pdf, ctx);
+  drawTotal(pdf, ctx);
+  if (kind === 'receipt') drawSection(pdf, ctx.m.t('label.status'), ctx.m.t('pdf.receiptThanks'));
+  if (doc.memo) drawSection(pdf, ctx.m.t('label.memo'), doc.memo);
+  drawPaymentTerms(pdf, ctx);
+  if (doc.footer) drawSection(pdf, ctx.m.t('label.notes'), doc.footer);
+  drawPageFooters(pdf, ctx);
   if (doc.stamp) drawStampMarks(pdf, doc.stamp);
 
   pdf.end();

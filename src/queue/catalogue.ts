@@ -20,6 +20,12 @@ export interface InvoiceSendPayload {
   deliveryId: string;
 }
 
+/** The "payment received" email with its receipt PDF; the row comes from a database trigger. */
+export interface InvoiceReceiptPayload {
+  invoiceId: string;
+  deliveryId: string;
+}
+
 export interface InvoiceDuePayload {
   invoiceId: string;
 }
@@ -32,6 +38,7 @@ export interface ReminderJobData {
 /** Job name -> payload. Producer and handler both type their side from this map. */
 export interface JobPayloads {
   'invoice.send': InvoiceSendPayload;
+  'invoice.receipt': InvoiceReceiptPayload;
   'invoice.due': InvoiceDuePayload;
   'invoice.reminder': ReminderJobData;
   'reminders.reconcile': Record<string, never>;
@@ -67,6 +74,20 @@ export const JOBS: { readonly [N in JobName]: JobSpec<N> } = {
       removeOnFail: { age: 14 * DAY_S },
     },
     jobId: (p) => `invoice.send-${p.invoiceId}-${p.deliveryId}`,
+  },
+  // Emails the receipt of a paid invoice. Its outbox row is written by a database trigger in the
+  // transaction that marks the invoice paid (migration 1700000001201), whatever path did it; the
+  // job id there is this one. Retried like a send.
+  'invoice.receipt': {
+    queue: QUEUES.send,
+    producedBy: 'outbox',
+    options: {
+      attempts: 100,
+      backoff: { type: CAPPED_BACKOFF },
+      removeOnComplete: { age: DAY_S, count: 50_000 },
+      removeOnFail: { age: 14 * DAY_S },
+    },
+    jobId: (p) => `invoice.receipt-${p.invoiceId}-${p.deliveryId}`,
   },
   // Delayed to the invoice's due date: open -> overdue, reminders move to the after phase.
   'invoice.due': {

@@ -166,6 +166,10 @@ export interface ReminderSchedulers {
   /** Call after handling a reminder: moves on when its phase is used up (see file header). */
   advance(job: Job<ReminderJobData>, now: Date): Promise<void>;
   plannedInstantOf(job: Job): Date;
+  /** Whether a scheduler's pattern is this policy's plan for its phase (false for foreign patterns). */
+  followsPolicy(pattern: string | undefined, dueAt: Date): boolean;
+  /** Whether a fired reminder job was planned under this policy (true for jobs not ours). */
+  plannedUnderPolicy(job: Job): boolean;
 }
 
 export function createReminderSchedulers(
@@ -237,5 +241,16 @@ export function createReminderSchedulers(
     }
   }
 
-  return { schedule, switchToAfter, cancel, advance, plannedInstantOf };
+  function followsPolicy(pattern: string | undefined, dueAt: Date): boolean {
+    const spec = decodeSpec(pattern);
+    return spec !== null && pattern === encodeSpec(phaseRule(policy, spec.rule.phase), dueAt);
+  }
+
+  function plannedUnderPolicy(job: Job): boolean {
+    const pattern = repeatOf(job)?.pattern;
+    const spec = decodeSpec(pattern);
+    return spec === null || followsPolicy(pattern, spec.dueAt);
+  }
+
+  return { schedule, switchToAfter, cancel, advance, plannedInstantOf, followsPolicy, plannedUnderPolicy };
 }

@@ -3,7 +3,7 @@
 // (reminders on/off, paid through the test helper).
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { ReminderPolicy } from '../domain/reminder-schedule.js';
+import { describePolicy, type ReminderPolicy } from '../domain/reminder-schedule.js';
 import { remindersShouldRun } from '../domain/invoice-rules.js';
 import { existingInvoiceIds, findReminderTarget, listReminderTargets, type ReminderTarget } from '../db/reminders.js';
 import type { Queryable } from '../db/pool.js';
@@ -22,6 +22,8 @@ export interface ReconcileReport {
   /** Schedulers under this prefix for invoices this database does not have: left alone. */
   schedulersForeign: number;
   dueJobsCreated: number;
+  /** Schedulers re-planned because the configured policy changed since the last reconcile. */
+  schedulersMoved: number;
 }
 
 export interface ReminderService {
@@ -46,6 +48,12 @@ export function createReminderService(db: Queryable, queue: Queue, redis: Redis,
   const planHorizonMs =
     (policy.afterStart.toMillis() + policy.afterEvery.toMillis() * Math.max(0, policy.afterMax - 1)) * 1.1 + 2 * 86_400_000;
   const target = (t: ReminderTarget) => ({ id: t.id, dueAt: t.due_at!, timeZone: t.time_zone });
+  // The policy the schedules in Redis were last brought in line with. A scheduler stores the
+  // policy it was planned with (its pattern), so after a restart with other REMINDERS_* values it
+  // would keep firing the old plan while the timeline shows the new one: the reconcile that first
+  // sees a new policy re-plans every open invoice's schedule, then records the policy.
+  const policyKey = queue.toKey('reminder-policy');
+  const policyId = JSON.stringify(describePolicy(policy));
   const runs = remindersRunFor;
 
   async function addDueJob(t: ReminderTarget): Promise<void> {
@@ -93,8 +101,10 @@ export function createReminderService(db: Queryable, queue: Queue, redis: Redis,
       // missing, and be put back on a schedule. Likewise a schedule created between the reads is
       // at worst upserted again, never removed.
       const present = new Set(await redis.zrange(queue.keys.repeat, '0', '-1'));
+      const policyChanged = (await redis.get(policyKey)) !== policyId;
       const targets = await listReminderTargets(db);
-      const report: ReconcileReport = { qualifying: 0, schedulersCreated: 0, schedulersRemoved: 0, schedulersForeign: 0, dueJobsCreated: 0 };
+      const report: ReconcileReport = { qualifying: 0, schedulersCreated: 0, schedulersRemoved: 0, schedulersForeign: 0, dueJobsCreated: 0, schedulersMoved: 0 };
+      const planned: ReminderTarget[] = [];
       const wanted = new Set<string>();
       const now = Date.now();
       for (const t of targets) {
@@ -102,7 +112,10 @@ export function createReminderService(db: Queryable, queue: Queue, redis: Redis,
         report.qualifying++;
         const id = reminderSchedulerId(t.id);
         wanted.add(id);
-        if (present.has(id)) continue;
+        if (present.has(id)) {
+          if (policyChanged) planned.push(t);
+          continue;
+        }
         // Lost from Redis: plan again from just after the last recorded reminder, so a slot
         // missed during the outage still goes out (once: deliveries dedup by slot).
         const from = new Date(Math.min(now, (t.last_slot_at ?? t.sent_at ?? new Date(now)).getTime() + 1));
@@ -126,6 +139,23 @@ export function createReminderService(db: Queryable, queue: Queue, redis: Redis,
         }
         await schedulers.cancel(invoiceId);
         report.schedulersRemoved++;
+      }
+      if (policyChanged) {
+        for (let i = 0; i < planned.length; i += 200) {
+          const batch = planned.slice(i, i + 200);
+          const current = await Promise.all(batch.map((t) => queue.getJobScheduler(reminderSchedulerId(t.id))));
+          for (const [j, t] of batch.entries()) {
+            const found = current[j];
+            if (!found || schedulers.followsPolicy(found.pattern, t.due_at!)) continue;
+            // From now on, under the new policy: slots already sent stay sent (and a slot is
+            // deduplicated in deliveries anyway), missed slots of the new plan are not caught
+            // up, so no burst; the next email is the new plan's first slot from now.
+            await schedulers.schedule(target(t), new Date());
+            report.schedulersMoved++;
+          }
+        }
+        // Only once every schedule follows it: a failure above leaves the next reconcile to finish.
+        await redis.set(policyKey, policyId);
       }
       const open = targets.filter((t) => t.status === 'open');
       if (open.length > 0) {

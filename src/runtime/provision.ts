@@ -14,7 +14,16 @@ export interface MerchantKeys {
 
 export async function provisionMerchant(
   db: Queryable,
-  account: { id: string; name: string; email: string | null; timeZone?: string; platformFeeBps?: number; keyNamePrefix?: string },
+  account: {
+    id: string;
+    name: string;
+    email: string | null;
+    timeZone?: string;
+    platformFeeBps?: number;
+    keyNamePrefix?: string;
+    /** Where payments go; the payment page offers an EIP-681 request to it. */
+    settlementAddress?: string;
+  },
   /** What an account gets when not told otherwise: PLATFORM_FEE_BPS and REMINDERS_DEFAULT_TIME_ZONE. */
   defaults: { platformFeeBps: number; timeZone: string } = { platformFeeBps: 50, timeZone: 'UTC' },
 ): Promise<{ accountId: string; keys: MerchantKeys }> {
@@ -24,6 +33,7 @@ export async function provisionMerchant(
     email: account.email,
     time_zone: account.timeZone ?? defaults.timeZone,
     platform_fee_bps: account.platformFeeBps ?? defaults.platformFeeBps,
+    settlement_address: account.settlementAddress ?? null,
   });
   const issue = async (environment: Environment, permission: Permission, name: string) =>
     (await issueApiKey(db, { accountId: account.id, environment }, `${account.keyNamePrefix ?? ''}${name}`, permission)).secret;

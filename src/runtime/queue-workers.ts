@@ -49,6 +49,15 @@ export function startQueueWorkers(
   const reminderWorker = new Worker(
     QUEUES.reminders,
     async (job: Job) => {
+      // A slot planned under another reminder policy (this worker started with other REMINDERS_*
+      // values and its start's reconcile has not reached this invoice yet) is not sent: the
+      // invoice moves to this worker's policy, future slots only, as the reconcile would.
+      if (job.name === 'invoice.reminder' && !reminders.schedulers.plannedUnderPolicy(job)) {
+        const { invoiceId } = job.data as ReminderJobData;
+        await reminders.resume(invoiceId);
+        log.info({ job_id: job.id, invoice_id: invoiceId }, 'reminder planned under another policy: re-planned, not sent');
+        return 'replanned';
+      }
       try {
         return await reminderProcessor(job);
       } finally {

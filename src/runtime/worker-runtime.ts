@@ -23,6 +23,7 @@ import { startQueueWorkers } from './queue-workers.js';
 import { startReminderUpkeep } from './reminder-upkeep.js';
 import { startWorkerHttp } from './worker-http.js';
 import { createPdfRenderPool, type PdfRenderPool } from '../pdf/render-pool.js';
+import { describePolicy } from '../domain/reminder-schedule.js';
 import { claimRedisPrefix, claimRedisPrefixOrWait } from './redis-prefix.js';
 
 export interface WorkerRuntime {
@@ -146,6 +147,8 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
         sandbox: config.sandboxSmtpUrl ? redactUrl(config.sandboxSmtpUrl) : `files in ${config.outboxDir}`,
       },
       port: httpPort,
+      // What the schedules of this worker follow; a change moves open invoices at the next reconcile.
+      reminder_policy: describePolicy(config.reminders),
     },
     'worker started',
   );

@@ -109,6 +109,22 @@ describe('Idempotency-Key', () => {
     expect(rows[0].n).toBe(1);
   });
 
+  it('never keeps a secret: a replayed key creation answers the same credential without its secret', async () => {
+    const key = newKey();
+    const first = await postWithKey('/v1/credentials', { name: 'ci key' }, key);
+    expect(first.status).toBe(200);
+    expect(first.body.data.secret).toMatch(/^sp_sandbox_/);
+    const { rows } = await fx.api.pool.query('select response_body from idempotency_keys where key = $1', [key]);
+    expect(rows[0].response_body).not.toContain(first.body.data.secret);
+    const again = await postWithKey('/v1/credentials', { name: 'ci key' }, key);
+    expect([again.status, again.replayed]).toEqual([200, 'true']);
+    const { secret, ...rest } = first.body.data;
+    expect(secret).toBeDefined();
+    expect(again.body.data).toEqual(rest);
+    const { rows: creds } = await fx.api.pool.query(`select count(*)::int as n from credentials where name = 'ci key'`);
+    expect(creds[0].n).toBe(1);
+  });
+
   it('refuses a key over 255 characters with a 400 naming the header; 255 is fine', async () => {
     const body = { customer_email: 'idem-long@example.test', amount: '1' };
     const long = await postWithKey('/v1/invoices', body, 'k'.repeat(256));

@@ -86,7 +86,7 @@ interface DeliveryRow {
 async function reminderRows(invoiceIds: string[]): Promise<DeliveryRow[]> {
   const { rows } = await fx.api.pool.query<DeliveryRow>(
     `select invoice_id, kind, slot_at, status, attempt, message_id from deliveries
-     where invoice_id = any($1) and kind <> 'invoice' order by invoice_id, slot_at`,
+     where invoice_id = any($1) and kind in ('reminder_before', 'reminder_after') order by invoice_id, slot_at`,
     [invoiceIds],
   );
   return rows;

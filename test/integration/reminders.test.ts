@@ -110,7 +110,7 @@ interface DeliveryRow {
 async function reminderRows(invoiceId: string): Promise<DeliveryRow[]> {
   const { rows } = await fx.api.pool.query<DeliveryRow>(
     `select kind, slot_at, status, attempt, message_id, sent_at from deliveries
-     where invoice_id = $1 and kind <> 'invoice' order by slot_at`,
+     where invoice_id = $1 and kind in ('reminder_before', 'reminder_after') order by slot_at`,
     [invoiceId],
   );
   return rows;

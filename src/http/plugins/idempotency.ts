@@ -21,6 +21,28 @@ import {
 } from '../../domain/idempotency.js';
 import { ApiError } from '../../errors.js';
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * Fields of the JSON response never kept for a replay (a secret shown once): the replay
+     * answers the same status and object without them.
+     */
+    idempotencyOmit?: string[];
+  }
+}
+
+/** The stored form of a JSON `{ data: {...} }` body without the route's once-only fields. */
+function withoutFields(body: string, fields: string[] | undefined): string {
+  if (!fields?.length) return body;
+  try {
+    const parsed = JSON.parse(body) as { data?: Record<string, unknown> };
+    if (parsed.data && typeof parsed.data === 'object') for (const f of fields) delete parsed.data[f];
+    return JSON.stringify(parsed);
+  } catch {
+    return body;
+  }
+}
+
 export const IDEMPOTENCY_KEY_HEADER = 'idempotency-key';
 export const IDEMPOTENT_REPLAYED_HEADER = 'idempotent-replayed';
 
@@ -85,7 +107,7 @@ export function registerIdempotency(scope: FastifyInstance, deps: { pool: Pool }
         await completeIdempotencyKey(deps.pool, owner.scope, owner.key, {
           status: reply.statusCode,
           contentType: typeof contentType === 'string' ? contentType : null,
-          body,
+          body: withoutFields(body, req.routeOptions.config.idempotencyOmit),
         });
       }
     } catch (err) {

@@ -12,6 +12,9 @@ export async function credentialRoutes(app: Api, deps: AppDeps): Promise<void> {
   app.post(
     '/credentials',
     {
+      // The secret exists once, in this response: an Idempotency-Key replay answers the same
+      // credential without it (revoke it and create another if the first answer was lost).
+      config: { idempotencyOmit: ['secret'] },
       schema: {
         tags: ['credentials'],
         summary: 'Create an API key in the environment of the calling key; the secret is returned once',

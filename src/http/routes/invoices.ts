@@ -1,5 +1,5 @@
 import type { Decimal } from 'decimal.js';
-import { upsertCustomer } from '../../db/customers.js';
+import { setCustomerLocale, upsertCustomer } from '../../db/customers.js';
 import { upsertDelivery } from '../../db/deliveries.js';
 import {
   findInvoice,
@@ -18,6 +18,7 @@ import { formatInvoiceCode, newId, newInvoiceReference } from '../../domain/ids.
 import { nextStatus, resolveAmountEdit, type ParsedLine } from '../../domain/invoice-rules.js';
 import { feeAtomic, formatDecimal, Money, toAtomic } from '../../domain/money.js';
 import { resolveToken } from '../../domain/tokens.js';
+import { DEFAULT_LOCALE, parseLocale, SUPPORTED_LANGUAGES } from '../../domain/locale.js';
 import { ApiError, notFound } from '../../errors.js';
 import { enqueueInTransaction } from '../../queue/outbox.js';
 import { messageIdFor } from '../../mail/message-id.js';
@@ -28,6 +29,20 @@ import { authorize, requireWrite, type AuthContext } from '../auth.js';
 import { presentInvoice } from '../presenters.js';
 import { CreateInvoiceBody, Data, Invoice, InvoiceIdParams, ReminderTimeline, SetRemindersBody, UpdateInvoiceBody } from '../schemas.js';
 import type { Api } from '../types.js';
+
+/** `customer_locale` as given, canonical; a language without templates is a 400. */
+function localeOf(given: string | undefined): string | undefined {
+  if (given === undefined) return undefined;
+  const locale = parseLocale(given);
+  if (locale === null) {
+    throw new ApiError(
+      'unsupported_locale',
+      `customer_locale ${JSON.stringify(given)} is not supported; use one of ${SUPPORTED_LANGUAGES.join(', ')} (a region may follow, e.g. de-AT).`,
+      'customer_locale',
+    );
+  }
+  return locale;
+}
 
 function amounts(total: Decimal | null, decimals: number, feeBps: number) {
   if (total === null) return { amount: null, amountAtomic: null, feeAtomic: null };
@@ -59,10 +74,11 @@ export async function invoiceRoutes(app: Api, deps: AppDeps): Promise<void> {
       if (body.customer_time_zone !== undefined && timeZone === null) {
         throw new ApiError('invalid_time_zone', `customer_time_zone must be an IANA time zone such as Europe/Paris.`, 'customer_time_zone');
       }
+      const locale = localeOf(body.customer_locale);
       const edit = unwrap(resolveAmountEdit(body, token.token.decimals, []));
       const money = amounts(edit.amount ?? null, token.token.decimals, req.auth.platformFeeBps);
       const row = await withTransaction(pool, async (tx) => {
-        const customer = await upsertCustomer(tx, req.auth, body.customer_email, body.customer_name ?? null, timeZone);
+        const customer = await upsertCustomer(tx, req.auth, body.customer_email, body.customer_name ?? null, timeZone, locale ?? null);
         const inv = await insertInvoice(tx, {
           id: newId('inv'),
           scope: req.auth,
@@ -80,6 +96,8 @@ export async function invoiceRoutes(app: Api, deps: AppDeps): Promise<void> {
           memo: body.memo ?? null,
           footer: body.footer ?? null,
           taxId: body.tax_id ?? null,
+          // The customer's stored locale (just updated when one was given) is the default.
+          customerLocale: customer.locale ?? DEFAULT_LOCALE,
         });
         if (edit.lines) await replaceLines(tx, inv.id, linesForDb(edit.lines));
         return inv;
@@ -117,6 +135,7 @@ export async function invoiceRoutes(app: Api, deps: AppDeps): Promise<void> {
     async (req) => {
       requireWrite(req.auth);
       const body = req.body;
+      const locale = localeOf(body.customer_locale);
       // The row lock orders this edit against a concurrent send: whichever commits first wins,
       // and an edit that comes second sees the invoice is no longer a draft.
       const row = await withTransaction(pool, async (tx) => {
@@ -131,8 +150,10 @@ export async function invoiceRoutes(app: Api, deps: AppDeps): Promise<void> {
           memo: body.memo,
           footer: body.footer,
           taxId: body.tax_id,
+          customerLocale: locale,
         });
         if (edit.lines) await replaceLines(tx, inv.id, linesForDb(edit.lines));
+        if (locale !== undefined) await setCustomerLocale(tx, inv.customer_id, locale);
         return updated;
       });
       return { data: presentInvoice(row) };

@@ -3,22 +3,19 @@
 import { randomBytes } from 'node:crypto';
 import { Type } from 'typebox';
 import { upsertCustomer } from '../../db/customers.js';
-import { findInvoice, markPaid } from '../../db/invoices.js';
-import { countPayments, findLink, insertLinkPayment } from '../../db/payment-links.js';
 import { withTransaction } from '../../db/pool.js';
 import { findPriceForUse } from '../../db/products.js';
 import { insertSubscription } from '../../db/subscriptions.js';
 import { newId } from '../../domain/ids.js';
-import { nextStatus } from '../../domain/invoice-rules.js';
-import { formatDecimal, Money, parseAmount, toAtomic } from '../../domain/money.js';
 import { resolveToken } from '../../domain/tokens.js';
-import { ApiError, notFound } from '../../errors.js';
+import { ApiError } from '../../errors.js';
 import type { AppDeps } from '../types.js';
 import { requireWrite, type AuthContext } from '../auth.js';
+import { payInvoice, recordLinkPayment } from '../sandbox-payments.js';
 import { presentInvoice, presentLinkPayment, presentSubscription } from '../presenters.js';
 import { Data, ErrorEnvelope, PaymentLinkIdParams, Invoice, InvoiceIdParams, LinkPayment, LinkPaymentBody, StartSubscriptionBody, Subscription } from '../schemas.js';
 import type { Api } from '../types.js';
-import { errorResponses, unwrap } from '../route-helpers.js';
+import { errorResponses } from '../route-helpers.js';
 
 function requireSandbox(auth: AuthContext): void {
   if (auth.environment !== 'sandbox') {
@@ -26,8 +23,6 @@ function requireSandbox(auth: AuthContext): void {
   }
   requireWrite(auth);
 }
-
-const fakeTxHash = () => `0x${randomBytes(32).toString('hex')}`;
 
 export async function testHelperRoutes(app: Api, deps: AppDeps): Promise<void> {
   const { pool } = deps;
@@ -38,21 +33,7 @@ export async function testHelperRoutes(app: Api, deps: AppDeps): Promise<void> {
     { schema: { ...opts, summary: 'Mark an open or overdue sandbox invoice paid', params: InvoiceIdParams, response: { 200: Data(Invoice), ...errorResponses } } },
     async (req) => {
       requireSandbox(req.auth);
-      const paid = await markPaid(pool, req.auth, req.params.invoiceId);
-      if (!paid) {
-        const inv = await findInvoice(pool, req.auth, req.params.invoiceId);
-        if (!inv) throw notFound('invoice', req.params.invoiceId);
-        unwrap(nextStatus(inv.status, 'pay'));
-        throw new ApiError('invoice_not_payable', 'This invoice cannot be paid now.');
-      }
-      if (deps.reminders) {
-        try {
-          await deps.reminders.stop(paid.id);
-        } catch (err) {
-          req.log.warn({ err, invoice_id: paid.id }, 'could not remove reminder schedules now; the paid re-check still stops every email');
-        }
-      }
-      return { data: presentInvoice(paid) };
+      return { data: presentInvoice(await payInvoice(deps, req.auth, req.params.invoiceId, req.log)) };
     },
   );
 
@@ -70,46 +51,7 @@ export async function testHelperRoutes(app: Api, deps: AppDeps): Promise<void> {
     },
     async (req) => {
       requireSandbox(req.auth);
-      const body = req.body ?? {};
-      const payment = await withTransaction(pool, async (tx) => {
-        // The row lock serialises payments on one link, so max_payments holds under concurrency.
-        const link = await findLink(tx, req.auth, req.params.paymentLinkId, true);
-        if (!link) throw notFound('payment link', req.params.paymentLinkId);
-        if (link.status !== 'active') throw new ApiError('payment_link_inactive', 'This payment link is inactive and takes no payments.');
-        if (link.max_payments !== null && (await countPayments(tx, link.id)) >= link.max_payments) {
-          throw new ApiError('payment_link_exhausted', `This payment link already took its ${link.max_payments} payments.`);
-        }
-        let amount: string;
-        if (link.type === 'fixed_price') {
-          const price = await findPriceForUse(tx, req.auth, link.price_id!);
-          amount = price!.amount;
-          if (body.amount !== undefined) {
-            const given = parseAmount(body.amount, link.token_decimals);
-            if (!given.ok) throw new ApiError(given.code, given.message, 'amount');
-            if (!given.value.equals(new Money(amount))) {
-              throw new ApiError('amount_mismatch', `This link charges its price, ${amount} ${link.currency}.`, 'amount');
-            }
-          }
-        } else {
-          const raw = body.amount ?? link.preset_amount;
-          if (raw === null) throw new ApiError('validation_failed', 'amount is required for a custom_amount link without a preset_amount.', 'amount');
-          const given = parseAmount(raw, link.token_decimals);
-          if (!given.ok) throw new ApiError(given.code, given.message, 'amount');
-          if ((link.min_amount && given.value.lt(link.min_amount)) || (link.max_amount && given.value.gt(link.max_amount))) {
-            throw new ApiError('amount_out_of_range', `amount must be between ${link.min_amount ?? '0'} and ${link.max_amount ?? 'any'} ${link.currency}.`, 'amount');
-          }
-          amount = formatDecimal(given.value);
-        }
-        return insertLinkPayment(tx, {
-          id: newId('pay'),
-          linkId: link.id,
-          amount,
-          amountAtomic: toAtomic(new Money(amount), link.token_decimals),
-          customerEmail: body.customer_email ?? null,
-          txHash: fakeTxHash(),
-        });
-      });
-      return { data: presentLinkPayment(payment) };
+      return { data: presentLinkPayment(await recordLinkPayment(pool, req.auth, req.params.paymentLinkId, req.body ?? {})) };
     },
   );
 

@@ -1,0 +1,90 @@
+// The reads of the public payment page: an invoice by its reference, a payment link by its id,
+// across accounts (the page has no API key; the unguessable reference or link id is the access).
+import type { Environment } from '../domain/environment.js';
+import type { InvoiceStatus } from '../domain/invoice-rules.js';
+import type { Queryable } from './pool.js';
+
+export interface PageInvoice {
+  id: string;
+  account_id: string;
+  environment: Environment;
+  code: string | null;
+  reference: string;
+  status: InvoiceStatus;
+  amount: string | null;
+  amount_atomic: string | null;
+  currency: string;
+  network: string;
+  chain_id: number;
+  token_address: string;
+  token_decimals: number;
+  due_at: Date | null;
+  paid_at: Date | null;
+  customer_locale: string;
+  merchant_name: string;
+  settlement_address: string | null;
+  time_zone: string;
+}
+
+export async function findInvoiceByReference(db: Queryable, reference: string): Promise<PageInvoice | null> {
+  const { rows } = await db.query<PageInvoice>({
+    name: 'page-invoice',
+    text: `select i.id, i.account_id, i.environment, i.code, i.reference, i.status, i.amount::text as amount,
+         i.amount_atomic::text as amount_atomic, i.currency, i.network, i.chain_id, i.token_address, i.token_decimals,
+         i.due_at, i.paid_at, i.customer_locale, a.name as merchant_name, a.settlement_address,
+         coalesce(c.time_zone, a.time_zone) as time_zone
+       from invoices i join accounts a on a.id = i.account_id join customers c on c.id = i.customer_id
+       where i.reference = $1`,
+    values: [reference],
+  });
+  return rows[0] ?? null;
+}
+
+export interface PageLink {
+  id: string;
+  account_id: string;
+  environment: Environment;
+  name: string;
+  type: 'fixed_price' | 'custom_amount';
+  status: 'active' | 'inactive';
+  currency: string;
+  network: string;
+  chain_id: number;
+  token_decimals: number;
+  /** The price's amount for a fixed-price link. */
+  price_amount: string | null;
+  min_amount: string | null;
+  max_amount: string | null;
+  preset_amount: string | null;
+  collect_email: boolean;
+  max_payments: number | null;
+  payments: number;
+  confirmation_message: string | null;
+  redirect_url: string | null;
+  merchant_name: string;
+  account_time_zone: string;
+}
+
+export async function findLinkForPage(db: Queryable, linkId: string): Promise<PageLink | null> {
+  const { rows } = await db.query<PageLink>({
+    name: 'page-link',
+    text: `select l.id, l.account_id, l.environment, l.name, l.type, l.status, l.currency, l.network, l.chain_id,
+         l.token_decimals, p.amount::text as price_amount, l.min_amount::text as min_amount, l.max_amount::text as max_amount,
+         l.preset_amount::text as preset_amount, l.collect_email, l.max_payments,
+         (select count(*)::int from payment_link_payments x where x.payment_link_id = l.id) as payments,
+         l.confirmation_message, l.redirect_url, a.name as merchant_name, a.time_zone as account_time_zone
+       from payment_links l join accounts a on a.id = l.account_id left join prices p on p.id = l.price_id
+       where l.id = $1`,
+    values: [linkId],
+  });
+  return rows[0] ?? null;
+}
+
+/** One payment of a link, to confirm it on the page after a (simulated) payment. */
+export async function findLinkPayment(db: Queryable, linkId: string, paymentId: string): Promise<{ amount: string } | null> {
+  const { rows } = await db.query<{ amount: string }>(
+    'select amount::text as amount from payment_link_payments where id = $1 and payment_link_id = $2',
+    [paymentId, linkId],
+  );
+  return rows[0] ?? null;
+}

@@ -1,0 +1,170 @@
+// The hosted payment page, served by the API process at /pay/<invoice reference> and
+// /pay/<payment link id> (the default PAYMENT_PAGE_BASE points here). Public: the unguessable
+// reference or link id is the access, as for any payment link. HTML, not the JSON envelope.
+//
+// In the sandbox a "Simulate payment" button (a plain form POST, no script) pays through
+// exactly the path of the test helpers (sandbox-payments.ts), then redirects back to the page
+// (POST/redirect/GET), which shows the new state.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { findInvoiceByReference, findLinkForPage, findLinkPayment } from '../../db/payment-page.js';
+import { negotiateLocale } from '../../domain/locale.js';
+import { resolveToken } from '../../domain/tokens.js';
+import { ApiError } from '../../errors.js';
+import { PAYMENT_PAGE_CSP, renderInvoicePage, renderLinkPage, renderNotFoundPage } from '../../page/render-payment-page.js';
+import type { AppDeps } from '../types.js';
+import { payInvoice, recordLinkPayment } from '../sandbox-payments.js';
+
+export const PAYMENT_PAGE_PREFIX = '/pay';
+
+/** Invoice references are base62; link ids `plink_` + base62. Anything else is not a page. */
+const PAGE_ID = /^[0-9A-Za-z_]{1,64}$/;
+const isLinkId = (id: string) => id.startsWith('plink_');
+
+type Params = { id: string };
+type Query = { paid?: string };
+
+function sendHtml(reply: FastifyReply, status: number, html: string): FastifyReply {
+  return reply
+    .status(status)
+    .header('content-type', 'text/html; charset=utf-8')
+    .header('content-security-policy', PAYMENT_PAGE_CSP)
+    .header('x-content-type-options', 'nosniff')
+    .header('x-frame-options', 'DENY')
+    .header('referrer-policy', 'no-referrer')
+    // The status changes (paid, void): never serve a stale page.
+    .header('cache-control', 'no-store')
+    .send(html);
+}
+
+export const isPaymentPagePath = (url: string | undefined) => (url ?? '').startsWith(`${PAYMENT_PAGE_PREFIX}/`);
+
+/** The HTML 404 of the pages, also for addresses the router could not even parse. */
+export function sendPageNotFound(reply: FastifyReply, acceptLanguage: string | undefined): FastifyReply {
+  return sendHtml(reply, 404, renderNotFoundPage(negotiateLocale(acceptLanguage) ?? 'en'));
+}
+
+const simulatePath = (id: string) => `${PAYMENT_PAGE_PREFIX}/${encodeURIComponent(id)}/simulate`;
+const pagePath = (id: string) => `${PAYMENT_PAGE_PREFIX}/${encodeURIComponent(id)}`;
+
+export async function paymentPageRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
+  const { pool, config } = deps;
+  const pageUrl = (id: string) => `${config.paymentPageBase}/${id}`;
+  const visitorLocale = (req: FastifyRequest) => negotiateLocale(req.headers['accept-language']) ?? 'en';
+
+  await app.register(async (pages) => {
+    // Pages are HTML for people, not part of the v1 API: left out of the OpenAPI document (hide).
+    // The simulate form posts application/x-www-form-urlencoded; nothing else is accepted here.
+    pages.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 4096 }, (_req, body, done) => {
+      done(null, Object.fromEntries(new URLSearchParams(typeof body === 'string' ? body : body.toString('utf8'))));
+    });
+    pages.setErrorHandler((err, req, reply) => {
+      req.log.error({ err }, 'payment page failed');
+      return sendHtml(reply, 500, renderNotFoundPage(visitorLocale(req)));
+    });
+
+    async function invoicePage(reference: string, error: string | null): Promise<{ status: number; html: string }> {
+      const inv = await findInvoiceByReference(pool, reference);
+      // A draft has no page yet: its link has not been sent to anyone.
+      if (!inv || inv.status === 'draft' || inv.amount === null || inv.amount_atomic === null) {
+        return { status: 404, html: renderNotFoundPage('en') };
+      }
+      const html = await renderInvoicePage({
+        locale: inv.customer_locale,
+        testMode: inv.environment === 'sandbox',
+        merchantName: inv.merchant_name,
+        code: inv.code ?? inv.reference,
+        status: inv.status,
+        amount: inv.amount,
+        amountAtomic: inv.amount_atomic,
+        currency: inv.currency,
+        network: inv.network,
+        chainId: inv.chain_id,
+        tokenAddress: inv.token_address,
+        tokenDecimals: inv.token_decimals,
+        dueAt: inv.due_at,
+        paidAt: inv.paid_at,
+        timeZone: inv.time_zone,
+        settlementAddress: inv.settlement_address,
+        pageUrl: pageUrl(inv.reference),
+        simulateAction: inv.environment === 'sandbox' ? simulatePath(inv.reference) : null,
+        error,
+      });
+      return { status: error ? 400 : 200, html };
+    }
+
+    async function linkPage(linkId: string, locale: string, paymentId: string | null, error: string | null): Promise<{ status: number; html: string }> {
+      const link = await findLinkForPage(pool, linkId);
+      if (!link) return { status: 404, html: renderNotFoundPage(locale) };
+      const token = resolveToken(link.environment, link.network, link.currency);
+      const paid = paymentId ? await findLinkPayment(pool, link.id, paymentId) : null;
+      const html = await renderLinkPage({
+        locale,
+        testMode: link.environment === 'sandbox',
+        merchantName: link.merchant_name,
+        name: link.name,
+        currency: link.currency,
+        network: link.network,
+        chainId: link.chain_id,
+        tokenAddress: token.ok ? token.token.address : '',
+        tokenDecimals: link.token_decimals,
+        priceAmount: link.type === 'fixed_price' ? link.price_amount : null,
+        minAmount: link.min_amount,
+        maxAmount: link.max_amount,
+        presetAmount: link.preset_amount,
+        active: link.status === 'active',
+        exhausted: link.max_payments !== null && link.payments >= link.max_payments,
+        collectEmail: link.collect_email,
+        paidAmount: paid?.amount ?? null,
+        confirmationMessage: link.confirmation_message,
+        redirectUrl: link.redirect_url,
+        pageUrl: pageUrl(link.id),
+        simulateAction: link.environment === 'sandbox' ? simulatePath(link.id) : null,
+        error,
+      });
+      return { status: error ? 400 : 200, html };
+    }
+
+    pages.get<{ Params: Params; Querystring: Query }>('/:id', { schema: { hide: true } }, async (req, reply) => {
+      const { id } = req.params;
+      if (!PAGE_ID.test(id)) return sendHtml(reply, 404, renderNotFoundPage(visitorLocale(req)));
+      const paid = typeof req.query.paid === 'string' && PAGE_ID.test(req.query.paid) ? req.query.paid : null;
+      const page = isLinkId(id) ? await linkPage(id, visitorLocale(req), paid, null) : await invoicePage(id, null);
+      return sendHtml(reply, page.status, page.html);
+    });
+
+    pages.post<{ Params: Params; Body: Record<string, string> | undefined }>('/:id/simulate', { schema: { hide: true } }, async (req, reply) => {
+      const { id } = req.params;
+      if (!PAGE_ID.test(id)) return sendHtml(reply, 404, renderNotFoundPage(visitorLocale(req)));
+      const form = req.body ?? {};
+      const field = (name: string) => (typeof form[name] === 'string' && form[name].trim() !== '' ? form[name].trim() : undefined);
+      if (isLinkId(id)) {
+        const link = await findLinkForPage(pool, id);
+        if (!link || link.environment !== 'sandbox') return sendHtml(reply, 404, renderNotFoundPage(visitorLocale(req)));
+        try {
+          const payment = await recordLinkPayment(pool, { accountId: link.account_id, environment: link.environment }, link.id, {
+            amount: field('amount'),
+            customer_email: field('customer_email'),
+          });
+          return reply.redirect(`${pagePath(id)}?paid=${encodeURIComponent(payment.id)}`, 303);
+        } catch (err) {
+          if (!(err instanceof ApiError)) throw err;
+          const page = await linkPage(id, visitorLocale(req), null, err.message);
+          return sendHtml(reply, page.status, page.html);
+        }
+      }
+      const inv = await findInvoiceByReference(pool, id);
+      if (!inv || inv.environment !== 'sandbox' || inv.status === 'draft') return sendHtml(reply, 404, renderNotFoundPage(visitorLocale(req)));
+      // Paid already (a second click): nothing to do, show the page.
+      if (inv.status !== 'paid') {
+        try {
+          await payInvoice(deps, { accountId: inv.account_id, environment: inv.environment }, inv.id, req.log);
+        } catch (err) {
+          if (!(err instanceof ApiError)) throw err;
+          const page = await invoicePage(id, err.message);
+          return sendHtml(reply, page.status, page.html);
+        }
+      }
+      return reply.redirect(pagePath(id), 303);
+    });
+  }, { prefix: PAYMENT_PAGE_PREFIX });
+}

@@ -1,0 +1,82 @@
+// The phrases of every customer-facing document (emails, PDFs, receipts, the payment page), one
+// catalogue per language in templates/locales/<language>.json. Each phrase is a small Handlebars
+// template over plain values; the caller escapes the result for its medium (the HTML templates
+// escape it, the PDF draws it as text). A phrase a catalogue lacks comes from English.
+import { readFileSync } from 'node:fs';
+import Handlebars from 'handlebars';
+import { SUPPORTED_LANGUAGES, templateLanguage, type Language } from '../domain/locale.js';
+
+const LOCALES_DIR = new URL('../../templates/locales/', import.meta.url);
+
+type Phrase = Handlebars.TemplateDelegate<Record<string, unknown>>;
+
+// An isolated instance: nothing registered elsewhere can leak into the phrases.
+const hbs = Handlebars.create();
+const catalogues = new Map<Language, Map<string, Phrase>>();
+
+function catalogue(language: Language): Map<string, Phrase> {
+  let phrases = catalogues.get(language);
+  if (!phrases) {
+    const raw = JSON.parse(readFileSync(new URL(`${language}.json`, LOCALES_DIR), 'utf8')) as Record<string, unknown>;
+    phrases = new Map();
+    for (const [key, text] of Object.entries(raw)) {
+      if (typeof text !== 'string') throw new Error(`templates/locales/${language}.json: "${key}" is not a string`);
+      // strict: a misspelt placeholder throws instead of printing nothing; noEscape: see header.
+      phrases.set(key, hbs.compile(text, { strict: true, noEscape: true }));
+    }
+    catalogues.set(language, phrases);
+  }
+  return phrases;
+}
+
+export interface Messages {
+  /** The locale the caller asked for (a BCP 47 tag; Intl formats dates and numbers with it). */
+  locale: string;
+  /** The catalogue's language. */
+  language: Language;
+  /** The phrase `key`, filled with `values`; English when this language lacks it. */
+  t(key: string, values?: Record<string, unknown>): string;
+}
+
+export function messagesFor(locale: string | null | undefined): Messages {
+  const language = templateLanguage(locale);
+  const own = catalogue(language);
+  const fallback = catalogue('en');
+  return {
+    locale: locale ?? 'en',
+    language,
+    t(key, values = {}) {
+      const phrase = own.get(key) ?? fallback.get(key);
+      if (!phrase) throw new Error(`no phrase "${key}" in any catalogue`);
+      return phrase(values);
+    },
+  };
+}
+
+/** Loads every catalogue now, so a broken file fails at start; returns the keys each lacks. */
+export function loadCatalogues(): Record<Language, string[]> {
+  const english = [...catalogue('en').keys()];
+  const missing = {} as Record<Language, string[]>;
+  for (const language of SUPPORTED_LANGUAGES) {
+    const own = catalogue(language);
+    missing[language] = english.filter((k) => !own.has(k));
+  }
+  return missing;
+}
+
+/** Where a Handlebars view carries its Messages for the `t` helper. */
+export const MESSAGES = Symbol('messages');
+export type WithMessages = { [MESSAGES]?: Messages };
+
+/**
+ * `{{t "key" name=value}}` on a Handlebars instance: the phrase in the view's language (the
+ * Messages under MESSAGES on the root view), filled from the view and the hash. In HTML output the
+ * phrase is escaped like any value.
+ */
+export function registerPhraseHelpers(hbs: typeof Handlebars): void {
+  hbs.registerHelper('t', function (this: unknown, key: unknown, options: Handlebars.HelperOptions) {
+    const root = options.data.root as Record<string, unknown> & WithMessages;
+    const messages = root[MESSAGES] ?? messagesFor('en');
+    return messages.t(String(key), { ...root, ...options.hash });
+  });
+}

@@ -1,0 +1,129 @@
+// Receipts: an invoice that turns paid, by any path (the test helper, the payment page, a direct
+// SQL UPDATE), gets exactly one "payment received" email with a receipt PDF, through the
+// delivery machinery (database trigger -> delivery + outbox in the same transaction -> worker).
+import type { ParsedMail } from 'mailparser';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { JOBS } from '../../src/queue/catalogue.js';
+import type { WorkerRuntime } from '../../src/runtime/worker-runtime.js';
+import { startApiFixture, type ApiFixture } from '../helpers/context.js';
+import { apiClient } from '../helpers/http.js';
+import { extractPdfText } from '../helpers/pdf-text.js';
+import { startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
+import { sleep, startWorker, waitUntil } from '../helpers/worker.js';
+
+let fx: ApiFixture;
+let sink: SmtpSink;
+let worker: WorkerRuntime;
+const api = apiClient(() => fx.api.app);
+const key = () => fx.merchant.keys.sandbox;
+
+beforeAll(async () => {
+  sink = await startSmtpSink();
+  fx = await startApiFixture({ SMTP_URL: sink.url });
+  worker = await startWorker(fx.env.config({ SMTP_URL: sink.url, OUTBOX_RELAY_INTERVAL_MS: '100' }));
+});
+afterAll(async () => {
+  await worker?.close();
+  await fx?.close();
+  await sink?.close();
+});
+
+const to = (m: ParsedMail) => (Array.isArray(m.to) ? m.to : [m.to]).flatMap((a) => a?.value.map((v) => v.address) ?? []);
+const receiptsTo = (email: string) => sink.messages.filter((m) => to(m).includes(email) && /^(Payment received|Zahlung erhalten)/.test(m.subject ?? ''));
+
+async function sentInvoice(email: string, body: Record<string, unknown> = {}) {
+  const created = await api.post('/v1/invoices', key(), { customer_email: email, amount: '250.75', ...body });
+  expect(created.status, created.raw).toBe(200);
+  const sent = await api.post(`/v1/invoices/${created.body.data.id}/send`, key());
+  expect(sent.status, sent.raw).toBe(200);
+  // The invoice email first, so the receipt is told apart from it.
+  await waitUntil(async () => sink.messages.some((m) => to(m).includes(email)), 20_000);
+  return sent.body.data;
+}
+
+async function receiptRows(invoiceId: string) {
+  const { rows } = await fx.api.pool.query<{ status: string; message_id: string }>(
+    `select status, message_id from deliveries where invoice_id = $1 and kind = 'receipt'`,
+    [invoiceId],
+  );
+  return rows;
+}
+
+describe('receipts', () => {
+  it('paid through the test helper: one "payment received" email with a receipt PDF', async () => {
+    const email = 'helper@example.test';
+    const inv = await sentInvoice(email);
+    const paid = await api.post(`/v1/test_helpers/invoices/${inv.id}/pay`, key());
+    expect(paid.status).toBe(200);
+    await waitUntil(async () => receiptsTo(email).length === 1, 20_000);
+    const [mail] = receiptsTo(email);
+    expect(mail.subject).toBe(`Payment received: invoice ${inv.code} from Acme Widgets Ltd`);
+    expect(mail.text).toContain('Amount paid: 250.75 USDC on base-sepolia');
+    expect(mail.text).toContain('TEST MODE');
+    const [row] = await receiptRows(inv.id);
+    expect(row.status).toBe('sent');
+    expect(mail.messageId).toBe(row.message_id);
+    expect(mail.messageId).toMatch(/^<dlv_[0-9a-f]{24}@example\.test>$/);
+    expect(mail.attachments.map((a) => a.filename)).toEqual([`receipt-${inv.code}.pdf`]);
+    const pdf = (await extractPdfText(mail.attachments[0].content)).join('\n').replace(/\s+/g, ' ');
+    const paidDate = new Intl.DateTimeFormat('en-US', { day: 'numeric', month: 'short', year: 'numeric', timeZone: 'Europe/Paris' })
+      .formatToParts(new Date(paid.body.data.paid_at))
+      .reduce<Record<string, string>>((a, p) => ({ ...a, [p.type]: p.value }), {});
+    for (const expected of ['Receipt', inv.code, 'Paid 250.75 USDC on base-sepolia', `Paid: ${paidDate.day} ${paidDate.month} ${paidDate.year}`, 'Chain id: 84532', 'TEST MODE']) {
+      expect(pdf).toContain(expected);
+    }
+    // Nothing else arrives later, and the reminder timeline does not list the receipt.
+    await sleep(1_000);
+    expect(receiptsTo(email)).toHaveLength(1);
+    const timeline = await api.get(`/v1/invoices/${inv.id}/reminders`, key());
+    expect(timeline.body.data.past).toEqual([]);
+  });
+
+  it('paid by a direct SQL UPDATE: the trigger queues the receipt in the same transaction; it arrives once', async () => {
+    const email = 'sql@example.test';
+    const inv = await sentInvoice(email, { customer_locale: 'de' });
+    const client = await fx.api.pool.connect();
+    try {
+      await client.query('begin');
+      await client.query(`update invoices set status = 'paid', paid_at = now() where id = $1`, [inv.id]);
+      // Inside the transaction: the delivery and the outbox row exist with the change...
+      const inside = await client.query(`select count(*)::int as n from outbox where job_name = $1 and payload->>'invoiceId' = $2`, ['invoice.receipt', inv.id]);
+      expect(inside.rows[0].n).toBe(1);
+      await client.query('rollback');
+    } finally {
+      client.release();
+    }
+    // ...and vanish with it: a rolled-back payment owes no receipt.
+    expect(await receiptRows(inv.id)).toEqual([]);
+
+    await fx.api.pool.query(`update invoices set status = 'paid', paid_at = now() where id = $1`, [inv.id]);
+    // Touching the paid invoice again (same status, or another column) queues nothing more.
+    await fx.api.pool.query(`update invoices set status = 'paid', updated_at = now() where id = $1`, [inv.id]);
+    await waitUntil(async () => receiptsTo(email).length === 1, 20_000);
+    expect(receiptsTo(email)[0].subject).toBe(`Zahlung erhalten: Rechnung ${inv.code} von Acme Widgets Ltd`);
+    expect(await receiptRows(inv.id)).toHaveLength(1);
+  });
+
+  it('exactly once even when the job runs again (a duplicate add, a retry): the delivery row says sent', async () => {
+    const email = 'twice@example.test';
+    const inv = await sentInvoice(email);
+    await api.post(`/v1/test_helpers/invoices/${inv.id}/pay`, key());
+    await waitUntil(async () => (await receiptRows(inv.id))[0]?.status === 'sent', 20_000);
+    const { rows } = await fx.api.pool.query<{ payload: Record<string, string> }>(`select payload from outbox where job_name = $1 and payload->>'invoiceId' = $2`, [
+      'invoice.receipt',
+      inv.id,
+    ]);
+    // The same job under another id, as a retried or re-relayed job would run.
+    const job = await fx.api.queues.send.add('invoice.receipt', rows[0].payload, { ...JOBS['invoice.receipt'].options, jobId: `again-${inv.id}` });
+    await waitUntil(async () => (await job.getState()) === 'completed', 20_000);
+    expect(await job.getState()).toBe('completed');
+    expect(receiptsTo(email)).toHaveLength(1);
+  });
+
+  it('a voided invoice gets no receipt', async () => {
+    const email = 'void@example.test';
+    const inv = await sentInvoice(email);
+    await fx.api.pool.query(`update invoices set status = 'void' where id = $1`, [inv.id]);
+    expect(await receiptRows(inv.id)).toEqual([]);
+  });
+});
