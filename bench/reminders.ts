@@ -1,5 +1,6 @@
-// `npm run bench:reminders [N ...]` (or BENCH_REMINDERS_N="10000,100000"): puts N open invoices on
-// their reminder schedules with the service's own code and prints, per N:
+// `npm run bench:reminders [N ...] [--backend postgres|redis|both]` (or BENCH_REMINDERS_N="10000,100000";
+// backend default both): puts N open invoices on their reminder schedules with the service's own
+// code and prints, per N and per queue backend, side by side:
 //   - time to schedule all (createReminderService().schedulers.schedule, 200 calls in flight);
 //   - Redis memory per scheduled invoice: MEMORY USAGE (SAMPLES 0) of every key of the invoices'
 //     schedules (scheduler hash + pending job hash) plus the queue's `repeat` and `delayed` sorted
@@ -15,7 +16,9 @@
 //     reminder-stop trigger; then the time for one UPDATE paying all the others to leave no
 //     scheduler behind (same path), and for the bare schedulers the time to remove them all
 //     directly (removeJobScheduler, 200 in flight).
-// Targets: < 2 KB per scheduled invoice, lateness p99 < 500 ms, cancel p99 < 100 ms.
+// On the Postgres backend the storage figure is the growth of pg_total_relation_size over the
+// tables of the `bullmq` schema (rows, indexes, TOAST) divided by N, beside Redis's MEMORY USAGE.
+// Targets: < 2 KB per scheduled invoice (Redis), lateness p99 < 500 ms, cancel p99 < 100 ms (both).
 //
 // Self-contained: own database (invoices_bench_<random>, dropped at the end), own Redis prefixes
 // (keys deleted at the end), default reminder policy (P3D/P1D before, P1D/P7D x4 after, 09:00
@@ -24,7 +27,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Queue, Worker, type Job } from 'bullmq';
+import type { Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { Duration } from 'luxon';
 import pg from 'pg';
@@ -34,7 +37,6 @@ import type { ReminderPolicy } from '../src/domain/reminder-schedule.js';
 import { createLogger } from '../src/log.js';
 import { jobHandlers } from '../jobs/index.js';
 import { QUEUES } from '../src/queue/catalogue.js';
-import { redisOptions } from '../src/queue/redis.js';
 import {
   createReminderSchedulers,
   plannedInstantOf,
@@ -44,9 +46,24 @@ import {
   type ReminderInvoice,
 } from '../src/queue/reminder-schedulers.js';
 import { createReminderService } from '../src/queue/reminder-service.js';
+import { queueBackendOf, type AppQueue, type QueueBackend } from '../src/queue/backend.js';
 import { provisionMerchant } from '../src/runtime/provision.js';
 import { createWorkerRuntime, type WorkerRuntime } from '../src/runtime/worker-runtime.js';
-import { createBenchDatabase, deleteRedisPrefix, fmt, loadAvg, note, percentile, REDIS_URL, sleep, table, type BenchDatabase } from './support.js';
+import {
+  backendEnv,
+  backendsFromArgs,
+  createBenchDatabase,
+  deleteRedisPrefix,
+  fmt,
+  loadAvg,
+  note,
+  percentile,
+  REDIS_URL,
+  sleep,
+  table,
+  type BenchBackend,
+  type BenchDatabase,
+} from './support.js';
 
 const IN_FLIGHT = 200;
 const CANCEL_SAMPLE = 200;
@@ -54,7 +71,8 @@ const LATENESS_SCHEDULES = 1_000;
 const ZONES = ['Europe/Paris', 'America/New_York', 'Asia/Kolkata', 'Australia/Sydney', 'UTC'];
 const TARGET = { bytes: 2048, latenessP99: 500, cancelP99: 100 };
 
-const sizes = (process.argv.slice(2).length ? process.argv.slice(2) : (process.env.BENCH_REMINDERS_N ?? '10000,100000').split(','))
+const args = backendsFromArgs(process.argv.slice(2));
+const sizes = (args.rest.length ? args.rest : (process.env.BENCH_REMINDERS_N ?? '10000,100000').split(','))
   .map((s) => Number(s.replace(/[_,]/g, '')))
   .filter((n) => Number.isInteger(n) && n > CANCEL_SAMPLE);
 if (sizes.length === 0) throw new Error(`give invoice counts above ${CANCEL_SAMPLE}, e.g. npm run bench:reminders -- 10000 100000`);
@@ -70,46 +88,104 @@ async function pooled<T>(items: T[], limit: number, fn: (item: T) => Promise<unk
 }
 
 interface MemoryReading {
-  /** Keys of the schedules (scheduler hashes and their pending jobs). */
+  /** Keys of the schedules (scheduler hashes and their pending jobs); Redis only. */
   keys: number;
   keyBytes: number;
-  /** `repeat` + `delayed` sorted sets of the queue. */
+  /** `repeat` + `delayed` sorted sets of the queue; Redis only. */
   zsetBytes: number;
-  /** Every key under the queue (adds the events stream, meta, id counter...). */
+  /** Redis: every key under the queue (adds the events stream, meta, id counter...). Postgres: growth of the bullmq schema's tables. */
   allBytes: number;
 }
 
-/** MEMORY USAGE of every key under `<prefix>:<queue>:`, split as above. */
-async function measureMemory(redis: Redis, prefix: string, queueName: string): Promise<MemoryReading> {
-  const base = `${prefix}:${queueName}:`;
-  const reading: MemoryReading = { keys: 0, keyBytes: 0, zsetBytes: 0, allBytes: 0 };
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${base}*`, 'COUNT', 2000);
-    cursor = next;
-    if (keys.length === 0) continue;
-    const pipe = redis.pipeline();
-    for (const k of keys) pipe.memory('USAGE', k, 'SAMPLES', 0);
-    const sizesOf = (await pipe.exec()) ?? [];
-    for (const [i, k] of keys.entries()) {
-      const bytes = Number(sizesOf[i]?.[1] ?? 0);
-      reading.allBytes += bytes;
-      if (k.startsWith(`${base}repeat:rem-`)) {
-        reading.keys++;
-        reading.keyBytes += bytes;
-      } else if (k === `${base}repeat` || k === `${base}delayed`) {
-        reading.zsetBytes += bytes;
-      }
-    }
-  } while (cursor !== '0');
-  return reading;
+const perInvoice = (m: MemoryReading, n: number) => (m.keyBytes + m.zsetBytes || m.allBytes) / n;
+
+/** What the bench reads of the queue's storage, on either backend (the service never needs these). */
+interface Store {
+  backend: BenchBackend;
+  /** Whether the invoice's scheduler still exists. */
+  present(queue: AppQueue, invoiceId: string): Promise<boolean>;
+  /** Reminder schedulers (`rem-*`) of the queue. */
+  remSchedulers(queue: AppQueue): Promise<number>;
+  /** Pending reminder jobs of the queue. */
+  remJobs(queue: AppQueue): Promise<number>;
+  /** Storage taken now: a baseline for `measure`. */
+  baseline(): Promise<number>;
+  /** Storage of the queue's schedules, against a baseline taken before they were made. */
+  measure(queue: AppQueue, before: number): Promise<MemoryReading>;
+  close(): Promise<void>;
 }
 
-const perInvoice = (m: MemoryReading, n: number) => (m.keyBytes + m.zsetBytes) / n;
+function redisStore(prefix: string): Store {
+  const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+  return {
+    backend: 'redis',
+    present: async (queue, id) => (await redis.zscore(queue.keys.repeat, reminderSchedulerId(id))) !== null,
+    // The queue's repeat set also holds the reconciler's (and other) schedulers.
+    remSchedulers: async (queue) => (await redis.zrange(queue.keys.repeat, '0', '-1')).filter((id) => id.startsWith('rem-')).length,
+    remJobs: async (queue) => (await redis.zrange(queue.keys.delayed, '0', '-1')).filter((id) => id.startsWith('repeat:rem-')).length,
+    baseline: async () => Number(/^used_memory:(\d+)/m.exec(await redis.info('memory'))?.[1] ?? NaN),
+    async measure(queue, before) {
+      // MEMORY USAGE of every key under `<prefix>:<queue>:`, split as in MemoryReading.
+      const base = `${prefix}:${queue.name}:`;
+      const reading: MemoryReading = { keys: 0, keyBytes: 0, zsetBytes: 0, allBytes: 0 };
+      let cursor = '0';
+      do {
+        const [next, keys] = await redis.scan(cursor, 'MATCH', `${base}*`, 'COUNT', 2000);
+        cursor = next;
+        if (keys.length === 0) continue;
+        const pipe = redis.pipeline();
+        for (const k of keys) pipe.memory('USAGE', k, 'SAMPLES', 0);
+        const sizesOf = (await pipe.exec()) ?? [];
+        for (const [i, k] of keys.entries()) {
+          const bytes = Number(sizesOf[i]?.[1] ?? 0);
+          reading.allBytes += bytes;
+          if (k.startsWith(`${base}repeat:rem-`)) {
+            reading.keys++;
+            reading.keyBytes += bytes;
+          } else if (k === `${base}repeat` || k === `${base}delayed`) {
+            reading.zsetBytes += bytes;
+          }
+        }
+      } while (cursor !== '0');
+      void before; // INFO used_memory is reported separately (noisy on a shared server)
+      return reading;
+    },
+    async close() {
+      redis.disconnect();
+      await deleteRedisPrefix(prefix);
+    },
+  };
+}
 
-async function usedMemory(redis: Redis): Promise<number> {
-  const info = await redis.info('memory');
-  return Number(/^used_memory:(\d+)/m.exec(info)?.[1] ?? NaN);
+function postgresStore(databaseUrl: string): Store {
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
+  pool.on('error', () => undefined);
+  const count = async (sql: string, params: unknown[]) => (await pool.query<{ n: number }>(sql, params)).rows[0].n;
+  const schemaBytes = async () =>
+    Number(
+      (
+        await pool.query<{ b: string }>(
+          `select coalesce(sum(pg_total_relation_size(c.oid)), 0)::text as b
+             from pg_class c join pg_namespace n on n.oid = c.relnamespace
+            where n.nspname = 'bullmq' and c.relkind in ('r', 'p', 'm')`,
+        )
+      ).rows[0].b,
+    );
+  return {
+    backend: 'postgres',
+    present: async (queue, id) => (await count('select count(*)::int as n from bullmq.scheduler where queue = $1 and scheduler_id = $2', [queue.name, reminderSchedulerId(id)])) > 0,
+    remSchedulers: (queue) => count(`select count(*)::int as n from bullmq.scheduler where queue = $1 and scheduler_id like 'rem-%'`, [queue.name]),
+    remJobs: (queue) => count(`select count(*)::int as n from bullmq.job where queue = $1 and id like 'repeat:rem-%' and finished_at_ms is null`, [queue.name]),
+    baseline: schemaBytes,
+    async measure(_queue, before) {
+      // Rows, indexes and TOAST of every table of the schema; the autovacuum-free growth since `before`.
+      const grown = (await schemaBytes()) - before;
+      return { keys: 0, keyBytes: 0, zsetBytes: 0, allBytes: grown };
+    },
+    async close() {
+      await pool.end();
+    },
+  };
 }
 
 interface Invoice extends ReminderInvoice {
@@ -117,6 +193,7 @@ interface Invoice extends ReminderInvoice {
 }
 
 interface RunResult {
+  backend: BenchBackend;
   n: number;
   scheduleS: number;
   memory: MemoryReading;
@@ -152,38 +229,31 @@ async function insertInvoices(db: pg.Pool, accountId: string, customers: { id: s
   return invoices;
 }
 
-/** Resolves when the scheduler of every id is gone from the `repeat` set; returns ms per id from `t0`. */
-async function timeUntilGone(redis: Redis, repeatKey: string, id: string, t0: number, timeoutMs = 5_000): Promise<number> {
+/** Resolves when the invoice's scheduler is gone; returns ms from `t0`. */
+async function timeUntilGone(store: Store, queue: AppQueue, id: string, t0: number, timeoutMs = 5_000): Promise<number> {
   for (;;) {
-    if ((await redis.zscore(repeatKey, reminderSchedulerId(id))) === null) return performance.now() - t0;
+    if (!(await store.present(queue, id))) return performance.now() - t0;
     if (performance.now() - t0 > timeoutMs) return Infinity;
   }
 }
 
-async function remSchedulerCount(redis: Redis, repeatKey: string): Promise<number> {
-  // The queue's repeat set also holds the reconciler's scheduler.
-  return (await redis.zcard(repeatKey)) - ((await redis.zscore(repeatKey, 'reminders-reconcile')) === null ? 0 : 1);
-}
-
-async function measureLateness(config: Config, prefix: string, policy: ReminderPolicy): Promise<number[]> {
-  const connection = redisOptions(config.redisUrl);
+/** `leadMs`: how far ahead the firing second is, long enough to schedule all 1,000 before it. */
+async function measureLateness(queues: QueueBackend, config: Config, policy: ReminderPolicy, leadMs: number): Promise<number[]> {
   const name = `${QUEUES.reminders}-lateness`;
-  const queue = new Queue(name, { connection, prefix, settings: reminderSchedulerSettings });
+  const queue = queues.queue(name, { settings: reminderSchedulerSettings });
   // One slot per invoice: 10 s before due, then nothing until a day after due.
   const latenessPolicy: ReminderPolicy = { ...policy, beforeStart: Duration.fromISO('PT10S'), beforeEvery: Duration.fromISO('PT1H') };
   const schedulers = createReminderSchedulers(queue, latenessPolicy);
   const fired: number[] = [];
   let done: () => void = () => undefined;
   const all = new Promise<void>((resolve) => (done = resolve));
-  const worker = new Worker(
+  const worker = queues.worker(
     name,
     async (job: Job) => {
       fired.push(Date.now() - plannedInstantOf(job).getTime());
       if (fired.length === LATENESS_SCHEDULES) done();
     },
     {
-      connection,
-      prefix,
       concurrency: config.workerConcurrency,
       lockDuration: config.workerLockDurationMs,
       stalledInterval: config.workerStalledIntervalMs,
@@ -192,8 +262,9 @@ async function measureLateness(config: Config, prefix: string, policy: ReminderP
   );
   worker.on('error', (err) => note(`lateness worker error: ${err.message}`));
   await worker.waitUntilReady();
-  // Every first slot inside one whole second, ~4 s from now (scheduling 1,000 takes well under that).
-  const second = Math.ceil((Date.now() + 4_000) / 1000) * 1000;
+  // Every first slot inside one whole second, far enough ahead that scheduling them all is over
+  // before it: lateness is then the firing's alone.
+  const second = Math.ceil((Date.now() + leadMs) / 1000) * 1000;
   const invoices = Array.from({ length: LATENESS_SCHEDULES }, () => ({
     id: newId('inv'),
     dueAt: new Date(second + Math.floor(Math.random() * 1000) + 10_000),
@@ -210,11 +281,11 @@ async function measureLateness(config: Config, prefix: string, policy: ReminderP
   return fired;
 }
 
-async function runBare(redis: Redis, invoices: Invoice[], policy: ReminderPolicy): Promise<RunResult['bare']> {
-  const prefix = `bench-rem-bare-${randomBytes(4).toString('hex')}`;
-  const queue = new Queue(QUEUES.reminders, { connection: redisOptions(REDIS_URL), prefix });
+async function runBare(queues: QueueBackend, store: Store, invoices: Invoice[], policy: ReminderPolicy): Promise<RunResult['bare']> {
+  // Its own queue (and so its own keys or rows), same ids.
+  const queue = queues.queue(`${QUEUES.reminders}-bare`);
   try {
-    const before = await usedMemory(redis);
+    const before = await store.baseline();
     const t0 = performance.now();
     // Same ids, a daily `every` starting at the invoice's first slot (a delayed job, as ours), the
     // same template data; nothing else.
@@ -227,36 +298,36 @@ async function runBare(redis: Redis, invoices: Invoice[], policy: ReminderPolicy
       ),
     );
     const scheduleS = (performance.now() - t0) / 1000;
-    const usedDelta = (await usedMemory(redis)) - before;
-    const memory = await measureMemory(redis, prefix, QUEUES.reminders);
+    const memory = await store.measure(queue, before);
+    const usedDelta = store.backend === 'redis' ? (await store.baseline()) - before : memory.allBytes;
     const t1 = performance.now();
     await pooled(invoices, IN_FLIGHT, (inv) => queue.removeJobScheduler(reminderSchedulerId(inv.id)));
     const cancelAllS = (performance.now() - t1) / 1000;
     if ((await queue.getJobSchedulersCount()) !== 0) note('warning: bare schedulers left after removing them all');
     return { scheduleS, memory, usedDelta, cancelAllS };
   } finally {
+    await queue.obliterate({ force: true }).catch(() => undefined);
     await queue.close();
-    await deleteRedisPrefix(prefix);
   }
 }
 
-async function runSize(db: BenchDatabase, n: number, accountId: string, customers: { id: string; zone: string }[]): Promise<RunResult> {
+async function runSize(backend: BenchBackend, db: BenchDatabase, n: number, accountId: string, customers: { id: string; zone: string }[]): Promise<RunResult> {
   const prefix = `bench-rem-${randomBytes(4).toString('hex')}`;
   const outbox = mkdtempSync(path.join(os.tmpdir(), 'bench-rem-'));
   const config = loadConfig({
     DATABASE_URL: db.url,
-    REDIS_URL,
-    REDIS_PREFIX: prefix,
+    ...backendEnv(backend, prefix),
     LOG_LEVEL: 'silent',
     MAIL_OUTBOX_DIR: outbox,
     RECONCILE_EVERY: 'PT1H', // the reconciler must not run in the middle of the measurements
     WORKER_PORT: '0',
   });
   const policy = config.reminders;
-  const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+  const store = backend === 'redis' ? redisStore(prefix) : postgresStore(db.url);
+  const queues = queueBackendOf(config, 'consumer');
   const pool = new pg.Pool({ connectionString: db.url, max: 4 });
   let worker: WorkerRuntime | null = null;
-  const apiQueue = new Queue(QUEUES.reminders, { connection: redisOptions(REDIS_URL), prefix, settings: reminderSchedulerSettings });
+  const apiQueue = queues.queue(QUEUES.reminders, { settings: reminderSchedulerSettings });
   try {
     // A running worker: its LISTEN on the stop trigger is what removes schedulers on payment.
     worker = await createWorkerRuntime(config, createLogger('silent'), jobHandlers);
@@ -266,10 +337,9 @@ async function runSize(db: BenchDatabase, n: number, accountId: string, customer
     const started = Date.now();
     while ((await worker.queues.reminders.getCompletedCount()) < 1 && Date.now() - started < 15_000) await sleep(50);
     await sleep(500);
-    const service = createReminderService(pool, apiQueue, redis, policy);
-    const repeatKey = apiQueue.keys.repeat;
+    const service = createReminderService(pool, apiQueue, queues, policy);
 
-    note(`N=${n}: inserting invoices`);
+    note(`${backend} N=${n}: inserting invoices`);
     // N invoices to schedule, plus one probe.
     const invoices = await insertInvoices(pool, accountId, customers, n + 1);
 
@@ -278,75 +348,81 @@ async function runSize(db: BenchDatabase, n: number, accountId: string, customer
     await service.schedulers.schedule(probe, new Date());
     await pool.query(`update invoices set status = 'paid', paid_at = now() where id = $1`, [probe.id]);
     const probeT0 = performance.now();
-    if ((await timeUntilGone(redis, repeatKey, probe.id, probeT0, 15_000)) === Infinity) throw new Error('the worker never removed the probe schedule');
+    if ((await timeUntilGone(store, apiQueue, probe.id, probeT0, 15_000)) === Infinity) throw new Error('the worker never removed the probe schedule');
     const open = invoices.slice(0, -1);
 
-    note(`N=${n}: scheduling ${open.length} invoices, ${IN_FLIGHT} in flight`);
-    const usedBefore = await usedMemory(redis);
+    note(`${backend} N=${n}: scheduling ${open.length} invoices, ${IN_FLIGHT} in flight`);
+    const usedBefore = await store.baseline();
     const t0 = performance.now();
     const now = new Date();
     await pooled(open, IN_FLIGHT, (inv) => service.schedulers.schedule(inv, now));
     const scheduleS = (performance.now() - t0) / 1000;
-    const usedDelta = (await usedMemory(redis)) - usedBefore;
-    const scheduled = await remSchedulerCount(redis, repeatKey);
+    const memory = await store.measure(apiQueue, usedBefore);
+    const usedDelta = backend === 'redis' ? (await store.baseline()) - usedBefore : memory.allBytes;
+    const scheduled = await store.remSchedulers(apiQueue);
     if (scheduled !== open.length) throw new Error(`expected ${open.length} schedulers, found ${scheduled}`);
-    const memory = await measureMemory(redis, prefix, QUEUES.reminders);
 
-    note(`N=${n}: bare job schedulers, same ids`);
-    const bare = await runBare(redis, open, policy);
+    note(`${backend} N=${n}: bare job schedulers, same ids`);
+    const bare = await runBare(queues, store, open, policy);
 
-    note(`N=${n}: lateness, ${LATENESS_SCHEDULES} schedules firing in one second`);
-    const lateness = await measureLateness(config, prefix, policy);
+    note(`${backend} N=${n}: lateness, ${LATENESS_SCHEDULES} schedules firing in one second`);
+    // 1.5x the time this backend took to schedule as many, and at least 4 s.
+    const leadMs = Math.max(4_000, Math.ceil((LATENESS_SCHEDULES / (n / scheduleS)) * 1.5 * 1000));
+    const lateness = await measureLateness(queues, config, policy, leadMs);
 
-    note(`N=${n}: cancel latency, ${CANCEL_SAMPLE} invoices paid by SQL one at a time`);
+    note(`${backend} N=${n}: cancel latency, ${CANCEL_SAMPLE} invoices paid by SQL one at a time`);
     const sample = open.slice(0, CANCEL_SAMPLE);
     const cancelSample: number[] = [];
     for (const inv of sample) {
       const c0 = performance.now();
       await pool.query(`update invoices set status = 'paid', paid_at = now() where id = $1`, [inv.id]);
-      cancelSample.push(await timeUntilGone(redis, repeatKey, inv.id, c0));
+      cancelSample.push(await timeUntilGone(store, apiQueue, inv.id, c0));
     }
 
-    note(`N=${n}: one UPDATE pays the other ${open.length - CANCEL_SAMPLE}`);
+    note(`${backend} N=${n}: one UPDATE pays the other ${open.length - CANCEL_SAMPLE}`);
     const a0 = performance.now();
     await pool.query(`update invoices set status = 'paid', paid_at = now() where status = 'open' and id = any($1)`, [
       open.slice(CANCEL_SAMPLE).map((x) => x.id),
     ]);
     const cancelAllUpdateS = (performance.now() - a0) / 1000;
     const deadline = Date.now() + 120_000;
-    while ((await remSchedulerCount(redis, repeatKey)) > 0) {
+    while ((await store.remSchedulers(apiQueue)) > 0) {
       if (Date.now() > deadline) throw new Error('schedulers still present 120 s after paying everything');
       await sleep(10);
     }
     const cancelAllS = (performance.now() - a0) / 1000;
-    const leftJobs = (await redis.zrange(apiQueue.keys.delayed, '0', '-1')).filter((id) => id.startsWith('repeat:rem-')).length;
+    const leftJobs = await store.remJobs(apiQueue);
     if (leftJobs !== 0) note(`warning: ${leftJobs} pending reminder jobs left after cancelling every schedule`);
 
-    return { n, scheduleS, memory, usedDelta, bare, lateness, latenessWorkerConcurrency: config.workerConcurrency, cancelSample, cancelAllS, cancelAllUpdateS };
+    return { backend, n, scheduleS, memory, usedDelta, bare, lateness, latenessWorkerConcurrency: config.workerConcurrency, cancelSample, cancelAllS, cancelAllUpdateS };
   } finally {
     await worker?.close().catch((err) => note(`worker close: ${err}`));
     await apiQueue.close();
+    await queues.close();
     await pool.end();
-    redis.disconnect();
-    await deleteRedisPrefix(prefix);
+    await store.close();
     rmSync(outbox, { recursive: true, force: true });
   }
 }
 
 function report(results: RunResult[], redisVersion: string): string {
-  const head = ['', ...results.map((r) => `N = ${r.n.toLocaleString('en-US')}`), 'target'];
+  const head = ['', ...results.map((r) => `${r.backend} N = ${r.n.toLocaleString('en-US')}`), 'target'];
   const ms = (v: number) => (Number.isFinite(v) ? fmt(v, 1) : 'timeout');
   const pass = (ok: boolean) => (ok ? 'ok' : 'MISSED');
+  const isRedis = (r: RunResult) => r.backend === 'redis';
   const rows: (string | number)[][] = [
     ['schedule all: s (invoices/s), service.schedule, 200 in flight', ...results.map((r) => `${fmt(r.scheduleS, 2)} (${fmt(r.n / r.scheduleS, 0)}/s)`), ''],
     ['  bare upsertJobScheduler(every), same ids', ...results.map((r) => `${fmt(r.bare.scheduleS, 2)} (${fmt(r.n / r.bare.scheduleS, 0)}/s)`), ''],
-    ['Redis B per scheduled invoice (MEMORY USAGE)', ...results.map((r) => `${fmt(perInvoice(r.memory, r.n), 0)} ${pass(perInvoice(r.memory, r.n) < TARGET.bytes)}`), `< ${TARGET.bytes}`],
-    ['  of which own keys / share of repeat+delayed', ...results.map((r) => `${fmt(r.memory.keyBytes / (r.n), 0)} / ${fmt(r.memory.zsetBytes / (r.n), 0)}`), ''],
-    ['  bare job scheduler, same measure', ...results.map((r) => fmt(perInvoice(r.bare.memory, r.n), 0)), '(1.4-1.5 KB)'],
-    ['  bare: own keys / share of repeat+delayed', ...results.map((r) => `${fmt(r.bare.memory.keyBytes / r.n, 0)} / ${fmt(r.bare.memory.zsetBytes / r.n, 0)}`), ''],
+    [
+      'B per scheduled invoice (Redis MEMORY USAGE | Postgres table growth)',
+      ...results.map((r) => `${fmt(perInvoice(r.memory, r.n), 0)}${isRedis(r) ? ` ${pass(perInvoice(r.memory, r.n) < TARGET.bytes)}` : ''}`),
+      `Redis < ${TARGET.bytes}`,
+    ],
+    ['  Redis: own keys / share of repeat+delayed', ...results.map((r) => (isRedis(r) ? `${fmt(r.memory.keyBytes / r.n, 0)} / ${fmt(r.memory.zsetBytes / r.n, 0)}` : '-')), ''],
+    ['  bare job scheduler, same measure', ...results.map((r) => fmt(perInvoice(r.bare.memory, r.n), 0)), ''],
     ['  project / bare', ...results.map((r) => `${fmt(perInvoice(r.memory, r.n) / perInvoice(r.bare.memory, r.n), 2)}x`), ''],
-    ['  all keys under the queue / N (project | bare)', ...results.map((r) => `${fmt(r.memory.allBytes / (r.n), 0)} | ${fmt(r.bare.memory.allBytes / (r.n), 0)}`), ''],
-    ['  INFO used_memory delta / N (project | bare)', ...results.map((r) => `${fmt(r.usedDelta / (r.n), 0)} | ${fmt(r.bare.usedDelta / (r.n), 0)}`), 'shared server: noisy'],
+    ['  Redis: all keys under the queue / N (project | bare)', ...results.map((r) => (isRedis(r) ? `${fmt(r.memory.allBytes / r.n, 0)} | ${fmt(r.bare.memory.allBytes / r.n, 0)}` : '-')), ''],
+    ['  Redis: INFO used_memory delta / N (project | bare)', ...results.map((r) => (isRedis(r) ? `${fmt(r.usedDelta / r.n, 0)} | ${fmt(r.bare.usedDelta / r.n, 0)}` : '-')), 'shared server: noisy'],
     [`lateness ms p50 / p99 / max (${LATENESS_SCHEDULES.toLocaleString('en-US')} in one second)`, ...results.map((r) => `${fmt(percentile(r.lateness, 50), 0)} / ${fmt(percentile(r.lateness, 99), 0)} / ${fmt(Math.max(...r.lateness), 0)} ${pass(percentile(r.lateness, 99) < TARGET.latenessP99)}`), `p99 < ${TARGET.latenessP99}`],
     ['  min lateness ms (never early)', ...results.map((r) => fmt(Math.min(...r.lateness), 0)), '>= 0'],
     [`cancel ms p50 / p99 / max (SQL paid -> scheduler gone, ${CANCEL_SAMPLE} sampled)`, ...results.map((r) => `${ms(percentile(r.cancelSample, 50))} / ${ms(percentile(r.cancelSample, 99))} / ${ms(Math.max(...r.cancelSample))} ${pass(percentile(r.cancelSample, 99) < TARGET.cancelP99)}`), `p99 < ${TARGET.cancelP99}`],
@@ -356,7 +432,7 @@ function report(results: RunResult[], redisVersion: string): string {
   const policy = 'P3D/P1D before, P1D/P7D x4 after, 09:00 local';
   return [
     '',
-    `npm run bench:reminders -- ${results.map((r) => r.n).join(' ')}`,
+    `npm run bench:reminders -- ${[...new Set(results.map((r) => r.n))].join(' ')} --backend ${[...new Set(results.map((r) => r.backend))].join(',')}`,
     `redis ${redisVersion}, node ${process.version}, ${os.cpus().length} cpus, ${loadAvg()}; policy ${policy}; invoice ids inv_ + 24 chars;`,
     `lateness worker: reminderWorkerOptions, concurrency ${results[0]?.latenessWorkerConcurrency}; cancel: createWorkerRuntime's LISTEN path`,
     '',
@@ -366,28 +442,36 @@ function report(results: RunResult[], redisVersion: string): string {
 }
 
 async function main(): Promise<void> {
-  note(`bench:reminders for N = ${sizes.join(', ')}`);
-  const db = await createBenchDatabase();
-  const info = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
-  try {
-    const redisVersion = /^redis_version:(\S+)/m.exec(await info.info('server'))?.[1] ?? '?';
-    const pool = new pg.Pool({ connectionString: db.url, max: 2 });
-    const accountId = newId('acct');
-    await provisionMerchant(pool, { id: accountId, name: 'Bench Merchant', email: 'bench@example.com', timeZone: 'UTC' });
-    const customers = Array.from({ length: 100 }, (_, i) => ({ id: newId('cus'), zone: ZONES[i % ZONES.length] }));
-    await pool.query(
-      `insert into customers (id, account_id, environment, email, time_zone)
-       select t.id, $1, 'sandbox', t.email, t.zone from unnest($2::text[], $3::text[], $4::text[]) as t(id, email, zone)`,
-      [accountId, customers.map((c) => c.id), customers.map((_, i) => `customer-${i}@example.com`), customers.map((c) => c.zone)],
-    );
-    await pool.end();
-    const results: RunResult[] = [];
-    for (const n of sizes) results.push(await runSize(db, n, accountId, customers));
-    process.stdout.write(report(results, redisVersion));
-  } finally {
+  note(`bench:reminders for N = ${sizes.join(', ')} on ${args.backends.join(' and ')}; ${loadAvg()}`);
+  let redisVersion = '-';
+  if (args.backends.includes('redis')) {
+    const info = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
+    redisVersion = /^redis_version:(\S+)/m.exec(await info.info('server'))?.[1] ?? '?';
     info.disconnect();
-    await db.drop();
   }
+  const results: RunResult[] = [];
+  for (const n of sizes) {
+    for (const backend of args.backends) {
+      // A database per run: the Postgres backend's storage figure is the growth of its schema.
+      const db = await createBenchDatabase({ queueSchema: backend === 'postgres' });
+      try {
+        const pool = new pg.Pool({ connectionString: db.url, max: 2 });
+        const accountId = newId('acct');
+        await provisionMerchant(pool, { id: accountId, name: 'Bench Merchant', email: 'bench@example.com', timeZone: 'UTC' });
+        const customers = Array.from({ length: 100 }, (_, i) => ({ id: newId('cus'), zone: ZONES[i % ZONES.length] }));
+        await pool.query(
+          `insert into customers (id, account_id, environment, email, time_zone)
+           select t.id, $1, 'sandbox', t.email, t.zone from unnest($2::text[], $3::text[], $4::text[]) as t(id, email, zone)`,
+          [accountId, customers.map((c) => c.id), customers.map((_, i) => `customer-${i}@example.com`), customers.map((c) => c.zone)],
+        );
+        await pool.end();
+        results.push(await runSize(backend, db, n, accountId, customers));
+      } finally {
+        await db.drop();
+      }
+    }
+  }
+  process.stdout.write(report(results, redisVersion));
 }
 
 main().then(

@@ -1,4 +1,5 @@
-// `npm run bench:send [N]` (or BENCH_N): sends N invoices through the real path
+// `npm run bench:send [N] [--backend postgres|redis|both]` (or BENCH_N; backend default both):
+// sends N invoices through the real path
 //   HTTP POST /v1/invoices/{id}/send (API process) -> outbox + BullMQ -> worker process(es)
 //   -> PDF (pdfkit) -> SMTP (nodemailer pool) -> loopback SMTP sink in this process
 // with 1 and with 2 worker processes, and prints sends/s, p50/p99 latency from the HTTP send to
@@ -8,8 +9,12 @@
 // the lower of the two. A second pass per worker count sends at half the measured maximum rate
 // and reports p50/p99 there.
 //
-// Self-contained: own database (invoices_bench_<random>, dropped at the end), own Redis prefix
-// (keys deleted at the end), own SMTP sink. Run by hand, never as a test.
+// With both backends, the pipeline passes run once on each queue backend (BullMQ on Redis, BullMQ
+// on the run database's `bullmq` schema), against the same raw limits, and the report puts them
+// side by side (target: Postgres >= 0.8x Redis in sends/s with one worker).
+//
+// Self-contained: own database per backend (invoices_bench_<random>, dropped at the end), own
+// Redis prefix (keys deleted at the end), own SMTP sink. Run by hand, never as a test.
 //
 // Knobs (env): BENCH_N (default 2000), BENCH_WORKER_CONCURRENCY (comma list, default "8"),
 // BENCH_SEND_CONCURRENCY (HTTP sends in flight in the max pass, default 16), BENCH_HALF
@@ -20,18 +25,20 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Queue, type Job } from 'bullmq';
+import type { Job } from 'bullmq';
 import pg from 'pg';
 import { loadInvoiceForMail } from '../src/db/invoice-for-mail.js';
 import { createMailTransport, type OutgoingMail } from '../src/mail/transport.js';
 import { renderEmail } from '../src/mail/render-email.js';
 import type { InvoiceDocument } from '../src/domain/invoice-document.js';
 import { renderInvoicePdf } from '../src/pdf/render-invoice-pdf.js';
+import { loadConfig } from '../src/config.js';
+import { queueBackendOf, type AppQueue, type QueueBackend } from '../src/queue/backend.js';
 import { QUEUES } from '../src/queue/catalogue.js';
-import { redisOptions } from '../src/queue/redis.js';
 import { provisionMerchant } from '../src/runtime/provision.js';
 import {
-  REDIS_URL,
+  backendEnv,
+  backendsFromArgs,
   busyPercent,
   codeVersion,
   cpuDelta,
@@ -54,6 +61,7 @@ import {
   startSmtpSink,
   table,
   waitForHttp,
+  type BenchBackend,
   type BenchDatabase,
   type Child,
   type SmtpSink,
@@ -297,12 +305,13 @@ interface PassResult {
 }
 
 interface Env {
+  backend: BenchBackend;
   db: BenchDatabase;
   prefix: string;
   sink: SmtpSink;
   api: Api;
   apiChild: Child;
-  queue: Queue;
+  queue: AppQueue;
   /** BENCH_CPU_PROF: directory for the workers' V8 CPU profiles of the max passes. */
   profileDir: string | null;
 }
@@ -315,9 +324,10 @@ function startWorkers(env: Env, count: number, concurrency: number, profileTag: 
       [],
       {
       DATABASE_URL: env.db.url,
-      REDIS_URL,
-      REDIS_PREFIX: env.prefix,
+      ...backendEnv(env.backend, env.prefix),
       SMTP_URL: env.sink.url,
+      // The bench sends with a sandbox key: sandbox mail goes to SANDBOX_SMTP_URL only.
+      SANDBOX_SMTP_URL: env.sink.url,
       WORKER_CONCURRENCY: String(concurrency),
       WORKER_PORT: '0',
         LOG_LEVEL: 'warn',
@@ -330,7 +340,7 @@ function startWorkers(env: Env, count: number, concurrency: number, profileTag: 
 
 
 
-async function waitForWorkers(queue: Queue, count: number): Promise<void> {
+async function waitForWorkers(queue: AppQueue, count: number): Promise<void> {
   const deadline = Date.now() + 60_000;
   while ((await queue.getWorkersCount()) < count) {
     if (Date.now() > deadline) throw new Error(`only ${await queue.getWorkersCount()} of ${count} workers registered after 60 s`);
@@ -338,7 +348,7 @@ async function waitForWorkers(queue: Queue, count: number): Promise<void> {
   }
 }
 
-async function jobStats(queue: Queue, invoiceIds: Set<string>): Promise<{ runP50: number; runP99: number; waitP50: number; failed: number }> {
+async function jobStats(queue: AppQueue, invoiceIds: Set<string>): Promise<{ runP50: number; runP99: number; waitP50: number; failed: number }> {
   const jobs = (await queue.getJobs(['completed', 'failed'], 0, -1)) as Job<{ invoiceId: string }>[];
   const mine = jobs.filter((j) => j && invoiceIds.has(j.data.invoiceId));
   const runs = mine.filter((j) => j.finishedOn && j.processedOn).map((j) => j.finishedOn! - j.processedOn!);
@@ -350,6 +360,7 @@ async function runPass(
   env: Env,
   opts: { label: string; workers: number; concurrency: number; n: number; rate: number | null; sendConcurrency: number },
 ): Promise<PassResult> {
+  opts = { ...opts, label: `${env.backend} ${opts.label}` };
   const tag = `${opts.label.replace(/\W+/g, '')}${randomSuffix()}`;
   const warmCount = 10 * opts.workers;
   note(`${opts.label}: creating ${opts.n + warmCount} drafts (20 lines each)`);
@@ -472,9 +483,56 @@ async function measureRawPdf(docFile: string, processes: number, seconds: number
   return { load, perProcess, total: perProcess.reduce((a, r) => a + r.perSecond, 0) };
 }
 
+interface BackendRun {
+  env: Env;
+  cleanup(): Promise<void>;
+}
+
+/** One backend's database, queue handle and API process (workers come and go per pass). */
+async function openBackend(backend: BenchBackend, sink: SmtpSink, tmp: string): Promise<BackendRun & { pool: pg.Pool; keys: { sandbox: string } }> {
+  const db = await createBenchDatabase({ queueSchema: backend === 'postgres' });
+  const prefix = `bench_send_${randomSuffix()}`;
+  const pool = new pg.Pool({ connectionString: db.url, max: 4 });
+  // The drop at the end terminates whatever is still connected; never crash on an idle client.
+  pool.on('error', () => undefined);
+  const queues: QueueBackend = queueBackendOf(loadConfig({ DATABASE_URL: db.url, ...backendEnv(backend, prefix) }), 'producer');
+  const queue = queues.queue(QUEUES.send);
+  let apiChild: Child | null = null;
+  const cleanup = async () => {
+    await apiChild?.stop().catch(() => undefined);
+    await queue.close().catch(() => undefined);
+    await queues.close().catch(() => undefined);
+    await pool.end().catch(() => undefined);
+    await db.drop().catch((err) => note(`could not drop ${db.name}: ${err}`));
+    const keys = backend === 'redis' ? await deleteRedisPrefix(prefix).catch(() => -1) : 0;
+    note(`${backend}: cleaned up: database ${db.name} dropped${backend === 'redis' ? `, ${keys} Redis keys under ${prefix}: deleted` : ''}`);
+  };
+  try {
+    const { keys } = await provisionMerchant(pool, { id: 'acct_bench', name: 'Bench Merchant GmbH', email: 'billing@bench-merchant.example', timeZone: 'Europe/Berlin' });
+    const port = await freePort();
+    apiChild = spawnTs(`api (${backend})`, 'main/api.ts', [], {
+      DATABASE_URL: db.url,
+      ...backendEnv(backend, prefix),
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+      RATE_LIMIT_MAX: '1000000000',
+      PAYMENT_PAGE_BASE,
+    });
+    await waitForHttp(`http://127.0.0.1:${port}/v1/invoices/x`);
+    const api = new Api(`http://127.0.0.1:${port}`, keys.sandbox);
+    const env: Env = { backend, db, prefix, sink, api, apiChild, queue, profileDir: process.env.BENCH_CPU_PROF ? path.join(tmp, 'profiles') : null };
+    return { env, cleanup, pool, keys };
+  } catch (err) {
+    await cleanup();
+    throw err;
+  }
+}
+
 async function main(): Promise<void> {
-  const n = Number(process.argv[2] ?? process.env.BENCH_N ?? 2000);
-  if (!Number.isInteger(n) || n < 10) throw new Error(`N must be an integer >= 10, got ${process.argv[2] ?? process.env.BENCH_N}`);
+  const { backends, rest } = backendsFromArgs(process.argv.slice(2));
+  const n = Number(rest[0] ?? process.env.BENCH_N ?? 2000);
+  if (!Number.isInteger(n) || n < 10) throw new Error(`N must be an integer >= 10, got ${rest[0] ?? process.env.BENCH_N}`);
   const concurrencies = (process.env.BENCH_WORKER_CONCURRENCY ?? '8').split(',').map((s) => Number(s.trim()));
   const sendConcurrency = Number(process.env.BENCH_SEND_CONCURRENCY ?? 16);
   const halfFor = (process.env.BENCH_HALF ?? '1,2')
@@ -486,25 +544,14 @@ async function main(): Promise<void> {
 
   const startLoad = loadAvg();
   const codeAtStart = codeVersion();
-  note(`bench:send N=${n}, worker concurrency ${concurrencies.join('/')}, ${os.cpus().length} cpus, node ${process.version}; ${startLoad}`);
-  const db = await createBenchDatabase();
-  const prefix = `bench_send_${randomSuffix()}`;
+  note(`bench:send N=${n}, backends ${backends.join(' and ')}, worker concurrency ${concurrencies.join('/')}, ${os.cpus().length} cpus, node ${process.version}; ${startLoad}`);
   const sink = await startSmtpSink();
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'bench-send-'));
-  const pool = new pg.Pool({ connectionString: db.url, max: 4 });
-  // The drop at the end terminates whatever is still connected; never crash on an idle client.
-  pool.on('error', () => undefined);
-  const queue = new Queue(QUEUES.send, { connection: redisOptions(REDIS_URL), prefix });
-  let apiChild: Child | null = null;
+  const open: BackendRun[] = [];
   const cleanup = async () => {
-    await apiChild?.stop().catch(() => undefined);
-    await queue.close().catch(() => undefined);
-    await pool.end().catch(() => undefined);
+    for (const run of open.splice(0)) await run.cleanup();
     await sink.close().catch(() => undefined);
-    await db.drop().catch((err) => note(`could not drop ${db.name}: ${err}`));
-    const keys = await deleteRedisPrefix(prefix).catch(() => -1);
     rmSync(tmp, { recursive: true, force: true });
-    note(`cleaned up: database ${db.name} dropped, ${keys} Redis keys under ${prefix}: deleted`);
   };
   process.once('SIGINT', () => {
     note('interrupted; cleaning up');
@@ -512,68 +559,65 @@ async function main(): Promise<void> {
   });
 
   try {
-    const { keys } = await provisionMerchant(pool, { id: 'acct_bench', name: 'Bench Merchant GmbH', email: 'billing@bench-merchant.example', timeZone: 'Europe/Berlin' });
-    const port = await freePort();
-    apiChild = spawnTs('api', 'main/api.ts', [], {
-      DATABASE_URL: db.url,
-      REDIS_URL,
-      REDIS_PREFIX: prefix,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'warn',
-      RATE_LIMIT_MAX: '1000000000',
-      PAYMENT_PAGE_BASE,
-    });
-    await waitForHttp(`http://127.0.0.1:${port}/v1/invoices/x`);
-    const api = new Api(`http://127.0.0.1:${port}`, keys.sandbox);
-    const env: Env = { db, prefix, sink, api, apiChild, queue, profileDir: process.env.BENCH_CPU_PROF ? path.join(tmp, 'profiles') : null };
-
-    // The document every raw measurement uses: one of these drafts as the worker loads it, numbered.
-    const [sample] = await api.createDrafts(`sample${randomSuffix()}`, 1);
-    const loaded = await loadInvoiceForMail(pool, sample.id, PAYMENT_PAGE_BASE);
-    const doc: InvoiceDocument = { ...loaded!.doc, code: 'TEST-INV-000123', issuedAt: new Date().toISOString() };
-    const docFile = path.join(tmp, 'doc.json');
-    writeFileSync(docFile, JSON.stringify(doc));
-
-    // ---- raw limits (before the pipeline)
-    note(`raw pdfkit, 1 process, ${rawPdfSeconds} s; ${loadAvg()}`);
-    const pdf1 = await measureRawPdf(docFile, 1, rawPdfSeconds);
-    note(`raw pdfkit, 2 processes in parallel, ${rawPdfSeconds} s; ${loadAvg()}`);
-    const pdf2 = await measureRawPdf(docFile, 2, rawPdfSeconds);
-    const mailLoad = loadAvg();
-    note(`raw nodemailer (pool 5) -> sink, ${rawMailCount} messages; ${mailLoad}`);
-    const mail = await runTsJson<RawMailResult>(SELF, ['--raw-mail', docFile, sink.url, String(rawMailCount)]);
-
-    // ---- the pipeline
     const results: PassResult[] = [];
-    // BENCH_RATES="1=24.5,2=31": only fixed-rate passes (workers=rate), no max passes.
-    const fixedRates = (process.env.BENCH_RATES ?? '')
-      .split(',')
-      .filter((x) => x.includes('='))
-      .map((x) => x.split('=').map(Number) as [number, number]);
-    for (const [w, rate] of fixedRates) {
-      const count = Math.max(50, Math.min(Math.ceil(n / 2), Math.ceil(rate * 30)));
-      results.push(await runPass(env, { label: `rate ${w}w c${concurrencies[0]}`, workers: w, concurrency: concurrencies[0], n: count, rate, sendConcurrency }));
-      const r = results[results.length - 1];
-      note(`${r.label}: ${fmt(r.perSecond)}/s, p50 ${fmt(r.latP50, 0)} ms, p99 ${fmt(r.latP99, 0)} ms`);
-    }
-    for (const c of fixedRates.length ? [] : concurrencies) {
-      for (const w of [1, 2]) {
-        results.push(await runPass(env, { label: `max ${w}w c${c}`, workers: w, concurrency: c, n, rate: null, sendConcurrency }));
-        const r = results[results.length - 1];
+    let raw: { pdf1: Awaited<ReturnType<typeof measureRawPdf>>; pdf2: Awaited<ReturnType<typeof measureRawPdf>>; mail: RawMailResult; mailLoad: string; docFile: string } | null = null;
+    for (const backend of backends) {
+      const run = await openBackend(backend, sink, tmp);
+      open.push(run);
+      const { env, pool } = run;
+
+      if (raw === null) {
+        // The document every raw measurement uses: one of these drafts as the worker loads it, numbered.
+        const [sample] = await env.api.createDrafts(`sample${randomSuffix()}`, 1);
+        const loaded = await loadInvoiceForMail(pool, sample.id, PAYMENT_PAGE_BASE);
+        const doc: InvoiceDocument = { ...loaded!.doc, code: 'TEST-INV-000123', issuedAt: new Date().toISOString() };
+        const docFile = path.join(tmp, 'doc.json');
+        writeFileSync(docFile, JSON.stringify(doc));
+        // ---- raw limits (before the pipeline)
+        note(`raw pdfkit, 1 process, ${rawPdfSeconds} s; ${loadAvg()}`);
+        const pdf1 = await measureRawPdf(docFile, 1, rawPdfSeconds);
+        note(`raw pdfkit, 2 processes in parallel, ${rawPdfSeconds} s; ${loadAvg()}`);
+        const pdf2 = await measureRawPdf(docFile, 2, rawPdfSeconds);
+        const mailLoad = loadAvg();
+        note(`raw nodemailer (pool 5) -> sink, ${rawMailCount} messages; ${mailLoad}`);
+        const mail = await runTsJson<RawMailResult>(SELF, ['--raw-mail', docFile, sink.url, String(rawMailCount)]);
+        raw = { pdf1, pdf2, mail, mailLoad, docFile };
+      }
+
+      // ---- the pipeline, on this backend
+      const mine: PassResult[] = [];
+      // BENCH_RATES="1=24.5,2=31": only fixed-rate passes (workers=rate), no max passes.
+      const fixedRates = (process.env.BENCH_RATES ?? '')
+        .split(',')
+        .filter((x) => x.includes('='))
+        .map((x) => x.split('=').map(Number) as [number, number]);
+      for (const [w, rate] of fixedRates) {
+        const count = Math.max(50, Math.min(Math.ceil(n / 2), Math.ceil(rate * 30)));
+        mine.push(await runPass(env, { label: `rate ${w}w c${concurrencies[0]}`, workers: w, concurrency: concurrencies[0], n: count, rate, sendConcurrency }));
+        const r = mine[mine.length - 1];
         note(`${r.label}: ${fmt(r.perSecond)}/s, p50 ${fmt(r.latP50, 0)} ms, p99 ${fmt(r.latP99, 0)} ms`);
       }
+      for (const c of fixedRates.length ? [] : concurrencies) {
+        for (const w of [1, 2]) {
+          mine.push(await runPass(env, { label: `max ${w}w c${c}`, workers: w, concurrency: c, n, rate: null, sendConcurrency }));
+          const r = mine[mine.length - 1];
+          note(`${r.label}: ${fmt(r.perSecond)}/s, p50 ${fmt(r.latP50, 0)} ms, p99 ${fmt(r.latP99, 0)} ms`);
+        }
+      }
+      const c0 = concurrencies[0];
+      for (const w of fixedRates.length ? [] : halfFor) {
+        const max = mine.find((r) => r.mode === 'max' && r.workers === w && r.concurrency === c0);
+        if (!max) continue;
+        const rate = max.perSecond / 2;
+        const count = Math.max(50, Math.min(Math.ceil(n / 2), Math.ceil(rate * 30)));
+        mine.push(await runPass(env, { label: `half ${w}w c${c0}`, workers: w, concurrency: c0, n: count, rate, sendConcurrency }));
+        const r = mine[mine.length - 1];
+        note(`${r.label}: ${fmt(r.perSecond)}/s, p50 ${fmt(r.latP50, 0)} ms, p99 ${fmt(r.latP99, 0)} ms`);
+      }
+      results.push(...mine);
+      await open.pop()!.cleanup();
     }
-    const c0 = concurrencies[0];
-    for (const w of fixedRates.length ? [] : halfFor) {
-      const max = results.find((r) => r.mode === 'max' && r.workers === w && r.concurrency === c0);
-      if (!max) continue;
-      const rate = max.perSecond / 2;
-      const count = Math.max(50, Math.min(Math.ceil(n / 2), Math.ceil(rate * 30)));
-      results.push(await runPass(env, { label: `half ${w}w c${c0}`, workers: w, concurrency: c0, n: count, rate, sendConcurrency }));
-      const r = results[results.length - 1];
-      note(`${r.label}: ${fmt(r.perSecond)}/s, p50 ${fmt(r.latP50, 0)} ms, p99 ${fmt(r.latP99, 0)} ms`);
-    }
+    const { pdf1, pdf2, mail, mailLoad, docFile } = raw!;
 
     // ---- raw pdfkit again (after), to see drift from other load on the machine
     note(`raw pdfkit again, 1 process; ${loadAvg()}`);
@@ -584,7 +628,7 @@ async function main(): Promise<void> {
     const rawLimit = Math.min(pdfLimit, mail.perSecond);
     const out: string[] = [];
     out.push('');
-    out.push(`bench:send  N=${n}  ${os.cpus().length} cpus (${os.cpus()[0]?.model ?? '?'}), node ${process.version}`);
+    out.push(`bench:send  N=${n}  backends ${backends.join(', ')}  ${os.cpus().length} cpus (${os.cpus()[0]?.model ?? '?'}), node ${process.version}`);
     out.push(`load at start: ${startLoad}; at end: ${loadAvg()}`);
     out.push(`code: ${codeAtStart}${codeVersion() === codeAtStart ? '' : `; at end: ${codeVersion()}`}`);
     out.push(`invoice: 20 line items, PDF ${fmt(pdf1.perProcess[0].pdfBytes / 1024)} KiB (${pdf1.perProcess[0].pdfBytes} bytes)`);
@@ -648,14 +692,27 @@ async function main(): Promise<void> {
     );
     out.push('');
     out.push('Targets');
+    const maxOf = (backend: BenchBackend, workers: number, c: number) =>
+      results.find((r) => r.label.startsWith(`${backend} `) && r.mode === 'max' && r.workers === workers && r.concurrency === c);
+    for (const backend of backends) {
+      for (const c of concurrencies) {
+        const one = maxOf(backend, 1, c);
+        const two = maxOf(backend, 2, c);
+        if (!one || !two) continue;
+        const ratio = one.perSecond / rawLimit;
+        out.push(`  ${backend} c${c}: ratio (1 worker) ${fmt(ratio, 2)} vs >= 0.7: ${ratio >= 0.7 ? 'met' : 'MISSED'}`);
+        out.push(
+          `  ${backend} c${c}: second worker process: ${fmt(two.perSecond)}/s vs ${fmt(one.perSecond)}/s = x${fmt(two.perSecond / one.perSecond, 2)} (${two.perSecond > one.perSecond * 1.05 ? 'adds throughput' : 'does NOT add throughput'}; 2-process pdfkit alone: x${fmt(pdf2.total / pdf1.total, 2)})`,
+        );
+      }
+    }
     for (const c of concurrencies) {
-      const one = results.find((r) => r.mode === 'max' && r.workers === 1 && r.concurrency === c);
-      const two = results.find((r) => r.mode === 'max' && r.workers === 2 && r.concurrency === c);
-      if (!one || !two) continue;
-      const ratio = one.perSecond / rawLimit;
-      out.push(`  c${c}: ratio (1 worker) ${fmt(ratio, 2)} vs >= 0.7: ${ratio >= 0.7 ? 'met' : 'MISSED'}`);
+      const pgOne = maxOf('postgres', 1, c);
+      const redisOne = maxOf('redis', 1, c);
+      if (!pgOne || !redisOne) continue;
+      const x = pgOne.perSecond / redisOne.perSecond;
       out.push(
-        `  c${c}: second worker process: ${fmt(two.perSecond)}/s vs ${fmt(one.perSecond)}/s = x${fmt(two.perSecond / one.perSecond, 2)} (${two.perSecond > one.perSecond * 1.05 ? 'adds throughput' : 'does NOT add throughput'}; 2-process pdfkit alone: x${fmt(pdf2.total / pdf1.total, 2)})`,
+        `  c${c}: Postgres backend ${fmt(pgOne.perSecond)}/s vs Redis backend ${fmt(redisOne.perSecond)}/s with one worker = ${fmt(x, 2)}x vs >= 0.8x: ${x >= 0.8 ? 'met' : 'MISSED'} (worker CPU ms per invoice ${fmt(pgOne.workerCpuMsPerMsg, 2)} vs ${fmt(redisOne.workerCpuMsPerMsg, 2)}; Postgres ms per invoice ${fmt(pgOne.postgresCpuMsPerMsg, 2)} vs ${fmt(redisOne.postgresCpuMsPerMsg, 2)})`,
       );
     }
     for (const r of results.filter((x) => x.mode === 'rate')) {
@@ -664,7 +721,7 @@ async function main(): Promise<void> {
       );
     }
     for (const p of profiles) {
-      const dir = env.profileDir!;
+      const dir = path.join(tmp, 'profiles');
       // One directory per worker process; one profile per thread (main, and tsx's loader thread).
       const files = readdirSync(dir)
         .filter((d) => d.startsWith(`${p.tag}-`))

@@ -23,6 +23,28 @@ export function note(msg: string): void {
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
+export type BenchBackend = 'redis' | 'postgres';
+
+/** `--backend postgres|redis|both` (default both) from the command line; the other arguments stay. */
+export function backendsFromArgs(argv: string[]): { backends: BenchBackend[]; rest: string[] } {
+  const rest: string[] = [];
+  let choice = 'both';
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--backend') choice = argv[++i] ?? '';
+    else if (a.startsWith('--backend=')) choice = a.slice('--backend='.length);
+    else rest.push(a);
+  }
+  if (choice === 'both') return { backends: ['postgres', 'redis'], rest };
+  if (choice === 'postgres' || choice === 'redis') return { backends: [choice], rest };
+  throw new Error(`--backend must be postgres, redis or both, got "${choice}"`);
+}
+
+/** The environment that puts a spawned api/worker on the queue backend (own Redis prefix). */
+export function backendEnv(backend: BenchBackend, prefix: string): Record<string, string> {
+  return backend === 'redis' ? { QUEUE_BACKEND: 'redis', REDIS_URL, REDIS_PREFIX: prefix } : { QUEUE_BACKEND: 'postgres' };
+}
+
 /** "load 1.23 1.10 0.90 (2 cpus)", like uptime. */
 export function loadAvg(): string {
   return `load ${os
@@ -69,11 +91,12 @@ export interface BenchDatabase {
   drop(): Promise<void>;
 }
 
-export async function createBenchDatabase(): Promise<BenchDatabase> {
+/** `queueSchema`: also BullMQ's `bullmq` schema, for a run on the Postgres queue backend. */
+export async function createBenchDatabase(opts: { queueSchema?: boolean } = {}): Promise<BenchDatabase> {
   const name = `invoices_bench_${randomSuffix()}`;
   const url = new URL(DEFAULT_PG);
   url.pathname = `/${name}`;
-  await migrate(url.toString());
+  await migrate(url.toString(), undefined, { queueSchema: opts.queueSchema ?? false });
   return {
     name,
     url: url.toString(),

@@ -7,6 +7,9 @@ import { invoiceReceipt } from './invoice-receipt.js';
 import { invoiceReminder } from './invoice-reminder.js';
 import { invoiceSend } from './invoice-send.js';
 import { remindersReconcile } from './reminders-reconcile.js';
+import { eventsPrune } from './events-prune.js';
+import { webhookDeliver } from './webhook-deliver.js';
+import { webhookFanout } from './webhook-fanout.js';
 
 export const jobHandlers: JobHandlers = {
   'invoice.send': invoiceSend,
@@ -15,4 +18,7 @@ export const jobHandlers: JobHandlers = {
   'invoice.due': invoiceDue,
   'reminders.reconcile': remindersReconcile,
   'idempotency.prune': idempotencyPrune,
+  'webhook.fanout': webhookFanout,
+  'webhook.deliver': webhookDeliver,
+  'events.prune': eventsPrune,
 };

@@ -1,13 +1,15 @@
 // `invoice-lifecycle api` (`npm run api`): the HTTP API alone (migrations are `migrate`'s job in
-// a deployment).
+// a deployment). DATABASE_URL unset: the embedded PostgreSQL of a running `start`, else its own.
 import { loadConfigOrExit } from '../src/config.js';
 import { createLogger } from '../src/log.js';
 import { createApiRuntime } from '../src/runtime/api-runtime.js';
+import { chooseDatabaseOrExit } from '../src/runtime/database.js';
 import { listenOn } from '../src/runtime/listen.js';
 import { exitOnSignals } from '../src/runtime/shutdown.js';
 import { startOrExit } from '../src/runtime/startup-error.js';
 
-const config = loadConfigOrExit();
+const database = await chooseDatabaseOrExit(process.env, 'share');
+const config = loadConfigOrExit(database.env);
 const log = createLogger(config.logLevel);
 const api = await startOrExit(async () => {
   const runtime = await createApiRuntime(config, log);
@@ -20,4 +22,7 @@ const api = await startOrExit(async () => {
   }
   return runtime;
 });
-exitOnSignals(log, config.shutdownTimeoutMs, () => api.close());
+exitOnSignals(log, config.shutdownTimeoutMs, async () => {
+  await api.close();
+  await database.stop();
+});

@@ -10,6 +10,8 @@ import { migrate } from '../src/db/migrate.js';
 import type { Pool } from '../src/db/pool.js';
 import { createLogger } from '../src/log.js';
 import { createApiRuntime } from '../src/runtime/api-runtime.js';
+import { chooseDatabaseOrExit } from '../src/runtime/database.js';
+import { startOrExit } from '../src/runtime/startup-error.js';
 import { provisionMerchant, type MerchantKeys } from '../src/runtime/provision.js';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
@@ -20,10 +22,11 @@ const KEYS_FILE = 'var/demo-keys.json';
 const DEMO_SETTLEMENT_ADDRESS = '0xDe30000000000000000000000000000000000001';
 
 // Quiet by default: the last line of stdout is the JSON a newcomer copies from.
-const config = loadConfigOrExit({ LOG_LEVEL: 'warn', ...process.env });
+const database = await chooseDatabaseOrExit({ LOG_LEVEL: 'warn', ...process.env }, 'share');
+const config = loadConfigOrExit(database.env);
 const log = createLogger(config.logLevel);
-await migrate(config.databaseUrl);
-const api = await createApiRuntime(config, log);
+await migrate(config.databaseUrl, undefined, { queueSchema: config.queueBackend === 'postgres' });
+const api = await startOrExit(() => createApiRuntime(config, log));
 
 async function call<T>(key: string, method: 'GET' | 'POST' | 'PATCH', url: string, payload?: object): Promise<T> {
   const res = await api.app.inject({ method, url, headers: { 'api-key': key }, ...(payload ? { payload } : {}) });
@@ -133,4 +136,5 @@ try {
   process.stdout.write(`${JSON.stringify(summary)}\n`);
 } finally {
   await api.close();
+  await database.stop();
 }

@@ -2,13 +2,17 @@
 import { loadConfigOrExit } from '../src/config.js';
 import { migrate } from '../src/db/migrate.js';
 import { createLogger, redactUrl } from '../src/log.js';
+import { chooseDatabaseOrExit } from '../src/runtime/database.js';
 
-const config = loadConfigOrExit();
+const database = await chooseDatabaseOrExit(process.env, 'share');
+const config = loadConfigOrExit(database.env);
 const log = createLogger(config.logLevel);
 try {
-  await migrate(config.databaseUrl, (msg) => log.debug(msg));
+  await migrate(config.databaseUrl, (msg) => log.debug(msg), { queueSchema: config.queueBackend === 'postgres' });
   log.info({ database: redactUrl(config.databaseUrl) }, 'migrations applied');
 } catch (err) {
   log.error({ err }, 'migration failed');
   process.exit(1);
+} finally {
+  await database.stop();
 }

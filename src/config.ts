@@ -14,9 +14,18 @@ export class ConfigError extends Error {
   }
 }
 
+export type QueueBackendKind = 'redis' | 'postgres';
+export const QUEUE_BACKENDS: readonly QueueBackendKind[] = ['redis', 'postgres'];
+
 export interface Config {
+  /** Always set here: with DATABASE_URL unset, the entrypoints start an embedded PostgreSQL first (src/runtime/database.ts). */
   databaseUrl: string;
-  redisUrl: string;
+  /** Where the embedded PostgreSQL keeps its data when DATABASE_URL is unset. */
+  embeddedPostgresDir: string;
+  /** Where BullMQ keeps its jobs: Redis, or the `bullmq` schema of the service's own database. */
+  queueBackend: QueueBackendKind;
+  /** Null with the Postgres backend: no Redis is ever reached. */
+  redisUrl: string | null;
   /** Prefix of every BullMQ key in Redis; tests give each run its own. */
   redisPrefix: string;
   port: number;
@@ -58,6 +67,21 @@ export interface Config {
   pdfRenderThreads: number;
   reminders: ReminderPolicy & { defaultTimeZone: string };
   reconcileEvery: Duration;
+  webhooks: WebhookConfig;
+  events: { retentionDays: number; pruneEvery: Duration };
+}
+
+export interface WebhookConfig {
+  /** A delivery succeeds on a 2xx within this time. */
+  timeoutMs: number;
+  backoffBaseMs: number;
+  backoffMaxMs: number;
+  /** How long a delivery is retried; an endpoint failing this long is disabled. */
+  retryWindowMs: number;
+  /** Local development and tests only: deliver to loopback and private addresses. */
+  allowPrivateNetworks: boolean;
+  /** Deliveries in flight per worker process. */
+  concurrency: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -100,6 +124,14 @@ function url(env: Env, name: string, fallback: string | null, protocols: string[
   return raw;
 }
 
+function bool(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (raw === 'true') return true;
+  if (raw === 'false') return false;
+  throw new ConfigError(name, `must be true or false, got "${raw}"`);
+}
+
 function duration(env: Env, name: string, fallback: string): Duration {
   const raw = str(env, name, fallback);
   const d = Duration.fromISO(raw);
@@ -119,6 +151,29 @@ function timeZone(env: Env, name: string, fallback: string): string {
   }
 }
 
+function databaseUrlOf(env: Env): string {
+  const value = url(env, 'DATABASE_URL', null, ['postgres:', 'postgresql:']);
+  if (value === null) throw new ConfigError('DATABASE_URL', 'is unset: start the service through its commands, which then run an embedded PostgreSQL');
+  return value;
+}
+
+/**
+ * DATABASE_URL unset: the folder of the embedded PostgreSQL the commands start (or find) before
+ * loading the configuration with its URL. Null when DATABASE_URL is set.
+ */
+export function embeddedPostgresDirOf(env: Env): string | null {
+  if (optional(env, 'DATABASE_URL') !== null) return null;
+  return str(env, 'EMBEDDED_POSTGRES_DIR', 'var/postgres');
+}
+
+/** Unset: Redis when one is configured, otherwise Postgres (nothing to install but the database). */
+function queueBackendOf(env: Env): QueueBackendKind {
+  const raw = optional(env, 'QUEUE_BACKEND');
+  if (raw === null) return optional(env, 'REDIS_URL') !== null || optional(env, 'REDIS_CLUSTER_NODES') !== null ? 'redis' : 'postgres';
+  if (!(QUEUE_BACKENDS as readonly string[]).includes(raw)) throw new ConfigError('QUEUE_BACKEND', `must be ${QUEUE_BACKENDS.join(' or ')}, got "${raw}"`);
+  return raw as QueueBackendKind;
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 export function loadConfig(env: Env = process.env): Config {
@@ -130,10 +185,13 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError(adminUser === null ? 'ADMIN_USER' : 'ADMIN_PASSWORD', 'must be set together with its pair');
   }
   const prefix = str(env, 'REDIS_PREFIX', 'bull');
+  const queueBackend = queueBackendOf(env);
   if (prefix.includes(' ')) throw new ConfigError('REDIS_PREFIX', 'must not contain spaces');
   const config: Config = {
-    databaseUrl: url(env, 'DATABASE_URL', 'postgres://postgres@127.0.0.1:5432/invoices', ['postgres:', 'postgresql:'])!,
-    redisUrl: url(env, 'REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:'])!,
+    databaseUrl: databaseUrlOf(env),
+    embeddedPostgresDir: str(env, 'EMBEDDED_POSTGRES_DIR', 'var/postgres'),
+    queueBackend,
+    redisUrl: queueBackend === 'redis' ? url(env, 'REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:']) : null,
     redisPrefix: prefix,
     port: int(env, 'PORT', 3000, 0, 65535),
     host: str(env, 'HOST', '0.0.0.0'),
@@ -173,6 +231,19 @@ export function loadConfig(env: Env = process.env): Config {
       defaultTimeZone: timeZone(env, 'REMINDERS_DEFAULT_TIME_ZONE', 'UTC'),
     },
     reconcileEvery: duration(env, 'RECONCILE_EVERY', 'PT1M'),
+    webhooks: {
+      timeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 10, 120_000),
+      backoffBaseMs: int(env, 'WEBHOOK_BACKOFF_BASE_MS', 30_000, 1, 86_400_000),
+      backoffMaxMs: int(env, 'WEBHOOK_BACKOFF_MAX_MS', 7_200_000, 1, 86_400_000),
+      retryWindowMs: int(env, 'WEBHOOK_RETRY_WINDOW_MS', 259_200_000, 1, 30 * 86_400_000),
+      allowPrivateNetworks: bool(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
+      concurrency: int(env, 'WEBHOOK_CONCURRENCY', 50, 1, 1000),
+    },
+    events: {
+      // "Kept at least 30 days": a shorter retention is refused.
+      retentionDays: int(env, 'EVENTS_RETENTION_DAYS', 30, 30, 3650),
+      pruneEvery: duration(env, 'EVENTS_PRUNE_EVERY', 'PT1H'),
+    },
   };
   return Object.freeze(config);
 }
@@ -189,3 +260,4 @@ export function loadConfigOrExit(env: Env = process.env): Config {
     throw err;
   }
 }
+

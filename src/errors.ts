@@ -37,6 +37,8 @@ const CATALOGUE = {
   payment_link_invalid: [400, 'invalid_request_error'],
   payment_link_inactive: [400, 'invalid_request_error'],
   payment_link_exhausted: [400, 'invalid_request_error'],
+  webhook_url_invalid: [400, 'invalid_request_error'],
+  webhook_url_not_public: [400, 'invalid_request_error'],
   // 404
   resource_missing: [404, 'invalid_request_error'],
   route_not_found: [404, 'invalid_request_error'],

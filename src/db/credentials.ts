@@ -52,11 +52,17 @@ export async function insertCredential(
   return rows[0];
 }
 
-/** Revokes once; revoking again keeps the first instant. */
-export async function revokeCredential(db: Queryable, scope: Scope, id: string): Promise<CredentialRow | null> {
-  const { rows } = await db.query<CredentialRow>(
-    `update credentials set revoked_at = coalesce(revoked_at, now()), updated_at = now()
-     where id = $1 and account_id = $2 and environment = $3 returning ${COLUMNS}`,
+/** Revokes once; revoking again keeps the first instant (and says it was not this call that revoked). */
+export async function revokeCredential(
+  db: Queryable,
+  scope: Scope,
+  id: string,
+): Promise<(CredentialRow & { newly_revoked: boolean }) | null> {
+  const { rows } = await db.query<CredentialRow & { newly_revoked: boolean }>(
+    `with before as (select id, revoked_at from credentials where id = $1 and account_id = $2 and environment = $3 for update)
+     update credentials c set revoked_at = coalesce(c.revoked_at, now()), updated_at = now()
+     from before where c.id = before.id
+     returning ${COLUMNS.split(', ').map((col) => `c.${col}`).join(', ')}, before.revoked_at is null as newly_revoked`,
     [id, scope.accountId, scope.environment],
   );
   return rows[0] ?? null;

@@ -1,7 +1,8 @@
 // SQL of the deliveries table: one row per email the service means to send.
+import type { DeliveryKind } from '../domain/delivery-kinds.js';
 import type { Queryable } from './pool.js';
 
-export type DeliveryKind = 'invoice' | 'reminder_before' | 'reminder_after' | 'receipt';
+export type { DeliveryKind };
 export type DeliveryStatus = 'pending' | 'retrying' | 'sent' | 'failed';
 
 export interface DeliveryRow {

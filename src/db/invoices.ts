@@ -83,7 +83,8 @@ export async function findInvoiceWithCredential(
   return { ...row, invoice: row.id === null ? null : row };
 }
 
-const QUALIFIED_COLUMNS = COLUMNS.split(',').map((c) => `i.${c.trim()}`).join(', ');
+/** The invoice select list over a relation aliased `i` (also used to read invoice snapshots of events). */
+export const QUALIFIED_COLUMNS = COLUMNS.split(',').map((c) => `i.${c.trim()}`).join(', ');
 
 export async function findInvoice(db: Queryable, scope: Scope, id: string, forUpdate = false): Promise<InvoiceRow | null> {
   const { rows } = await db.query<InvoiceRow>({

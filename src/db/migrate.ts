@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { runner } from 'node-pg-migrate';
+import { migrateQueueSchema } from './queue-schema.js';
 
 const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations', import.meta.url));
 
@@ -26,8 +27,11 @@ export async function ensureDatabase(databaseUrl: string): Promise<void> {
   }
 }
 
-/** Applies pending SQL migrations under node-pg-migrate's advisory lock (safe with several processes). */
-export async function migrate(databaseUrl: string, log: (msg: string) => void = () => undefined): Promise<void> {
+/**
+ * Applies pending SQL migrations under node-pg-migrate's advisory lock (safe with several
+ * processes), and, for the Postgres queue backend, BullMQ's own schema (`bullmq`).
+ */
+export async function migrate(databaseUrl: string, log: (msg: string) => void = () => undefined, opts: { queueSchema?: boolean } = {}): Promise<void> {
   await ensureDatabase(databaseUrl);
   await runner({
     databaseUrl,
@@ -38,4 +42,5 @@ export async function migrate(databaseUrl: string, log: (msg: string) => void = 
     advisoryLockMode: 'wait',
     log,
   });
+  if (opts.queueSchema) log(`queue schema at version ${await migrateQueueSchema(databaseUrl)}`);
 }

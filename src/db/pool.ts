@@ -36,3 +36,16 @@ export async function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClie
 export async function pingDatabase(db: Queryable): Promise<void> {
   await db.query('select 1');
 }
+
+/** Whether a server at this URL accepts a connection now (a server being started answers false). */
+export async function acceptsConnections(url: string, timeoutMs = 1_000): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: timeoutMs });
+  try {
+    await client.connect();
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}

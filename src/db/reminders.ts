@@ -27,7 +27,11 @@ export async function findReminderTarget(db: Queryable, invoiceId: string): Prom
   return rows[0] ?? null;
 }
 
-/** Every invoice that should be on a reminder schedule or wait for its due date. */
+/**
+ * Every invoice that should be on a reminder schedule or wait for its due date: unpaid, sent,
+ * with a due date (whether reminders run for it is decided per row, remindersRunFor). The status
+ * list is the partial index's, so the scan stays on it.
+ */
 export async function listReminderTargets(db: Queryable): Promise<ReminderTarget[]> {
   const { rows } = await db.query<ReminderTarget>(`${SELECT} where i.status in ('open', 'overdue') and i.due_at is not null`);
   return rows;
@@ -54,8 +58,13 @@ export async function markOverdue(db: Queryable, invoiceId: string): Promise<boo
   return rowCount === 1;
 }
 
+/** Records the reminder on the invoice and, in the same statement's transaction, its invoice.reminder_sent event. */
 export async function recordReminderSent(db: Queryable, invoiceId: string): Promise<void> {
-  await db.query('update invoices set last_reminder_at = now() where id = $1', [invoiceId]);
+  await db.query(
+    `with r as (update invoices set last_reminder_at = now() where id = $1 returning id)
+     select emit_invoice_event(id, 'invoice.reminder_sent', jsonb_build_object('last_reminder_at', now())) from r`,
+    [invoiceId],
+  );
 }
 
 /**
@@ -64,7 +73,7 @@ export async function recordReminderSent(db: Queryable, invoiceId: string): Prom
  */
 export async function lockIfRemindersRun(db: Queryable, invoiceId: string): Promise<boolean> {
   const { rows } = await db.query<{ ok: boolean }>(
-    `select (status in ('open', 'overdue') and reminders_enabled) as ok from invoices where id = $1 for share`,
+    `select invoice_reminders_run(status, reminders_enabled, due_at) as ok from invoices where id = $1 for share`,
     [invoiceId],
   );
   return rows[0]?.ok === true;

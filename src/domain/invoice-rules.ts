@@ -3,7 +3,12 @@
 import type { Decimal } from 'decimal.js';
 import { formatDecimal, MAX_INTEGER_DIGITS, Money, parseAmount, sumLines, type AmountCheck } from './money.js';
 
-export type InvoiceStatus = 'draft' | 'open' | 'paid' | 'overdue' | 'void';
+/**
+ * Every invoice status. The SQL enum invoice_status and the API schemas hold the same list (the
+ * schemas are built from this one; test/integration/rules-parity.test.ts compares the enum).
+ */
+export const INVOICE_STATUSES = ['draft', 'open', 'paid', 'overdue', 'void'] as const;
+export type InvoiceStatus = (typeof INVOICE_STATUSES)[number];
 export type InvoiceEvent = 'edit' | 'send' | 'pay' | 'mark_overdue' | 'set_reminders' | 'void';
 
 export type Verdict<T = void> = { ok: true; value: T } | { ok: false; code: RuleCode; message: string };
@@ -21,8 +26,13 @@ export type RuleCode =
 const ok = <T>(value: T): Verdict<T> => ({ ok: true, value });
 const no = (code: RuleCode, message: string): Verdict<never> => ({ ok: false, code, message });
 
-/** Where each event leads from each status; absent means refused. */
-const TRANSITIONS: Record<InvoiceEvent, Partial<Record<InvoiceStatus, InvoiceStatus>>> = {
+/**
+ * Where each event leads from each status; absent means refused. The conditional updates in
+ * src/db (markSent, markPaid, markVoid, markOverdue, updateDraft) guard the same transitions in
+ * SQL; test/integration/rules-parity.test.ts runs every event from every status against a real
+ * database and checks both give the same answer.
+ */
+export const TRANSITIONS: Readonly<Record<InvoiceEvent, Partial<Record<InvoiceStatus, InvoiceStatus>>>> = {
   edit: { draft: 'draft' },
   send: { draft: 'open' },
   pay: { open: 'paid', overdue: 'paid' },
@@ -59,12 +69,14 @@ export function nextStatus(status: InvoiceStatus, event: InvoiceEvent): Verdict<
   return no(REFUSALS[event], messages[event]);
 }
 
+const DELETABLE_STATUSES: readonly InvoiceStatus[] = ['draft'];
+
 /**
  * Only a draft can be deleted: it holds no number yet, so the numbering of sent invoices stays
  * gap-free, and nothing was emailed about it.
  */
 export function canDelete(status: InvoiceStatus): Verdict<void> {
-  if (status === 'draft') return ok(undefined);
+  if (DELETABLE_STATUSES.includes(status)) return ok(undefined);
   return no(
     'invoice_not_deletable',
     status === 'open' || status === 'overdue'
@@ -73,7 +85,11 @@ export function canDelete(status: InvoiceStatus): Verdict<void> {
   );
 }
 
-/** Reminders run only for a sent, unpaid invoice that has them on and has a due date. */
+/**
+ * Reminders run only for a sent, unpaid invoice that has them on and has a due date. In SQL this
+ * is the function invoice_reminders_run (migration 1700000000900), used by the queries and the
+ * stop trigger; the parity test checks both for every status and flag.
+ */
 export function remindersShouldRun(inv: { status: InvoiceStatus; remindersEnabled: boolean; dueAt: Date | null }): boolean {
   return (inv.status === 'open' || inv.status === 'overdue') && inv.remindersEnabled && inv.dueAt !== null;
 }

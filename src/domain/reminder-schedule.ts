@@ -8,6 +8,7 @@
 // Any other phase (PT2S, PT30M, P1DT2H) is exact: due ± offset, time of day untouched.
 import { DateTime, Duration } from 'luxon';
 import { LATEST_INSTANT_MS } from './invoice-limits.js';
+import type { ReminderKind } from './delivery-kinds.js';
 
 export interface ReminderPolicy {
   beforeStart: Duration;
@@ -33,8 +34,8 @@ export function describePolicy(policy: ReminderPolicy): Record<string, string | 
 export type ReminderPhase = 'before' | 'after';
 
 /** The deliveries-table kind (and email template) of a reminder of this phase. */
-export function reminderKindOf(phase: ReminderPhase): 'reminder_before' | 'reminder_after' {
-  return phase === 'before' ? 'reminder_before' : 'reminder_after';
+export function reminderKindOf(phase: ReminderPhase): ReminderKind {
+  return `reminder_${phase}`;
 }
 
 export interface ReminderSlot {

@@ -25,6 +25,8 @@ import { isPaymentPagePath, paymentPageRoutes, sendPageNotFound } from './routes
 import { productRoutes } from './routes/products.js';
 import { subscriptionRoutes } from './routes/subscriptions.js';
 import { testHelperRoutes } from './routes/test-helpers.js';
+import { eventRoutes } from './routes/events.js';
+import { webhookEndpointRoutes } from './routes/webhook-endpoints.js';
 
 export type { Api as App, AppDeps } from './types.js';
 
@@ -208,7 +210,7 @@ export async function buildApp(deps: AppDeps): Promise<Api> {
   const root = app as unknown as FastifyInstance;
   // The histogram only: /metrics is served on the internal METRICS_PORT, not here.
   if (deps.metrics) observeHttpDurations(root, deps.metrics);
-  if (deps.redis) registerHealth(root, { db: deps.pool, redis: deps.redis });
+  if (deps.readiness) registerHealth(root, { db: deps.pool, readiness: deps.readiness });
   for (const plugin of deps.plugins ?? []) await plugin(root);
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   // The hosted payment page (HTML, outside /v1 and its key authentication).
@@ -268,6 +270,8 @@ export async function buildApp(deps: AppDeps): Promise<Api> {
     await subscriptionRoutes(v1, deps);
     await credentialRoutes(v1, deps);
     await testHelperRoutes(v1, deps);
+    await eventRoutes(v1, deps);
+    await webhookEndpointRoutes(v1, deps);
   }, { prefix: '/v1' });
 
   return app as unknown as Api;

@@ -31,6 +31,15 @@ export const OPERATION_IDS: Readonly<Record<string, string>> = {
   'POST /v1/test_helpers/invoices/{invoiceId}/pay': 'testHelpersPayInvoice',
   'POST /v1/test_helpers/payment-links/{paymentLinkId}/payments': 'testHelpersCreatePaymentLinkPayment',
   'POST /v1/test_helpers/subscriptions': 'testHelpersStartSubscription',
+  'GET /v1/events': 'listEvents',
+  'GET /v1/events/{eventId}': 'retrieveEvent',
+  'POST /v1/webhook_endpoints': 'createWebhookEndpoint',
+  'GET /v1/webhook_endpoints': 'listWebhookEndpoints',
+  'GET /v1/webhook_endpoints/{endpointId}': 'retrieveWebhookEndpoint',
+  'PATCH /v1/webhook_endpoints/{endpointId}': 'updateWebhookEndpoint',
+  'DELETE /v1/webhook_endpoints/{endpointId}': 'deleteWebhookEndpoint',
+  'POST /v1/webhook_endpoints/{endpointId}/rotate_secret': 'rotateWebhookEndpointSecret',
+  'GET /v1/webhook_endpoints/{endpointId}/deliveries': 'listWebhookDeliveries',
 };
 
 /** `/v1/invoices/:invoiceId` -> `/v1/invoices/{invoiceId}`, as the OpenAPI document writes paths. */

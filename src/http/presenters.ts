@@ -6,6 +6,10 @@ import type { InvoiceRow } from '../db/invoices.js';
 import type { LinkPaymentRow, PaymentLinkRow } from '../db/payment-links.js';
 import type { PriceRow, ProductRow } from '../db/products.js';
 import type { SubscriptionRow } from '../db/subscriptions.js';
+import type { EventRow } from '../db/events.js';
+import type { WebhookDeliveryRow } from '../db/webhook-deliveries.js';
+import type { WebhookEndpointRow } from '../db/webhook-endpoints.js';
+import type { EventObject } from './event-schemas.js';
 import type { InvoiceObject } from './schemas.js';
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
@@ -106,5 +110,48 @@ export function presentCredential(c: CredentialRow, secret?: string) {
     revoked_at: iso(c.revoked_at),
     created_at: c.created_at.toISOString(),
     ...(secret === undefined ? {} : { secret }),
+  };
+}
+
+/**
+ * An event: data.object is the object as the API presents it. Invoice events hold the invoice
+ * row as it was and go through the same presenter as GET /v1/invoices/{id}.
+ */
+export function presentEvent(e: EventRow): EventObject {
+  const object = e.object ?? (e.invoice ? presentInvoice(e.invoice) : {});
+  return { id: e.id, type: e.type, created_at: e.created_at.toISOString(), environment: e.environment, data: { object } };
+}
+
+export function presentWebhookEndpoint(w: WebhookEndpointRow, secret?: string) {
+  return {
+    id: w.id,
+    url: w.url,
+    description: w.description,
+    enabled_events: w.enabled_events,
+    status: w.status,
+    disabled_reason: w.disabled_reason,
+    environment: w.environment,
+    previous_secret_expires_at: w.previous_secret_expires_at && w.previous_secret_expires_at > new Date() ? w.previous_secret_expires_at.toISOString() : null,
+    created_at: w.created_at.toISOString(),
+    updated_at: w.updated_at.toISOString(),
+    ...(secret === undefined ? {} : { secret }),
+  };
+}
+
+export function presentWebhookDelivery(d: WebhookDeliveryRow) {
+  return {
+    id: d.id,
+    event_id: d.event_id,
+    event_type: d.event_type,
+    endpoint_id: d.endpoint_id,
+    status: d.status,
+    attempt_count: d.attempt_count,
+    last_status_code: d.last_status_code,
+    last_error: d.last_error,
+    last_duration_ms: d.last_duration_ms,
+    next_retry_at: d.status === 'pending' ? iso(d.next_attempt_at) : null,
+    succeeded_at: iso(d.succeeded_at),
+    created_at: d.created_at.toISOString(),
+    attempts: d.attempts.map((a) => ({ ...a, started_at: a.started_at.toISOString() })),
   };
 }

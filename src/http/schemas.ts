@@ -1,8 +1,9 @@
 // Request and response schemas, written once with TypeBox: Fastify validates requests with them,
 // serialises responses with them, and @fastify/swagger publishes them as the OpenAPI document.
-import { Type, type Static, type TSchema } from 'typebox';
+import { Type, type Static, type TLiteral, type TSchema } from 'typebox';
 import { HTTP_URL_KEYWORD, INSTANT_KEYWORD } from './ajv-keywords.js';
 import { MAX_CUSTOMER_NAME, MAX_FOOTER, MAX_LINE_DESCRIPTION, MAX_LINE_ITEMS, MAX_MEMO, MAX_TAX_ID } from '../domain/invoice-limits.js';
+import { INVOICE_STATUSES, type InvoiceStatus } from '../domain/invoice-rules.js';
 
 const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
 const DateTime = Type.String({ format: 'date-time' });
@@ -20,6 +21,8 @@ const InputDateTime = Type.String({
 /** Decimal strings are checked again by the money rules (precision per token); this is the shape. */
 export const DecimalString = Type.String({ minLength: 1, maxLength: 40, description: 'decimal string, e.g. "12.50"' });
 const ShortText = (max = 500) => Type.String({ maxLength: max });
+/** The invoice statuses of the domain, in its order. */
+const InvoiceStatusSchema = Type.Union(INVOICE_STATUSES.map((s) => Type.Literal(s)) as [TLiteral<InvoiceStatus>]);
 
 // The key bounds go in propertyNames: TypeBox turns a Record's key schema into a catch-all
 // patternProperties and drops its minLength/maxLength.
@@ -77,7 +80,7 @@ export const Invoice = Type.Object(
     id: Type.String(),
     code: Nullable(Type.String()),
     reference: Type.String(),
-    status: Type.Union([Type.Literal('draft'), Type.Literal('open'), Type.Literal('paid'), Type.Literal('overdue'), Type.Literal('void')]),
+    status: InvoiceStatusSchema,
     amount: Nullable(Type.String()),
     amount_atomic: Nullable(Type.String()),
     fee_atomic: Nullable(Type.String()),
@@ -392,7 +395,7 @@ export const PageQuery = Type.Object(PageQueryFields, { additionalProperties: fa
 export const ListInvoicesQuery = Type.Object(
   {
     ...PageQueryFields,
-    status: Type.Optional(Type.Union([Type.Literal('draft'), Type.Literal('open'), Type.Literal('paid'), Type.Literal('overdue'), Type.Literal('void')])),
+    status: Type.Optional(InvoiceStatusSchema),
     customer_email: Type.Optional(Type.String({ minLength: 1, maxLength: 254, description: 'case-insensitive' })),
   },
   { additionalProperties: false },

@@ -8,13 +8,13 @@ import type {
   RawRequestDefaultExpression,
   RawServerDefault,
 } from 'fastify';
-import type { Redis } from 'ioredis';
 import type { Config } from '../config.js';
 import type { Pool } from '../db/pool.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { RenderPdf } from '../pdf/issued-invoice-pdf.js';
 import type { OutboxJob } from '../queue/outbox.js';
+import type { Readiness } from './plugins/health.js';
 
 /** The Fastify instance routes are registered on, typed by the TypeBox schemas. */
 export type Api = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, TypeBoxTypeProvider>;
@@ -24,7 +24,7 @@ export interface OutboxPublisher {
   publish(jobs: readonly OutboxJob[]): Promise<void>;
 }
 
-/** Keeps Redis's reminder schedules in step with a change the API just committed. */
+/** Keeps the queue's reminder schedules in step with a change the API just committed. */
 export interface ReminderControl {
   stop(invoiceId: string): Promise<void>;
   resume(invoiceId: string): Promise<void>;
@@ -40,8 +40,8 @@ export interface AppDeps {
   metrics?: Metrics;
   /** Renders PDFs off the event loop (GET /v1/invoices/{id}/pdf); unset: on this thread. */
   renderPdf?: RenderPdf;
-  /** Redis client pinged by /readyz. */
-  redis?: Redis;
+  /** The queue store's readiness check; without it /healthz and /readyz are not served. */
+  readiness?: Readiness;
   /** Extra plugins (the queue dashboard) registered before the routes. */
   plugins?: ((app: FastifyInstance) => Promise<void>)[];
 }

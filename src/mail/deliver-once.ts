@@ -3,6 +3,7 @@
 // again) cannot both send; once the SMTP server accepted the message the row says 'sent' and
 // every later run of the job is a no-op.
 import { lockDelivery, markDeliveryFailed, markDeliverySent } from '../db/deliveries.js';
+import { emitInvoiceEvent } from '../db/events.js';
 import { withTransaction, type Pool, type PoolClient } from '../db/pool.js';
 import { PermanentJobError } from '../errors.js';
 import { classifySmtpError, type MailTransport, type OutgoingMail } from './transport.js';
@@ -44,6 +45,8 @@ export async function deliverOnce(
       const permanent = classifySmtpError(err) === 'permanent';
       const reason = err instanceof Error ? err.message : String(err);
       await markDeliveryFailed(tx, deliveryId, permanent ? 'failed' : 'retrying', reason);
+      // The merchant hears of an email that will never go out, in the same transaction.
+      if (permanent) await emitInvoiceEvent(tx, delivery.invoice_id, 'invoice.email_failed');
       return { failed: err, permanent, reason };
     }
     await markDeliverySent(tx, deliveryId, result);

@@ -4,13 +4,15 @@
 // src/i18n/messages.ts), so one set of templates serves every language.
 import { readFileSync } from 'node:fs';
 import Handlebars from 'handlebars';
+import { DELIVERY_KINDS, type DeliveryKind } from '../domain/delivery-kinds.js';
 import type { InvoiceDocument } from '../domain/invoice-document.js';
 import { formatDocumentDate, formatInvoiceAmount } from '../domain/invoice-format.js';
 import { MESSAGES, messagesFor, registerPhraseHelpers, type WithMessages } from '../i18n/messages.js';
 
-export type EmailKind = 'invoice' | 'reminder_before' | 'reminder_after' | 'receipt';
+/** One email (subject, HTML and text templates) per delivery kind. */
+export type EmailKind = DeliveryKind;
 
-export const EMAIL_KINDS: readonly EmailKind[] = ['invoice', 'reminder_before', 'reminder_after', 'receipt'];
+export const EMAIL_KINDS: readonly EmailKind[] = DELIVERY_KINDS;
 
 export interface RenderedEmail {
   subject: string;

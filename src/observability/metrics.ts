@@ -1,10 +1,12 @@
 // Prometheus metrics of one process, in a registry of its own (tests build several apps in one
-// process). Gauges that read Redis or Postgres are computed at scrape time, bounded in time.
+// process). Gauges that read the queue store or Postgres are computed at scrape time, bounded in time.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { Queue } from 'bullmq';
 import { countPendingOutbox } from '../db/outbox.js';
+import { DELIVERY_KINDS } from '../domain/delivery-kinds.js';
+import { countPendingDeliveries } from '../db/webhook-deliveries.js';
 import type { Queryable } from '../db/pool.js';
 import { withTimeout } from '../lib/with-timeout.js';
+import type { AppQueue } from '../queue/backend.js';
 
 const JOB_STATES = ['waiting', 'active', 'delayed', 'completed', 'failed', 'prioritized', 'waiting-children'] as const;
 const SCRAPE_TIMEOUT_MS = 1_000;
@@ -15,9 +17,11 @@ export interface Metrics {
   jobDuration: Histogram<'name' | 'outcome'>;
   emails: Counter<'kind' | 'outcome'>;
   reminderLateness: Histogram;
+  webhookDeliveries: Counter<'outcome'>;
+  webhookLatency: Histogram;
 }
 
-export function createMetrics(opts: { queues: Queue[]; db: Queryable; defaultMetrics?: boolean }): Metrics {
+export function createMetrics(opts: { queues: AppQueue[]; db: Queryable; defaultMetrics?: boolean }): Metrics {
   const registry = new Registry();
   if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: registry });
 
@@ -32,8 +36,20 @@ export function createMetrics(opts: { queues: Queue[]; db: Queryable; defaultMet
           const counts = await withTimeout(queue.getJobCounts(...JOB_STATES), SCRAPE_TIMEOUT_MS, 'queue counts');
           for (const state of JOB_STATES) this.set({ queue: queue.name, state }, counts[state] ?? 0);
         } catch {
-          // Redis unreachable: leave the last values; readyz reports the outage.
+          // Queue store unreachable: leave the last values; readyz reports the outage.
         }
+      }
+    },
+  });
+  new Gauge({
+    name: 'webhook_delivery_backlog',
+    help: 'Webhook deliveries not settled yet (pending: first attempt or a retry to come)',
+    registers: [registry],
+    async collect() {
+      try {
+        this.set(await withTimeout(countPendingDeliveries(opts.db), SCRAPE_TIMEOUT_MS, 'webhook backlog'));
+      } catch {
+        // Postgres unreachable: keep the last value.
       }
     },
   });
@@ -68,8 +84,20 @@ export function createMetrics(opts: { queues: Queue[]; db: Queryable; defaultMet
     }),
     emails: new Counter({
       name: 'invoice_emails_total',
-      help: 'Emails by kind (invoice, reminder_before, reminder_after) and outcome (sent, failed, skipped)',
+      help: `Emails by kind (${DELIVERY_KINDS.join(', ')}) and outcome (sent, failed, skipped)`,
       labelNames: ['kind', 'outcome'],
+      registers: [registry],
+    }),
+    webhookDeliveries: new Counter({
+      name: 'webhook_deliveries_total',
+      help: 'Webhook delivery attempts by outcome (succeeded, retrying, failed: given up, skipped: endpoint disabled)',
+      labelNames: ['outcome'],
+      registers: [registry],
+    }),
+    webhookLatency: new Histogram({
+      name: 'webhook_delivery_latency_seconds',
+      help: 'From the event being created to the 2xx of its delivery',
+      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 30, 300, 3600, 86_400],
       registers: [registry],
     }),
     reminderLateness: new Histogram({

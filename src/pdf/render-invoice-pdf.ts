@@ -344,7 +344,8 @@ function drawPaymentTerms(pdf: Doc, { doc, m, kind }: Ctx): void {
   ensureSpace(pdf, 30 + QR_SIZE);
   pdf.font(SANS_BOLD).fontSize(8).fillColor(MUTED);
   const y = pdf.y + 16;
-  const labelHeight = textAt(pdf, m.t('payOnline').toUpperCase(), left, y, width);
+  // A receipt asks for nothing: its link is to the (paid) page, not to pay.
+  const labelHeight = textAt(pdf, m.t(kind === 'receipt' ? 'viewOnline' : 'payOnline').toUpperCase(), left, y, width);
   const top = y + labelHeight + 4;
   drawQr(pdf, doc.payUrl, left, top, QR_SIZE);
   let ty = top + 4;

@@ -10,6 +10,7 @@ import { CAPPED_BACKOFF } from './backoff.js';
 export const QUEUES = {
   send: 'invoice-send',
   reminders: 'invoice-reminders',
+  webhooks: 'webhooks',
 } as const;
 export type QueueRole = keyof typeof QUEUES;
 export type QueueName = (typeof QUEUES)[QueueRole];
@@ -35,6 +36,20 @@ export interface ReminderJobData {
   phase: ReminderPhase;
 }
 
+/** An event to fan out to the webhook endpoints that want it. */
+export interface WebhookFanoutPayload {
+  eventId: string;
+}
+
+/** One event to one endpoint. */
+export interface WebhookDeliverPayload {
+  eventId: string;
+  endpointId: string;
+}
+
+/** Backoff type of webhook deliveries: WEBHOOK_BACKOFF_BASE_MS doubling, capped (domain/webhooks.ts). */
+export const WEBHOOK_BACKOFF = 'webhook-backoff';
+
 /** Job name -> payload. Producer and handler both type their side from this map. */
 export interface JobPayloads {
   'invoice.send': InvoiceSendPayload;
@@ -43,6 +58,9 @@ export interface JobPayloads {
   'invoice.reminder': ReminderJobData;
   'reminders.reconcile': Record<string, never>;
   'idempotency.prune': Record<string, never>;
+  'webhook.fanout': WebhookFanoutPayload;
+  'webhook.deliver': WebhookDeliverPayload;
+  'events.prune': Record<string, never>;
 }
 export type JobName = keyof JobPayloads;
 
@@ -61,18 +79,21 @@ export interface JobSpec<N extends JobName> {
 
 const DAY_S = 24 * 3600;
 
+/** Retry policy of a job that emails a document (an invoice, a receipt): one place for both. */
+const EMAIL_JOB_OPTIONS = {
+  attempts: 100,
+  backoff: { type: CAPPED_BACKOFF },
+  removeOnComplete: { age: DAY_S, count: 50_000 },
+  removeOnFail: { age: 14 * DAY_S },
+};
+
 export const JOBS: { readonly [N in JobName]: JobSpec<N> } = {
   // Renders the invoice PDF and emails it. Transient failures are retried, backing off up to
   // 10 min between attempts (about 16 hours in all); permanent ones fail at once.
   'invoice.send': {
     queue: QUEUES.send,
     producedBy: 'outbox',
-    options: {
-      attempts: 100,
-      backoff: { type: CAPPED_BACKOFF },
-      removeOnComplete: { age: DAY_S, count: 50_000 },
-      removeOnFail: { age: 14 * DAY_S },
-    },
+    options: EMAIL_JOB_OPTIONS,
     jobId: (p) => `invoice.send-${p.invoiceId}-${p.deliveryId}`,
   },
   // Emails the receipt of a paid invoice. Its outbox row is written by a database trigger in the
@@ -81,12 +102,7 @@ export const JOBS: { readonly [N in JobName]: JobSpec<N> } = {
   'invoice.receipt': {
     queue: QUEUES.send,
     producedBy: 'outbox',
-    options: {
-      attempts: 100,
-      backoff: { type: CAPPED_BACKOFF },
-      removeOnComplete: { age: DAY_S, count: 50_000 },
-      removeOnFail: { age: 14 * DAY_S },
-    },
+    options: EMAIL_JOB_OPTIONS,
     jobId: (p) => `invoice.receipt-${p.invoiceId}-${p.deliveryId}`,
   },
   // Delayed to the invoice's due date: open -> overdue, reminders move to the after phase.
@@ -123,6 +139,40 @@ export const JOBS: { readonly [N in JobName]: JobSpec<N> } = {
     producedBy: 'scheduler',
     options: { removeOnComplete: 24, removeOnFail: 24 },
   },
+  // One per event, from the outbox row that emit_event (SQL, see the events migration) writes
+  // with the event when its account has an enabled endpoint in that environment; that SQL
+  // spells the same job id. Creates the deliveries and their jobs.
+  'webhook.fanout': {
+    queue: QUEUES.webhooks,
+    producedBy: 'outbox',
+    options: {
+      attempts: 50,
+      backoff: { type: 'exponential', delay: 1_000 },
+      removeOnComplete: { age: DAY_S, count: 100_000 },
+      removeOnFail: { age: 14 * DAY_S },
+    },
+    jobId: (p) => `webhook.fanout-${p.eventId}`,
+  },
+  // One per (event, endpoint), added by the fan-out: the id names both, so fanning out twice
+  // adds nothing. Retried with WEBHOOK_BACKOFF until the retry window is over: the handler then
+  // ends it (the attempt cap is only a bound).
+  'webhook.deliver': {
+    queue: QUEUES.webhooks,
+    producedBy: 'outbox',
+    options: {
+      attempts: 10_000,
+      backoff: { type: WEBHOOK_BACKOFF },
+      removeOnComplete: { age: DAY_S, count: 100_000 },
+      removeOnFail: { age: 14 * DAY_S },
+    },
+    jobId: (p) => `webhook.deliver-${p.eventId}-${p.endpointId}`,
+  },
+  // Made by its own job scheduler every EVENTS_PRUNE_EVERY: deletes events past their retention.
+  'events.prune': {
+    queue: QUEUES.webhooks,
+    producedBy: 'scheduler',
+    options: { removeOnComplete: 24, removeOnFail: 24 },
+  },
 };
 
 export const JOB_NAMES = Object.keys(JOBS) as JobName[];
@@ -152,6 +202,7 @@ export function dueJobId(invoiceId: string, dueAt: Date): string {
 export const SCHEDULERS = {
   reconcile: 'reminders-reconcile',
   idempotencyPrune: 'idempotency-prune',
+  eventsPrune: 'events-prune',
   reminderPrefix: 'rem-',
 } as const;
 

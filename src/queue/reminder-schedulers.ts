@@ -39,7 +39,7 @@
 // - Fire lateness comes from Redis, not from this module: the worker waits for the next delayed
 //   job with a BZPOPMIN timeout, which Redis only expires on its `hz` tick (10/s by default), so
 //   a reminder starts 0–100 ms after its planned instant (measured p50 ~20 ms, p99 ~60–95 ms).
-import { defaultRepeatStrategy, type AdvancedRepeatOptions, type Job, type JobSchedulerJobOptions, type JobSchedulerTemplateOptions, type Queue, type RepeatOptions, type RepeatStrategy, type WorkerOptions } from 'bullmq';
+import { defaultRepeatStrategy, type AdvancedRepeatOptions, type Job, type JobSchedulerJobOptions, type JobSchedulerTemplateOptions, type RepeatOptions, type RepeatStrategy, type WorkerOptions } from 'bullmq';
 import { Duration } from 'luxon';
 import {
   firstSlotFrom,
@@ -50,6 +50,7 @@ import {
   type ReminderPolicy,
   type ReminderSlot,
 } from '../domain/reminder-schedule.js';
+import type { AppQueue } from './backend.js';
 import { SCHEDULERS, type JobName, type ReminderJobData } from './catalogue.js';
 
 const REMINDER_JOB = 'invoice.reminder' satisfies JobName;
@@ -173,7 +174,7 @@ export interface ReminderSchedulers {
 }
 
 export function createReminderSchedulers(
-  queue: Queue,
+  queue: AppQueue,
   policy: ReminderPolicy,
   // Template opts are copied into the scheduler hash and every pending job (~160 B per invoice
   // for removeOnComplete/removeOnFail); keep-policies belong on the Worker (reminderWorkerOptions).

@@ -1,8 +1,7 @@
-// Keeps Redis's reminder schedules and due-date jobs in step with Postgres, which is the truth.
+// Keeps the queue's reminder schedules and due-date jobs in step with Postgres, which is the truth.
 // Used by the worker (after a send, on a stop notification, by the reconciler) and by the API
 // (reminders on/off, paid through the test helper).
-import type { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { AppQueue, QueueBackend } from './backend.js';
 import { describePolicy, type ReminderPolicy } from '../domain/reminder-schedule.js';
 import { remindersShouldRun } from '../domain/invoice-rules.js';
 import { existingInvoiceIds, findReminderTarget, listReminderTargets, type ReminderTarget } from '../db/reminders.js';
@@ -40,8 +39,13 @@ export interface ReminderService {
   reconcile(): Promise<ReconcileReport>;
 }
 
-/** `redis` is a plain client on the queue's server, for the reconciler's bulk reads. */
-export function createReminderService(db: Queryable, queue: Queue, redis: Redis, policy: ReminderPolicy): ReminderService {
+/** `store` gives the reconciler its bulk reads of the queue (one read each, on either backend) and its marker. */
+export function createReminderService(
+  db: Queryable,
+  queue: AppQueue,
+  store: Pick<QueueBackend, 'schedulerIds' | 'existingJobIds' | 'readMarker' | 'writeMarker'>,
+  policy: ReminderPolicy,
+): ReminderService {
   const schedulers = createReminderSchedulers(queue, policy, JOBS['invoice.reminder'].options);
   // An upper bound of the last post-due slot after the due date: a month counts 30 days in
   // Duration.toMillis, so allow 10% and two days (local hour, DST) on top.
@@ -52,7 +56,8 @@ export function createReminderService(db: Queryable, queue: Queue, redis: Redis,
   // policy it was planned with (its pattern), so after a restart with other REMINDERS_* values it
   // would keep firing the old plan while the timeline shows the new one: the reconcile that first
   // sees a new policy re-plans every open invoice's schedule, then records the policy.
-  const policyKey = queue.toKey('reminder-policy');
+  // Kept beside the schedules (lost with them): which policy they were planned under.
+  const policyKey = 'reminder-policy';
   const policyId = JSON.stringify(describePolicy(policy));
   const runs = remindersRunFor;
 
@@ -100,8 +105,8 @@ export function createReminderService(db: Queryable, queue: Queue, redis: Redis,
       // then seen paid and left alone; read the other way round it would look qualifying and
       // missing, and be put back on a schedule. Likewise a schedule created between the reads is
       // at worst upserted again, never removed.
-      const present = new Set(await redis.zrange(queue.keys.repeat, '0', '-1'));
-      const policyChanged = (await redis.get(policyKey)) !== policyId;
+      const present = new Set(await store.schedulerIds(queue));
+      const policyChanged = (await store.readMarker(queue, policyKey)) !== policyId;
       const targets = await listReminderTargets(db);
       const report: ReconcileReport = { qualifying: 0, schedulersCreated: 0, schedulersRemoved: 0, schedulersForeign: 0, dueJobsCreated: 0, schedulersMoved: 0 };
       const planned: ReminderTarget[] = [];
@@ -155,18 +160,14 @@ export function createReminderService(db: Queryable, queue: Queue, redis: Redis,
           }
         }
         // Only once every schedule follows it: a failure above leaves the next reconcile to finish.
-        await redis.set(policyKey, policyId);
+        await store.writeMarker(queue, policyKey, policyId);
       }
       const open = targets.filter((t) => t.status === 'open');
-      if (open.length > 0) {
-        const pipeline = redis.pipeline();
-        for (const t of open) pipeline.exists(queue.toKey(dueJobId(t.id, t.due_at!)));
-        const exists = (await pipeline.exec()) ?? [];
-        for (const [i, t] of open.entries()) {
-          if (exists[i]?.[1] === 0) {
-            await addDueJob(t);
-            report.dueJobsCreated++;
-          }
+      const exists = await store.existingJobIds(queue, open.map((t) => dueJobId(t.id, t.due_at!)));
+      for (const t of open) {
+        if (!exists.has(dueJobId(t.id, t.due_at!))) {
+          await addDueJob(t);
+          report.dueJobsCreated++;
         }
       }
       return report;

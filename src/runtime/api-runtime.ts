@@ -6,11 +6,10 @@ import type { Api, AppDeps } from '../http/types.js';
 import type { Logger } from '../log.js';
 import { allQueues, openQueues, type QueueSet } from '../queue/queues.js';
 import { createReminderService } from '../queue/reminder-service.js';
-import { Redis } from 'ioredis';
 import { createMetrics } from '../observability/metrics.js';
 import { DASHBOARD_PATH, registerDashboard } from '../http/plugins/dashboard.js';
 import { createOutboxRelay } from '../queue/outbox-relay.js';
-import { producerRedisOptions } from '../queue/redis.js';
+import { claimQueueStorage, queueBackendOf } from '../queue/backend.js';
 import { withTimeout } from '../lib/with-timeout.js';
 import { startWorkerHttp } from './worker-http.js';
 import { createPdfRenderPool } from '../pdf/render-pool.js';
@@ -30,6 +29,8 @@ export interface ApiRuntime {
 }
 
 export async function createApiRuntime(config: Config, log: Logger, extra: Partial<AppDeps> = {}): Promise<ApiRuntime> {
+  // Postgres queue backend: its bullmq schema must be this database's (a ConfigError otherwise).
+  await claimQueueStorage(config);
   const pool = createPool(config.databaseUrl);
   // This REDIS_PREFIX must be this database's: the API enqueues sends that workers of the
   // prefix's database would otherwise take. Redis (or Postgres) away at start does not stop the
@@ -56,20 +57,18 @@ export async function createApiRuntime(config: Config, log: Logger, extra: Parti
     }, 5_000);
     claimRetry.unref();
   }
-  const connection = producerRedisOptions(config.redisUrl);
-  // A Queue emits 'error' while Redis is away; the outbox covers those jobs, so log and go on.
-  const queueSet = openQueues(connection, config.redisPrefix, (err, queue) => log.debug({ err, queue }, 'queue connection error'));
-  // For /readyz pings (fail fast while Redis is away) and the reminder service's reads.
-  const redis = new Redis(connection);
-  redis.on('error', (err) => log.debug({ err }, 'redis connection error'));
-  const reminders = createReminderService(pool, queueSet.reminders, redis, config.reminders);
+  // Producer side: a call fails at once while the queue store is away (see backend.ts).
+  const backend = queueBackendOf(config, 'producer');
+  // A Queue emits 'error' while its store is away; the outbox covers those jobs, so log and go on.
+  const queueSet = openQueues(backend, (err, queue) => log.debug({ err, queue }, 'queue connection error'));
+  const reminders = createReminderService(pool, queueSet.reminders, backend, config.reminders);
   const relay = createOutboxRelay(pool, queueSet);
   const queues = allQueues(queueSet);
   const metrics = createMetrics({ queues, db: pool });
   const plugins: AppDeps['plugins'] = [];
   if (config.adminUser && config.adminPassword) {
     const credentials = { user: config.adminUser, password: config.adminPassword };
-    plugins.push((app) => registerDashboard(app, queues, credentials));
+    plugins.push((app) => registerDashboard(app, queues, credentials, backend.kind));
     log.info({ path: DASHBOARD_PATH }, 'queue dashboard on');
   } else {
     log.info('queue dashboard off: set ADMIN_USER and ADMIN_PASSWORD to turn it on');
@@ -81,7 +80,7 @@ export async function createApiRuntime(config: Config, log: Logger, extra: Parti
     log,
     metrics,
     ...(pdf ? { renderPdf: (doc) => pdf.render(doc) } : {}),
-    redis,
+    readiness: backend.readiness,
     plugins,
     outbox: { publish: (jobs) => withTimeout(relay.publish(jobs), FAST_PATH_TIMEOUT_MS, 'enqueue') },
     reminders: {
@@ -97,7 +96,7 @@ export async function createApiRuntime(config: Config, log: Logger, extra: Parti
     queues: queueSet,
     async listenMetrics() {
       const listen = { port: config.metricsPort, host: config.host, variable: 'METRICS_PORT', fallbackToAny: config.metricsPortFallback };
-      const started = await startWorkerHttp({ listen, db: pool, redis, metrics, component: 'api-metrics' }, log);
+      const started = await startWorkerHttp({ listen, db: pool, readiness: backend.readiness, metrics, component: 'api-metrics' }, log);
       metricsHttp = started.app;
       log.info({ port: started.port }, 'API metrics on METRICS_PORT');
       return started.port;
@@ -107,9 +106,9 @@ export async function createApiRuntime(config: Config, log: Logger, extra: Parti
       await metricsHttp?.close();
       await app.close();
       await pdf?.close();
-      // A queue that never reached Redis may never finish closing: bounded.
+      // A queue that never reached its store may never finish closing: bounded.
       await withTimeout(Promise.all(queues.map((q) => q.close())), 2_000, 'queue close').catch(() => undefined);
-      redis.disconnect();
+      await backend.close();
       await pool.end();
     },
   };

@@ -1,8 +1,8 @@
 // Upkeep jobs on job schedulers of their own (the reconciler, the idempotency-key pruner): one
-// scheduler per id whatever the number of workers (an upsert), and put back if Redis lost it, or
+// scheduler per id whatever the number of workers (an upsert), and put back if the queue store lost it, or
 // nothing would run them again until a worker restarts.
-import type { Queue } from 'bullmq';
 import type { Logger } from '../log.js';
+import type { AppQueue } from '../queue/backend.js';
 import { JOBS, type JobName } from '../queue/catalogue.js';
 
 export interface GuardedSchedule {
@@ -20,7 +20,7 @@ export interface GuardedSchedulers {
 }
 
 /** Upserts each schedule now, then checks every `guardEveryMs` that each is still there. */
-export async function startGuardedSchedulers(queue: Queue, schedules: GuardedSchedule[], guardEveryMs: number, log: Logger): Promise<GuardedSchedulers> {
+export async function startGuardedSchedulers(queue: AppQueue, schedules: GuardedSchedule[], guardEveryMs: number, log: Logger): Promise<GuardedSchedulers> {
   const upsert = (s: GuardedSchedule) => queue.upsertJobScheduler(s.id, { every: s.everyMs }, { name: s.job, data: {}, opts: JOBS[s.job].options });
   for (const s of schedules) {
     await upsert(s).catch((err) => log.warn({ err }, `could not set up the ${s.what} scheduler; will retry`));
@@ -29,7 +29,7 @@ export async function startGuardedSchedulers(queue: Queue, schedules: GuardedSch
     for (const s of schedules) {
       queue
         .getJobScheduler(s.id)
-        .then((found) => (found ? undefined : upsert(s).then(() => log.warn(`${s.what} scheduler was missing from Redis; re-created`))))
+        .then((found) => (found ? undefined : upsert(s).then(() => log.warn(`${s.what} scheduler was missing from the queue store; re-created`))))
         .catch((err) => log.warn({ err }, `could not check the ${s.what} scheduler; will retry`));
     }
   }, guardEveryMs);

@@ -15,16 +15,26 @@ export interface OutboxRelayLoop {
 export function startOutboxRelayLoop(db: Queryable, queues: QueueSet, intervalMs: number, log: Logger): OutboxRelayLoop {
   const relay = createOutboxRelay(db, queues);
   let relaying: Promise<number> | null = null;
+  // Asked again while a pass runs (a commit NOTIFYing meanwhile): one more pass right after, so
+  // a row committed after the running pass's last read does not wait for the timer.
+  let again = false;
   const relayNow = async (): Promise<number> => {
     // One relay pass at a time per process; drain in batches until nothing is pending.
-    if (relaying) return relaying;
+    if (relaying) {
+      again = true;
+      return relaying;
+    }
     relaying = (async () => {
       let total = 0;
-      for (;;) {
-        const n = await relay.relay();
-        total += n;
-        if (n === 0) return total;
-      }
+      do {
+        again = false;
+        for (;;) {
+          const n = await relay.relay();
+          total += n;
+          if (n === 0) break;
+        }
+      } while (again);
+      return total;
     })().finally(() => {
       relaying = null;
     });

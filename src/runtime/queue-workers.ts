@@ -1,8 +1,10 @@
 // One BullMQ Worker per queue of the catalogue, dispatching each job to the handler the
 // entrypoint registered for its name. Per-queue settings (backoff types, the reminder repeat
 // strategy, keep-policies) and the reminder schedule's after-job step live here.
-import { Worker, type ConnectionOptions, type Job, type WorkerOptions } from 'bullmq';
+import type { Job } from 'bullmq';
+import { retryDelayMs } from '../domain/webhooks.js';
 import type { Logger } from '../log.js';
+import type { AppWorker, QueueBackend, WorkerExtras } from '../queue/backend.js';
 import { backoffSettings } from '../queue/backoff.js';
 import { jobsOfQueue, QUEUES, type QueueRole, type ReminderJobData } from '../queue/catalogue.js';
 import { createProcessor, plannedAtOfDelayed, type JobHandler, type JobObserver } from '../queue/dispatcher.js';
@@ -11,8 +13,10 @@ import { plannedInstantOf, reminderWorkerOptions } from '../queue/reminder-sched
 import type { ReminderService } from '../queue/reminder-service.js';
 
 export interface QueueWorkerOptions {
-  connection: ConnectionOptions;
-  prefix: string;
+  /** Builds the Workers on the process's queue backend (its connection, Redis's prefix). */
+  backend: QueueBackend;
+  /** Webhook deliveries in flight at once (I/O bound: more than the email jobs). */
+  webhookConcurrency: number;
   concurrency: number;
   lockDuration: number;
   stalledInterval: number;
@@ -25,16 +29,23 @@ export function startQueueWorkers(
   opts: QueueWorkerOptions,
   log: Logger,
   observer: JobObserver,
-): Worker[] {
-  const common: WorkerOptions = { ...opts, maxStalledCount: 5 };
-  const perQueue: Record<QueueRole, Partial<WorkerOptions>> = {
+): AppWorker[] {
+  const { backend, webhookConcurrency, ...workerOpts } = opts;
+  const common: WorkerExtras = { ...workerOpts, maxStalledCount: 5 };
+  const perQueue: Record<QueueRole, Partial<WorkerExtras>> = {
     send: { settings: backoffSettings },
     reminders: { ...reminderWorkerOptions, settings: { ...reminderWorkerOptions.settings, ...backoffSettings } },
+    // The delivery's own backoff (WEBHOOK_BACKOFF_BASE_MS doubling, capped); the fan-out's is
+    // BullMQ's built-in exponential.
+    webhooks: {
+      concurrency: webhookConcurrency,
+      settings: { backoffStrategy: (attemptsMade: number) => retryDelayMs(ctx.webhooks.retry, attemptsMade) },
+    },
   };
   const handlersOf = (role: QueueRole): Record<string, JobHandler<never, JobContext>> =>
     Object.fromEntries(jobsOfQueue(QUEUES[role]).map((name) => [name, handlers[name] as JobHandler<never, JobContext>]));
 
-  const sendWorker = new Worker(QUEUES.send, createProcessor(handlersOf('send'), ctx, log, plannedAtOfDelayed, observer), {
+  const sendWorker = backend.worker(QUEUES.send, createProcessor(handlersOf('send'), ctx, log, plannedAtOfDelayed, observer), {
     ...common,
     ...perQueue.send,
   });
@@ -46,7 +57,7 @@ export function startQueueWorkers(
     (job) => (job.name === 'invoice.reminder' ? plannedInstantOf(job) : plannedAtOfDelayed(job)),
     observer,
   );
-  const reminderWorker = new Worker(
+  const reminderWorker = backend.worker(
     QUEUES.reminders,
     async (job: Job) => {
       // A slot planned under another reminder policy (this worker started with other REMINDERS_*
@@ -73,7 +84,11 @@ export function startQueueWorkers(
     },
     { ...common, ...perQueue.reminders },
   );
-  const workers = [sendWorker, reminderWorker];
+  const webhookWorker = backend.worker(QUEUES.webhooks, createProcessor(handlersOf('webhooks'), ctx, log, plannedAtOfDelayed, observer), {
+    ...common,
+    ...perQueue.webhooks,
+  });
+  const workers = [sendWorker, reminderWorker, webhookWorker];
   for (const w of workers) w.on('error', (err) => log.warn({ err, queue: w.name }, 'worker error'));
   return workers;
 }

@@ -11,6 +11,9 @@ import { StartupError } from './startup-error.js';
 
 /** One attempt: resolves when the prefix is this database's, throws StartupError when it is another's. */
 export async function claimRedisPrefix(config: Pick<Config, 'redisUrl' | 'redisPrefix'>, db: Queryable, log: Logger): Promise<void> {
+  // The Postgres queue backend reaches no Redis: its counterpart is the bullmq schema's claim
+  // (db/queue-schema.ts, claimed through queue/backend.ts).
+  if (config.redisUrl === null) return;
   const self = await deploymentIdentity(db);
   // A client of its own, failing fast: the process's other clients may queue or refuse commands
   // while Redis is away, and this must neither hang nor be refused before it connects.

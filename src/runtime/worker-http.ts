@@ -1,21 +1,20 @@
 // A process's internal HTTP port: health and Prometheus metrics. The worker's WORKER_PORT
 // (orchestrators probe workers too) and the API's METRICS_PORT (/metrics is not public).
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
-import type { Redis } from 'ioredis';
 import type { Queryable } from '../db/pool.js';
-import { registerHealth } from '../http/plugins/health.js';
+import { registerHealth, type Readiness } from '../http/plugins/health.js';
 import { registerMetrics } from '../http/plugins/metrics.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../observability/metrics.js';
 import { listenOn, type PortSetting } from './listen.js';
 
 export async function startWorkerHttp(
-  opts: { listen: PortSetting; db: Queryable; redis: Redis; metrics: Metrics; component?: string },
+  opts: { listen: PortSetting; db: Queryable; readiness: Readiness; metrics: Metrics; component?: string },
   log: Logger,
 ): Promise<{ app: FastifyInstance; port: number }> {
   const app = Fastify({ loggerInstance: log.child({ component: opts.component ?? 'worker-http' }), logController: new LogController({ disableRequestLogging: true }) }) as unknown as FastifyInstance;
   registerMetrics(app, opts.metrics);
-  registerHealth(app, { db: opts.db, redis: opts.redis });
+  registerHealth(app, { db: opts.db, readiness: opts.readiness });
   try {
     const port = await listenOn(app, opts.listen, log);
     return { app, port };

@@ -1,9 +1,7 @@
 // Wires a worker process: its pool, mail transport, queues, and the parts that run on them: the
 // BullMQ workers dispatching to the handlers the entrypoint hands in (queue-workers.ts), the
 // outbox relay loop, and the reminder upkeep (stop notifications, reconciler). Several such
-// processes may run on one Redis and one Postgres.
-import type { Queue, Worker } from 'bullmq';
-import { Redis } from 'ioredis';
+// processes may run on one queue store (Redis, or the Postgres backend's schema) and one Postgres.
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config.js';
 import { createPool, type Pool } from '../db/pool.js';
@@ -14,9 +12,12 @@ import { createMetrics, type Metrics } from '../observability/metrics.js';
 import type { JobObserver } from '../queue/dispatcher.js';
 import type { JobContext, JobHandlers } from '../queue/job-context.js';
 import { allQueues, openQueues, type QueueSet } from '../queue/queues.js';
-import { redisOptions } from '../queue/redis.js';
+import { claimQueueStorage, queueBackendOf, type AppQueue, type AppWorker } from '../queue/backend.js';
 import { createReminderService, type ReminderService } from '../queue/reminder-service.js';
-import { IDEMPOTENCY_PRUNE_EVERY_MS, SCHEDULERS } from '../queue/catalogue.js';
+import { IDEMPOTENCY_PRUNE_EVERY_MS, JOBS, jobIdOf, SCHEDULERS } from '../queue/catalogue.js';
+import { listen } from '../db/listen.js';
+import { presentEvent } from '../http/presenters.js';
+import { createWebhookSender } from '../webhooks/sender.js';
 import { startGuardedSchedulers } from './guarded-schedulers.js';
 import { startOutboxRelayLoop } from './outbox-relay-loop.js';
 import { startQueueWorkers } from './queue-workers.js';
@@ -30,7 +31,7 @@ export interface WorkerRuntime {
   pool: Pool;
   mail: MailTransport;
   queues: QueueSet;
-  workers: Worker[];
+  workers: AppWorker[];
   reminders: ReminderService;
   metrics: Metrics;
   /** The PDF thread pool (null with PDF_RENDER_THREADS=0). */
@@ -52,26 +53,26 @@ export interface WorkerRuntimeOptions {
 export async function createWorkerRuntime(config: Config, log: Logger, handlers: JobHandlers, opts: WorkerRuntimeOptions = {}): Promise<WorkerRuntime> {
   // Compile the email templates now: a missing or broken one fails the start, not a send.
   loadEmailTemplates();
+  // Postgres queue backend: its bullmq schema must be this database's (a ConfigError otherwise).
+  await claimQueueStorage(config);
   const pool = createPool(config.databaseUrl, config.workerConcurrency * 2 + 5);
   const mail =
     opts.mail ??
     createMailRouter({ smtpUrl: config.smtpUrl, sandboxSmtpUrl: config.sandboxSmtpUrl, poolSize: config.smtpPoolSize, outboxDir: config.outboxDir });
-  const connection = redisOptions(config.redisUrl);
-  const queues = openQueues(connection, config.redisPrefix, (err) => log.warn({ err }, 'redis connection error'));
-  const redis = new Redis({ ...connection, maxRetriesPerRequest: null });
-  redis.on('error', (err: Error) => log.warn({ err }, 'redis connection error'));
+  const backend = queueBackendOf(config, 'consumer');
+  const queues = openQueues(backend, (err) => log.warn({ err, backend: backend.kind }, 'queue connection error'));
 
   // Before anything touches the queues: this prefix must be this database's.
   try {
     await claimRedisPrefixOrWait(config, pool, log);
   } catch (err) {
     await Promise.all(allQueues(queues).map((q) => q.close())).catch(() => undefined);
-    redis.disconnect();
+    await backend.close();
     await mail.close();
     await pool.end();
     throw err;
   }
-  const reminders = createReminderService(pool, queues.reminders, redis, config.reminders);
+  const reminders = createReminderService(pool, queues.reminders, backend, config.reminders);
   const metrics = createMetrics({ queues: allQueues(queues), db: pool });
   // The health port first: a start that cannot bind it (WORKER_PORT taken) ends before this
   // process takes a single job.
@@ -79,12 +80,12 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
   let httpPort: number;
   try {
     ({ app: http, port: httpPort } = await startWorkerHttp(
-      { listen: { port: config.workerPort, host: config.host, variable: 'WORKER_PORT', fallbackToAny: config.workerPortFallback }, db: pool, redis, metrics },
+      { listen: { port: config.workerPort, host: config.host, variable: 'WORKER_PORT', fallbackToAny: config.workerPortFallback }, db: pool, readiness: backend.readiness, metrics },
       log,
     ));
   } catch (err) {
     await Promise.all(allQueues(queues).map((q) => q.close())).catch(() => undefined);
-    redis.disconnect();
+    await backend.close();
     await mail.close();
     await pool.end();
     throw err;
@@ -96,6 +97,7 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
     },
   };
   const pdf = config.pdfRenderThreads > 0 ? createPdfRenderPool(config.pdfRenderThreads, { warm: true }) : null;
+  const sender = createWebhookSender({ timeoutMs: config.webhooks.timeoutMs, allowPrivate: config.webhooks.allowPrivateNetworks });
   const ctx: JobContext = {
     config,
     pool,
@@ -104,17 +106,31 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
     ...(pdf ? { renderPdf: (doc) => pdf.render(doc) } : {}),
     countEmail: (kind, outcome) => metrics.emails.inc({ kind, outcome }),
     observeReminderLateness: (seconds) => metrics.reminderLateness.observe(seconds),
+    webhooks: {
+      sender,
+      retry: { baseMs: config.webhooks.backoffBaseMs, maxMs: config.webhooks.backoffMaxMs, windowMs: config.webhooks.retryWindowMs },
+      renderEvent: presentEvent,
+      async enqueueDeliveries(refs) {
+        if (refs.length === 0) return;
+        const spec = JOBS['webhook.deliver'];
+        await queues.webhooks.addBulk(
+          refs.map((data) => ({ name: 'webhook.deliver', data, opts: { ...spec.options, jobId: jobIdOf('webhook.deliver', data) } })),
+        );
+      },
+      countDelivery: (outcome) => metrics.webhookDeliveries.inc({ outcome }),
+      observeDeliveryLatency: (seconds) => metrics.webhookLatency.observe(seconds),
+    },
   };
   const workers = startQueueWorkers(
     handlers,
     ctx,
     reminders,
     {
-      connection,
-      prefix: config.redisPrefix,
+      backend,
       concurrency: config.workerConcurrency,
       lockDuration: config.workerLockDurationMs,
       stalledInterval: config.workerStalledIntervalMs,
+      webhookConcurrency: config.webhooks.concurrency,
     },
     log,
     observer,
@@ -130,6 +146,13 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
     reconcileEveryMs,
     log,
   );
+  // Events past their retention go on a scheduler of their own, on the webhooks queue.
+  const eventSchedulers = await startGuardedSchedulers(
+    queues.webhooks,
+    [{ id: SCHEDULERS.eventsPrune, job: 'events.prune', everyMs: config.events.pruneEvery.toMillis(), what: 'events prune' }],
+    reconcileEveryMs,
+    log,
+  );
   // A Redis flush takes the prefix's claim with it: claim it again (or learn another database did).
   const claimGuard = setInterval(() => {
     claimRedisPrefix(config, pool, log).catch((err) => log.error({ err }, 'redis prefix claim check failed'));
@@ -137,11 +160,22 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
   claimGuard.unref();
   const upkeep = startReminderUpkeep(config.databaseUrl, reminders, log);
   const relayLoop = startOutboxRelayLoop(pool, queues, config.outboxRelayIntervalMs, log);
+  // emit_event NOTIFYs at commit when it wrote a fan-out row: relay at once rather than at the
+  // next tick, whoever wrote the event (the API, a worker, a trigger on plain SQL).
+  const outboxListener = listen(
+    config.databaseUrl,
+    'outbox_pending',
+    () => {
+      relayLoop.relayNow().catch((err) => log.warn({ err }, 'outbox relay failed; the timer will retry'));
+    },
+    log,
+  );
 
   log.info(
     {
       concurrency: config.workerConcurrency,
       pdf_render_threads: config.pdfRenderThreads,
+      queue_backend: backend.kind,
       mail: {
         live: config.smtpUrl ? redactUrl(config.smtpUrl) : `files in ${config.outboxDir}`,
         sandbox: config.sandboxSmtpUrl ? redactUrl(config.sandboxSmtpUrl) : `files in ${config.outboxDir}`,
@@ -165,16 +199,19 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
     http,
     async close() {
       await relayLoop.stop();
+      await outboxListener.close();
       schedulers.stop();
+      eventSchedulers.stop();
       clearInterval(claimGuard);
       await http.close();
       // Worker.close() lets active jobs finish; the caller bounds the total time.
       await Promise.all(workers.map((w) => w.close()));
       await pdf?.close();
       await upkeep.stop();
-      await Promise.all(allQueues(queues).map((q: Queue) => q.close()));
-      redis.disconnect();
+      await Promise.all(allQueues(queues).map((q: AppQueue) => q.close()));
+      await backend.close();
       await mail.close();
+      await sender.close();
       await pool.end();
     },
   };

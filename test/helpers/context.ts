@@ -62,9 +62,29 @@ export async function deleteRedisPrefix(redisUrl: string, prefix: string): Promi
   }
 }
 
+/**
+ * The queue store loses everything of this service (a Redis FLUSHALL, or on the Postgres backend
+ * every row of the `bullmq` schema), while Postgres keeps the truth.
+ */
+export async function loseQueueStore(env: TestEnv): Promise<void> {
+  if (env.redisUrl) return deleteRedisPrefix(env.redisUrl, env.redisPrefix);
+  const c = new pg.Client({ connectionString: env.db.url });
+  await c.connect();
+  try {
+    await c.query('begin');
+    for (const table of ['job_log', 'dedup', 'dedup_next', 'job', 'scheduler']) await c.query(`delete from bullmq.${table}`);
+    await c.query('commit');
+  } finally {
+    await c.end();
+  }
+}
+
 export interface TestEnv {
   db: TestDatabase;
-  redisUrl: string;
+  /** The project's queue backend (vitest.config.ts runs the end-to-end files on both). */
+  queueBackend: 'redis' | 'postgres';
+  /** Null on the Postgres backend: nothing of the service reaches Redis. */
+  redisUrl: string | null;
   redisPrefix: string;
   /** Config for this file's database and prefix, with the given overrides. */
   config(overrides?: Record<string, string>): Config;
@@ -73,16 +93,20 @@ export interface TestEnv {
 
 export async function createTestEnv(): Promise<TestEnv> {
   const db = await createTestDatabase();
-  const redisUrl = inject('redisUrl');
+  const queueBackend = inject('queueBackend');
+  const redisUrl = queueBackend === 'redis' ? inject('redisUrl') : null;
+  if (queueBackend === 'redis' && redisUrl === null) throw new Error('the redis project runs only when a Redis was found');
   const redisPrefix = `test-${randomUUID()}`;
   return {
     db,
+    queueBackend,
     redisUrl,
     redisPrefix,
     config: (overrides = {}) =>
       loadConfig({
         DATABASE_URL: db.url,
-        REDIS_URL: redisUrl,
+        QUEUE_BACKEND: queueBackend,
+        ...(redisUrl ? { REDIS_URL: redisUrl } : {}),
         REDIS_PREFIX: redisPrefix,
         LOG_LEVEL: 'silent',
         PAYMENT_PAGE_BASE: 'https://pay.example.test',
@@ -95,7 +119,7 @@ export async function createTestEnv(): Promise<TestEnv> {
         ...overrides,
       }),
     async cleanup() {
-      await deleteRedisPrefix(redisUrl, redisPrefix);
+      if (redisUrl) await deleteRedisPrefix(redisUrl, redisPrefix);
       await db.drop();
     },
   };

@@ -10,7 +10,10 @@ import { redactUrl } from '../../src/log.js';
 declare module 'vitest' {
   export interface ProvidedContext {
     databaseUrl: string;
-    redisUrl: string;
+    /** Null when no Redis could be had: the Redis-backend project is then left out. */
+    redisUrl: string | null;
+    /** Which queue backend this project's files run on (see vitest.config.ts). */
+    queueBackend: 'redis' | 'postgres';
     templateDatabase: string;
     runId: string;
   }
@@ -26,11 +29,12 @@ export default async function setup(project: TestProject) {
   const services = await resolveServices();
   // The one line that says what this run talks to (passwords masked).
   process.stdout.write(
-    `tests use Postgres ${redactUrl(services.databaseUrl)} (${services.origin.database}) and Redis ${redactUrl(services.redisUrl)} (${services.origin.redis})\n`,
+    `tests use Postgres ${redactUrl(services.databaseUrl)} (${services.origin.database}) and ${services.redisUrl ? `Redis ${redactUrl(services.redisUrl)} (${services.origin.redis})` : 'no Redis (the Redis-backend project is left out)'}\n`,
   );
   const runId = randomBytes(4).toString('hex');
   const template = `inv_test_${runId}_template`;
-  await migrate(withDatabase(services.databaseUrl, template));
+  // The Postgres queue backend's schema too: every file's database then has it, unclaimed.
+  await migrate(withDatabase(services.databaseUrl, template), undefined, { queueSchema: true });
   project.provide('databaseUrl', services.databaseUrl);
   project.provide('redisUrl', services.redisUrl);
   project.provide('templateDatabase', template);

@@ -18,6 +18,8 @@ export interface SmtpSink {
   url: string;
   /** Parsed messages, in the order they arrived. */
   messages: ParsedMail[];
+  /** Every RCPT TO address as the client sent it, before any delay or answer: a client is mid-conversation. */
+  recipientsSeen: string[];
   /** Resolves with the messages once at least n have arrived. */
   waitFor(n: number, timeoutMs?: number): Promise<ParsedMail[]>;
   close(): Promise<void>;
@@ -25,6 +27,7 @@ export interface SmtpSink {
 
 export async function startSmtpSink(opts: SmtpSinkOptions = {}): Promise<SmtpSink> {
   const messages: ParsedMail[] = [];
+  const recipientsSeen: string[] = [];
   const waiters = new Set<() => void>();
   // Parses run one after another so `messages` keeps arrival order.
   let parsing: Promise<void> = Promise.resolve();
@@ -36,6 +39,7 @@ export async function startSmtpSink(opts: SmtpSinkOptions = {}): Promise<SmtpSin
     // Tests close their clients first; don't wait the default 30 s for stragglers.
     closeTimeout: 500,
     onRcptTo(address, _session, callback) {
+      recipientsSeen.push(address.address);
       const answer = () => {
         const code = opts.onRcpt?.(address.address) ?? null;
         if (code === null) return callback();
@@ -72,6 +76,7 @@ export async function startSmtpSink(opts: SmtpSinkOptions = {}): Promise<SmtpSin
     port,
     url: `smtp://127.0.0.1:${port}`,
     messages,
+    recipientsSeen,
     waitFor(n, timeoutMs = 5_000) {
       if (messages.length >= n) return Promise.resolve(messages);
       return new Promise((resolve, reject) => {

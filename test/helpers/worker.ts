@@ -2,6 +2,7 @@
 // (`main/cli.ts worker`, or the compiled `dist/main/cli.js`) for scale-out and crash tests.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import type { Queue } from 'bullmq';
 import { jobHandlers } from '../../jobs/index.js';
 import type { Config } from '../../src/config.js';
 import { createLogger } from '../../src/log.js';
@@ -108,7 +109,8 @@ export async function waitUntil(check: () => Promise<boolean>, timeoutMs = 10_00
 export function workerProcessEnv(config: Config, extra: Record<string, string> = {}): Record<string, string> {
   return {
     DATABASE_URL: config.databaseUrl,
-    REDIS_URL: config.redisUrl,
+    QUEUE_BACKEND: config.queueBackend,
+    ...(config.redisUrl ? { REDIS_URL: config.redisUrl } : {}),
     REDIS_PREFIX: config.redisPrefix,
     PAYMENT_PAGE_BASE: config.paymentPageBase,
     MAIL_FROM: config.mailFrom,
@@ -121,3 +123,12 @@ export function workerProcessEnv(config: Config, extra: Record<string, string> =
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, Math.max(0, ms)));
 export const sleepUntil = (t: number) => sleep(t - Date.now());
+
+/**
+ * Until the queue has nothing waiting, delayed, prioritized or running: every job added so far has
+ * finished. The positive signal after which the absence of a further effect (a second email) means
+ * something.
+ */
+export async function waitQueueDrained(queue: Pick<Queue, 'getJobCounts'>, timeoutMs = 10_000): Promise<void> {
+  await waitUntil(async () => Object.values(await queue.getJobCounts('waiting', 'delayed', 'prioritized', 'active')).every((n) => n === 0), timeoutMs, 20);
+}

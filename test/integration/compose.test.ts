@@ -33,7 +33,8 @@ function parseConfigVariables(source: string): Set<string> {
 
 const CONFIG_VARS = parseConfigVariables(read('src/config.ts'));
 const REQUIRED_APP_VARS = ['DATABASE_URL', 'REDIS_URL', 'SMTP_URL', 'PAYMENT_PAGE_BASE'];
-const DEFAULTS = loadConfig({});
+// The compose services always set DATABASE_URL (unset, the commands would run an embedded PostgreSQL).
+const DEFAULTS = loadConfig({ DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/invoices' });
 
 // ---------------------------------------------------------------------------------------------
 // Compose file: YAML (with merge keys), then interpolation as docker compose does it
@@ -239,7 +240,8 @@ describe('what src/config.ts reads', () => {
       new Proxy({} as Record<string, string | undefined>, {
         get(_target, key) {
           if (typeof key === 'string') touched.add(key);
-          return undefined;
+          // DATABASE_URL is required here (the commands set it, to an embedded server's when unset).
+          return key === 'DATABASE_URL' ? 'postgres://postgres@127.0.0.1:5432/invoices' : undefined;
         },
       }),
     );
@@ -345,7 +347,7 @@ describe('docker-compose.yml', () => {
         const db = new URL(config.databaseUrl);
         expect(db.hostname, where).toBe('postgres');
         expect(db.port || '5432', where).toBe('5432');
-        const redis = new URL(config.redisUrl);
+        const redis = new URL(config.redisUrl ?? 'redis://missing');
         expect(redis.hostname, where).toBe('redis');
         expect(redis.port || '6379', where).toBe('6379');
         expect(config.smtpUrl, where).toBe('smtp://mailpit:1025');
@@ -392,6 +394,32 @@ describe('docker-compose.yml', () => {
       const graceMs = service.stop_grace_period === undefined ? 10_000 : durationMs(service.stop_grace_period);
       expect(graceMs, name).toBeGreaterThan(shutdownMs);
     }
+  });
+});
+
+describe('docker-compose.single.yml (the app alone, Postgres queue backend)', () => {
+  const SINGLE_RAW = parse(read('docker-compose.single.yml'), { merge: true }) as ComposeFile;
+  const SINGLE = interpolateDeep(SINGLE_RAW, {});
+
+  it('is valid against the compose specification schema', () => {
+    const validate = composeValidator();
+    expect(validate(SINGLE), JSON.stringify(validate.errors, null, 2)).toBe(true);
+  });
+
+  it('is postgres and one app service running `start` on the Postgres queue backend: no Redis anywhere', () => {
+    expect(Object.keys(SINGLE.services).sort()).toEqual(['app', 'postgres']);
+    expect(SINGLE.services.app.command).toEqual(['node', 'dist/src/cli.js', 'start']);
+    const env = environmentOf(SINGLE.services.app);
+    expect(Object.keys(env).filter((n) => !CONFIG_VARS.has(n))).toEqual([]);
+    expect(Object.keys(env).filter((n) => n.startsWith('REDIS'))).toEqual([]);
+    const config = loadConfig(env);
+    expect(config.queueBackend).toBe('postgres');
+    expect(config.redisUrl).toBeNull();
+    expect(new URL(config.databaseUrl).hostname).toBe('postgres');
+    expect(SINGLE.services.app.depends_on).toEqual({ postgres: { condition: 'service_healthy' } });
+    expect(JSON.stringify(SINGLE.services.app.healthcheck?.test)).toContain('/readyz');
+    const published = portsOf(SINGLE.services.app).find((p) => p.target === config.port);
+    expect(published?.published).toBe(String(config.port));
   });
 });
 
@@ -449,7 +477,7 @@ describe('.env.example', () => {
   it('names only variables the code reads, with values it accepts', () => {
     expect(ENV_EXAMPLE.documented.size).toBeGreaterThan(0);
     expect([...ENV_EXAMPLE.documented].filter((n) => !CONFIG_VARS.has(n))).toEqual([]);
-    expect(() => loadConfig(ENV_EXAMPLE.active)).not.toThrow();
+    expect(() => loadConfig({ DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/invoices', ...ENV_EXAMPLE.active })).not.toThrow();
   });
 });
 

@@ -2,7 +2,8 @@
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { Writable } from 'node:stream';
 import { Validator } from '@seriousme/openapi-schema-validator';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { POSTGRES_DASHBOARD_NOTE } from '../../src/http/plugins/dashboard.js';
 import { createLogger } from '../../src/log.js';
 import { createApiRuntime } from '../../src/runtime/api-runtime.js';
 import { provisionMerchant } from '../../src/runtime/provision.js';
@@ -38,8 +39,19 @@ describe('queue dashboard', () => {
     const api = await fx.api.app.inject({ method: 'GET', url: '/admin/queues/api/queues', headers: { authorization: basic('ops', 's3cret:pass') } });
     expect(api.statusCode).toBe(200);
     const queues = api.json().queues as { name: string; counts: Record<string, number> }[];
-    expect(queues.map((q) => q.name).sort()).toEqual(['invoice-reminders', 'invoice-send']);
+    expect(queues.map((q) => q.name).sort()).toEqual(['invoice-reminders', 'invoice-send', 'webhooks']);
     for (const q of queues) expect(q.counts).toHaveProperty('waiting');
+    // The server panel reads the queue backend's own store; on Postgres the page says what differs.
+    const stats = await fx.api.app.inject({ method: 'GET', url: '/admin/queues/api/redis/stats', headers: { authorization: basic('ops', 's3cret:pass') } });
+    expect(stats.statusCode).toBe(200);
+    const described = (api.json().queues as { description?: string }[]).map((q) => q.description ?? '');
+    if (fx.env.queueBackend === 'postgres') {
+      expect(stats.json()).toMatchObject({ backend: 'postgres' });
+      for (const d of described) expect(d).toBe(POSTGRES_DASHBOARD_NOTE);
+    } else {
+      expect(stats.json()).toHaveProperty('version');
+      expect(described.filter((d) => d !== '')).toEqual([]);
+    }
   });
 
   it('retries and cleans failed jobs', async () => {
@@ -122,8 +134,8 @@ async function redisProxy(target: string): Promise<{ url: string; cut(): Promise
 }
 
 describe('health', () => {
-  it('healthz answers; readyz goes 503 naming redis when Redis is unreachable, and back to 200', async () => {
-    const proxy = await redisProxy(fx.env.redisUrl);
+  it.runIf(inject('queueBackend') === 'redis')('healthz answers; readyz goes 503 naming redis when Redis is unreachable, and back to 200', async () => {
+    const proxy = await redisProxy(fx.env.redisUrl!);
     const api = await createApiRuntime(fx.env.config({ REDIS_URL: proxy.url }), createLogger('silent'));
     try {
       expect((await api.app.inject({ method: 'GET', url: '/healthz' })).json()).toEqual({ status: 'ok' });
@@ -148,7 +160,8 @@ describe('health', () => {
       expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
       const ready = await fetch(`http://127.0.0.1:${port}/readyz`);
       expect(ready.status).toBe(200);
-      expect(await ready.json()).toMatchObject({ checks: { postgres: 'ok', redis: 'ok' } });
+      const store = fx.env.queueBackend === 'redis' ? 'redis' : 'queue';
+      expect(await ready.json()).toEqual({ status: 'ok', checks: { postgres: 'ok', [store]: 'ok' } });
       const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
       expect(metrics).toContain('invoice_queue_jobs{queue="invoice-send",state="waiting"}');
     } finally {

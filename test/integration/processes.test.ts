@@ -4,10 +4,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { accessSync, constants, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import path from 'node:path';
-import { Queue } from 'bullmq';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { QUEUES } from '../../src/queue/catalogue.js';
-import { redisOptions } from '../../src/queue/redis.js';
 import { startApiFixture, type ApiFixture } from '../helpers/context.js';
 import { startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
 import { ROOT, spawnWorker, startWorker, waitUntil, workerProcessEnv, type SpawnOptions, type WorkerProcess } from '../helpers/worker.js';
@@ -74,12 +71,7 @@ const recipients = (tag: string) =>
   sink.messages.flatMap((m) => (Array.isArray(m.to) ? m.to : [m.to]).flatMap((a) => a?.value.map((v) => v.address ?? '') ?? [])).filter((a) => a.startsWith(`${tag}-`));
 
 async function activeSends(): Promise<number> {
-  const queue = new Queue(QUEUES.send, { connection: redisOptions(fx.env.redisUrl), prefix: fx.env.redisPrefix });
-  try {
-    return await queue.getActiveCount();
-  } finally {
-    await queue.close();
-  }
+  return fx.api.queues.send.getActiveCount();
 }
 
 describe('the compiled build', () => {

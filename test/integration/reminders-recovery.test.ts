@@ -7,9 +7,9 @@ import { planReminderSlots, type ReminderSlot, reminderKindOf } from '../../src/
 import { loadEmailTemplates } from '../../src/mail/render-email.js';
 import { reminderSchedulerId } from '../../src/queue/reminder-schedulers.js';
 import { dueJobId, SCHEDULERS } from '../../src/queue/catalogue.js';
-import { deleteRedisPrefix, startApiFixture, type ApiFixture } from '../helpers/context.js';
+import { loseQueueStore, startApiFixture, type ApiFixture } from '../helpers/context.js';
 import { startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
-import { sleepUntil, spawnWorker, startWorker, waitUntil, workerProcessEnv, type WorkerProcess } from '../helpers/worker.js';
+import { spawnWorker, startWorker, waitUntil, workerProcessEnv, type WorkerProcess } from '../helpers/worker.js';
 import { apiClient, type ApiResponse, type HttpMethod } from '../helpers/http.js';
 
 // Slots: due-3s, due-2s, due-1s, then due+1s, due+2s, due+3s.
@@ -111,15 +111,17 @@ describe('reminders recovery and scale-out', () => {
     const inv = await createAndSend('flush@example.test', new Date(Date.now() + 6_000));
     const { plan, dueAt } = inv;
     await waitUntil(async () => (await scheduler(inv.id)) !== undefined, 5_000, 20);
-    await waitUntil(async () => remindersTo(inv.email).length === 1, plan[0].at.getTime() - Date.now() + 1_500, 20);
-    await sleepUntil(plan[0].at.getTime() + 200);
+    await waitUntil(async () => remindersTo(inv.email).length === 1, plan[0].at.getTime() - Date.now() + 5_000, 20);
+    // The first slot's job has completed (recorded, schedule advanced): nothing in flight.
+    await waitUntil(async () => (await queue().getActiveCount()) === 0, 5_000, 20);
 
-    // Redis loses everything of this service.
-    await deleteRedisPrefix(fx.env.redisUrl, fx.env.redisPrefix);
+    // Redis (or the Postgres backend's schema) loses everything of this service.
+    await loseQueueStore(fx.env);
     const flushedAt = Date.now();
     expect(await scheduler(inv.id)).toBeUndefined();
     expect(await queue().getJobScheduler(SCHEDULERS.reconcile)).toBeUndefined();
-    expect(await queue().getJob(dueJobId(inv.id, dueAt))).toBeUndefined();
+    // (The due-date job is not checked here: a job that was mid-flight during the flush may add it
+    // back at once on a loaded machine; the test below only needs it present or already run.)
 
     // Within one reconcile period (plus slack), Postgres is copied back into Redis.
     const restored = (what: string) => (err: Error) => {
@@ -132,7 +134,11 @@ describe('reminders recovery and scale-out', () => {
     // The due-date job is back too (or already ran: the invoice is overdue).
     await waitUntil(async () => (await statusOf(inv.id)) === 'overdue' || (await queue().getJob(dueJobId(inv.id, dueAt))) !== undefined, 2_000, 20).catch(restored('due-date job'));
 
-    await sleepUntil(plan[plan.length - 1].at.getTime() + 1_500);
+    // The last slot (planned after the restore) went out, and its job completed.
+    const last = plan[plan.length - 1].at.getTime();
+    await waitUntil(async () => (await reminderRows([inv.id])).some((r) => r.slot_at.getTime() === last && r.status === 'sent'), last - Date.now() + 5_000, 20);
+    await waitUntil(async () => (await queue().getActiveCount()) === 0, 5_000, 20);
+    await waitUntil(async () => remindersTo(inv.email).length === (await reminderRows([inv.id])).length, 5_000, 20);
     expect(await statusOf(inv.id)).toBe('overdue');
 
     const rows = await reminderRows([inv.id]);
@@ -170,24 +176,31 @@ describe('reminders recovery and scale-out', () => {
 
     const start = Date.now();
     const invoices: Sent[] = [];
-    for (let i = 0; i < 8; i++) invoices.push(await createAndSend(`two-workers-${i}@example.test`, new Date(start + 10_000 + i * 53)));
+    for (let i = 0; i < 8; i++) invoices.push(await createAndSend(`two-workers-${i}@example.test`, new Date(start + 14_000 + i * 53)));
     const last = Math.max(...invoices.map((inv) => inv.plan[inv.plan.length - 1].at.getTime()));
-    await waitUntil(async () => (await Promise.all(invoices.map((inv) => scheduler(inv.id)))).every((s) => s !== undefined), 5_000, 50);
+    await waitUntil(async () => (await Promise.all(invoices.map((inv) => scheduler(inv.id)))).every((s) => s !== undefined), 10_000, 50);
     expect(Date.now()).toBeLessThan(Math.min(...invoices.map((inv) => inv.plan[0].at.getTime())) - 200);
-    await sleepUntil(last + 1_500);
+    // Every planned slot of every invoice sent, and each email in the sink.
+    const planned = invoices.reduce((n, inv) => n + inv.plan.length, 0);
+    await waitUntil(async () => (await reminderRows(invoices.map((inv) => inv.id))).filter((r) => r.status === 'sent').length >= planned, last - Date.now() + 10_000, 50);
+    await waitUntil(async () => invoices.every((inv) => remindersTo(inv.email).length >= inv.plan.length), 5_000, 20);
 
     const rows = await reminderRows(invoices.map((inv) => inv.id));
     for (const inv of invoices) {
       const mine = rows.filter((r) => r.invoice_id === inv.id);
       expect(mine.map((r) => [r.kind, r.slot_at.getTime(), r.status, r.attempt])).toEqual(inv.plan.map((s) => [kindOf(s), s.at.getTime(), 'sent', 1]));
       const mails = remindersTo(inv.email);
-      expect(mails.map((m) => m.messageId)).toEqual(mine.map((r) => r.message_id));
+      // One email per row (two slots a second apart may reach the sink in either order on a busy machine).
+      expect(mails.map((m) => m.messageId).sort()).toEqual(mine.map((r) => r.message_id).sort());
       expect(mailsTo(inv.email)).toHaveLength(1 + inv.plan.length);
       expect(await statusOf(inv.id)).toBe('overdue');
     }
     // Both processes took part (the earlier test's invoice may still be finishing its schedule here).
     const ids = invoices.map((inv) => inv.id);
-    const emailed = procs.map((p) => p.lines.filter((l) => l.includes('"reminder emailed"') && ids.some((id) => l.includes(`"${id}"`))).length);
+    const emailedBy = (p: WorkerProcess) => p.lines.filter((l) => l.includes('"reminder emailed"') && ids.some((id) => l.includes(`"${id}"`))).length;
+    // Each process logs a reminder after its row is committed: wait for the lines to be read.
+    await waitUntil(async () => procs.reduce((n, p) => n + emailedBy(p), 0) >= rows.length, 5_000, 20);
+    const emailed = procs.map(emailedBy);
     console.info(`reminders emailed per worker process: ${JSON.stringify(emailed)}`);
     expect(emailed.reduce((a, b) => a + b, 0)).toBe(rows.length);
     for (const n of emailed) expect(n).toBeGreaterThan(0);

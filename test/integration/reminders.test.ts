@@ -13,7 +13,7 @@ import type { WorkerRuntime } from '../../src/runtime/worker-runtime.js';
 import { startApiFixture, type ApiFixture } from '../helpers/context.js';
 import { extractPdfText } from '../helpers/pdf-text.js';
 import { startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
-import { sleep, sleepUntil, startWorker, waitUntil } from '../helpers/worker.js';
+import { sleep, startWorker, waitUntil } from '../helpers/worker.js';
 import { apiClient, type ApiResponse, type HttpMethod, type JsonBody } from '../helpers/http.js';
 
 // Slots: due-3s, due-2s, due-1s, then due+1s, due+2s, due+3s.
@@ -80,9 +80,11 @@ async function createDraft(email: string, dueAt: Date, extra: Record<string, unk
   return res.body.data;
 }
 
-/** A draft due in `dueInMs`, sent; resolves once the invoice email is out and the schedule is set. */
-async function createAndSend(email: string, dueInMs = DUE_IN_MS): Promise<Sent> {
-  const dueAt = new Date(Date.now() + dueInMs);
+/**
+ * A draft due in DUE_IN_MS (or at `dueAt`), sent; resolves once the invoice email is out and the
+ * schedule is set.
+ */
+async function createAndSend(email: string, dueAt = new Date(Date.now() + DUE_IN_MS)): Promise<Sent> {
   const draft = await createDraft(email, dueAt);
   const sent = await call('POST', `/v1/invoices/${draft.id}/send`);
   expect(sent.status, JSON.stringify(sent.body)).toBe(200);
@@ -116,11 +118,30 @@ async function reminderRows(invoiceId: string): Promise<DeliveryRow[]> {
   return rows;
 }
 /** Until the slot's delivery row says sent and its email has reached the sink (parsed). */
-async function waitSlotSent(inv: Sent, slot: ReminderSlot, timeoutMs = slot.at.getTime() - Date.now() + 1_500): Promise<void> {
+async function waitSlotSent(inv: Sent, slot: ReminderSlot, timeoutMs = slot.at.getTime() - Date.now() + 5_000): Promise<void> {
   await waitUntil(async () => {
     const row = (await reminderRows(inv.id)).find((r) => r.slot_at.getTime() === slot.at.getTime() && r.status === 'sent');
     return row !== undefined && mailsTo(inv.email).some((m) => m.messageId === row.message_id);
   }, timeoutMs, 20);
+}
+
+/** Until no reminder-queue job is running: the jobs that fired so far have completed (recorded, schedule advanced). */
+async function waitRemindersIdle(): Promise<void> {
+  await waitUntil(async () => (await fx.api.queues.reminders.getActiveCount()) === 0, 5_000, 20);
+}
+
+/**
+ * An invoice with the same due date and so the same plan, whose reminders keep running: its slot
+ * sent is the positive signal that the worker went past that instant, after which the absence of
+ * another invoice's reminder of that instant means something.
+ */
+const witnessOf = (inv: Sent) => createAndSend(`witness-${inv.email}`, inv.dueAt);
+
+/** Until the due-date job of the invoice has run (completed). */
+async function waitDueJobDone(inv: Sent): Promise<void> {
+  // By state, which both queue backends report: 'completed', or 'unknown' once removed.
+  const id = dueJobId(inv.id, inv.dueAt);
+  await waitUntil(async () => ['completed', 'unknown'].includes(await fx.api.queues.reminders.getJobState(id)), inv.dueAt.getTime() - Date.now() + 5_000, 20);
 }
 const scheduler = (invoiceId: string) => fx.api.queues.reminders.getJobScheduler(reminderSchedulerId(invoiceId));
 async function statusOf(invoiceId: string): Promise<string> {
@@ -166,7 +187,8 @@ describe('reminders on second-sized policies', () => {
     );
     expect(t1.upcoming).toEqual(plan.slice(2).map((s) => ({ kind: kindOf(s), scheduled_for: s.at.toISOString() })));
 
-    await sleepUntil(plan[plan.length - 1].at.getTime() + 1_500);
+    await waitSlotSent(inv, plan[plan.length - 1]);
+    await waitRemindersIdle();
     await status.stop();
 
     // Postgres: one delivery per planned slot, at exactly the planned instant, each sent once.
@@ -246,6 +268,7 @@ describe('reminders on second-sized policies', () => {
 
   it('paying through the test helper stops them: schedule gone at the response, no email after, never overdue', async () => {
     const inv = await createAndSend('pay-helper@example.test');
+    const witness = await witnessOf(inv);
     const { plan, dueAt } = inv;
     await waitSlotSent(inv, plan[0]);
     expect(remindersTo(inv.email)).toHaveLength(1);
@@ -256,8 +279,11 @@ describe('reminders on second-sized policies', () => {
     // Removed before the response returned.
     expect(await scheduler(inv.id)).toBeUndefined();
 
-    // Past two more pre-due slots, the due date and the first post-due slot.
-    await sleepUntil(plan[3].at.getTime() + 700);
+    // Past two more pre-due slots, the due date and the first post-due slot: the witness got
+    // its reminder of the slot after those, and this invoice's due-date job has run.
+    await waitSlotSent(witness, witness.plan[4]);
+    await waitDueJobDone(inv);
+    await waitRemindersIdle();
     expect(remindersTo(inv.email)).toHaveLength(1);
     expect((await reminderRows(inv.id)).map((r) => r.slot_at.getTime())).toEqual([plan[0].at.getTime()]);
     expect(await statusOf(inv.id)).toBe('paid'); // invoice.due ran at due and left it alone
@@ -273,6 +299,7 @@ describe('reminders on second-sized policies', () => {
 
   it('voiding stops them: schedule gone at the response, no reminder of the next seconds sent, never overdue', async () => {
     const inv = await createAndSend('void@example.test');
+    const witness = await witnessOf(inv);
     const { plan, dueAt } = inv;
     await waitSlotSent(inv, plan[0]);
     expect(remindersTo(inv.email)).toHaveLength(1);
@@ -284,8 +311,11 @@ describe('reminders on second-sized policies', () => {
     expect(voided.body.data.status).toBe('void');
     expect(await scheduler(inv.id)).toBeUndefined();
 
-    // Past the slots that were due in the next seconds, the due date and the first post-due slot.
-    await sleepUntil(plan[3].at.getTime() + 700);
+    // Past the slots that were due in the next seconds, the due date and the first post-due slot
+    // (the witness's next reminder went out, this invoice's due-date job has run).
+    await waitSlotSent(witness, witness.plan[4]);
+    await waitDueJobDone(inv);
+    await waitRemindersIdle();
     expect(remindersTo(inv.email)).toHaveLength(1);
     expect((await reminderRows(inv.id)).map((r) => r.slot_at.getTime())).toEqual([plan[0].at.getTime()]);
     expect(await statusOf(inv.id)).toBe('void'); // invoice.due left it alone
@@ -301,10 +331,12 @@ describe('reminders on second-sized policies', () => {
 
   it('paying by a direct SQL UPDATE stops them within a second (trigger -> NOTIFY -> worker), no email after it', async () => {
     const inv = await createAndSend('pay-sql@example.test');
+    const witness = await witnessOf(inv);
     const { plan } = inv;
     await waitSlotSent(inv, plan[0]);
-    // Nothing in flight: the next slot is ~1 s away.
-    await sleepUntil(plan[0].at.getTime() + 300);
+    // Nothing in flight: the first slot's jobs completed, the next slot is ~1 s away.
+    await waitSlotSent(witness, witness.plan[0]);
+    await waitRemindersIdle();
     expect(await scheduler(inv.id)).toBeDefined();
     const mailsBefore = remindersTo(inv.email).length;
     expect(mailsBefore).toBe(1);
@@ -322,7 +354,9 @@ describe('reminders on second-sized policies', () => {
     console.info(`SQL UPDATE paid -> scheduler gone: ${gone.toFixed(1)} ms`);
     expect(gone).toBeLessThan(1_000);
 
-    await sleepUntil(plan[3].at.getTime() + 700);
+    await waitSlotSent(witness, witness.plan[4]);
+    await waitDueJobDone(inv);
+    await waitRemindersIdle();
     expect(remindersTo(inv.email)).toHaveLength(mailsBefore);
     expect((await reminderRows(inv.id)).map((r) => r.slot_at.getTime())).toEqual([plan[0].at.getTime()]);
     expect(await statusOf(inv.id)).toBe('paid');
@@ -331,9 +365,10 @@ describe('reminders on second-sized policies', () => {
 
   it('off removes the schedule before the response; on resumes at the next slot with no burst of the missed ones', async () => {
     const inv = await createAndSend('off-on@example.test');
+    const witness = await witnessOf(inv);
     const { plan, dueAt } = inv;
+    // Off right after the first reminder, about a second before the next slot.
     await waitSlotSent(inv, plan[0]);
-    await sleepUntil(plan[0].at.getTime() + 200);
 
     const off = await call('POST', `/v1/invoices/${inv.id}/reminders`, { enabled: false });
     expect(off.status, JSON.stringify(off.body)).toBe(200);
@@ -343,8 +378,9 @@ describe('reminders on second-sized policies', () => {
     expect(offTimeline).toMatchObject({ reminders_enabled: false, upcoming: [] });
     expect(offTimeline.past.map((p: JsonBody) => p.scheduled_for)).toEqual([plan[0].at.toISOString()]);
 
-    // plan[1] passes while off.
-    await sleepUntil(plan[1].at.getTime() + 400);
+    // plan[1] passes while off (the witness got its reminder of it).
+    await waitSlotSent(witness, witness.plan[1]);
+    await waitRemindersIdle();
     expect(remindersTo(inv.email)).toHaveLength(1);
     const on = await call('POST', `/v1/invoices/${inv.id}/reminders`, { enabled: true });
     const onAt = Date.now();
@@ -352,11 +388,9 @@ describe('reminders on second-sized policies', () => {
     expect(on.body.data.reminders_enabled).toBe(true);
     expect((await scheduler(inv.id))?.next).toBe(plan[2].at.getTime());
 
-    // No burst: nothing goes out between "on" and the next planned slot.
-    await sleepUntil(plan[2].at.getTime() - 50);
-    expect(remindersTo(inv.email)).toHaveLength(1);
-
-    await sleepUntil(plan[plan.length - 1].at.getTime() + 1_500);
+    // No burst: every email below arrives at or after its own slot, and plan[1] has none.
+    await waitSlotSent(inv, plan[plan.length - 1]);
+    await waitRemindersIdle();
     const expected = plan.filter((_, i) => i !== 1);
     const rows = await reminderRows(inv.id);
     expect(rows.map((r) => [r.kind, r.slot_at.getTime(), r.status])).toEqual(expected.map((s) => [kindOf(s), s.at.getTime(), 'sent']));

@@ -1,5 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config.js';
+import { ConfigError, embeddedPostgresDirOf, loadConfig as load } from '../../src/config.js';
+
+// The entrypoints always load the configuration with a DATABASE_URL (an embedded server's when unset).
+const DB = 'postgres://postgres@db.internal:5432/invoices';
+const loadConfig = (env: Record<string, string>) => load({ DATABASE_URL: DB, ...env });
 
 function configError(env: Record<string, string>): ConfigError {
   try {
@@ -15,8 +19,11 @@ describe('loadConfig defaults', () => {
   it('gives every default from an empty environment', () => {
     const c = loadConfig({});
     expect(c).toMatchObject({
-      databaseUrl: 'postgres://postgres@127.0.0.1:5432/invoices',
-      redisUrl: 'redis://127.0.0.1:6379',
+      databaseUrl: DB,
+      embeddedPostgresDir: 'var/postgres',
+      // Nothing but the database: BullMQ on Postgres, no Redis.
+      queueBackend: 'postgres',
+      redisUrl: null,
       redisPrefix: 'bull',
       port: 3000,
       host: '0.0.0.0',
@@ -43,6 +50,27 @@ describe('loadConfig defaults', () => {
     expect(c.reminders.defaultTimeZone).toBe('UTC');
     expect(c.reconcileEvery.toISO()).toBe('PT1M');
     expect(Object.isFrozen(c)).toBe(true);
+  });
+
+  it('DATABASE_URL unset: the commands run an embedded PostgreSQL in EMBEDDED_POSTGRES_DIR (default var/postgres) first', () => {
+    expect(embeddedPostgresDirOf({})).toBe('var/postgres');
+    expect(embeddedPostgresDirOf({ DATABASE_URL: '', EMBEDDED_POSTGRES_DIR: '/srv/pg' })).toBe('/srv/pg');
+    expect(embeddedPostgresDirOf({ DATABASE_URL: DB })).toBeNull();
+    const err = configError({ DATABASE_URL: '' });
+    expect(err.variable).toBe('DATABASE_URL');
+  });
+
+  it('picks the queue backend: redis when REDIS_URL or REDIS_CLUSTER_NODES is set, postgres otherwise, or as QUEUE_BACKEND says', () => {
+    expect(loadConfig({ REDIS_URL: 'redis://r:6379' })).toMatchObject({ queueBackend: 'redis', redisUrl: 'redis://r:6379' });
+    expect(loadConfig({ REDIS_CLUSTER_NODES: 'r1:7000,r2:7000' })).toMatchObject({ queueBackend: 'redis' });
+    expect(loadConfig({ QUEUE_BACKEND: 'redis' })).toMatchObject({ queueBackend: 'redis', redisUrl: 'redis://127.0.0.1:6379' });
+    expect(loadConfig({ QUEUE_BACKEND: 'postgres', REDIS_URL: 'redis://r:6379' })).toMatchObject({ queueBackend: 'postgres', redisUrl: null });
+    expect(loadConfig({ QUEUE_BACKEND: '', REDIS_URL: '' })).toMatchObject({ queueBackend: 'postgres', redisUrl: null });
+    for (const bad of ['Redis', 'sqlite', 'pg']) {
+      const err = configError({ QUEUE_BACKEND: bad });
+      expect(err.variable).toBe('QUEUE_BACKEND');
+      expect(err.message).toBe(`invalid configuration: QUEUE_BACKEND must be redis or postgres, got "${bad}"`);
+    }
   });
 
   it('treats empty strings as unset', () => {

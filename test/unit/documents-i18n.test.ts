@@ -154,6 +154,8 @@ describe('PDF in the customer language, with the payment terms', () => {
     expect(text).toContain('Paid 1,234.50 USDC on base-sepolia');
     expect(text).toContain('Paid: 25 Nov 2026');
     expect(text).toContain('TEST MODE');
+    expect(text).toContain('VIEW ONLINE');
+    expect(text).not.toContain('PAY ONLINE');
     await expect(renderReceiptPdf(invoice({ paidAt: null }))).rejects.toThrow(/paidAt/);
   });
 

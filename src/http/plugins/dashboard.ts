@@ -4,9 +4,11 @@ import { timingSafeEqual } from 'node:crypto';
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
-import type { Queue } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
 import { createFailureLimiter } from '../failure-limiter.js';
+
+import type { QueueBackendKind } from '../../config.js';
+import type { AppQueue } from '../../queue/backend.js';
 
 /** Wrong dashboard credentials per client address before it gets 429 for the rest of the window. */
 export const DASHBOARD_MAX_FAILURES = 10;
@@ -20,10 +22,24 @@ function safeEqual(a: string, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
-export async function registerDashboard(app: FastifyInstance, queues: Queue[], credentials: { user: string; password: string }): Promise<void> {
+/**
+ * What the dashboard cannot show on BullMQ's Postgres backend, said on the page (each queue's
+ * description) rather than failing: bull-board's Redis panel reads Redis INFO.
+ */
+export const POSTGRES_DASHBOARD_NOTE =
+  'Queue backend: PostgreSQL (schema bullmq). The Redis memory and clients panel does not apply; the server panel shows PostgreSQL.';
+
+export async function registerDashboard(
+  app: FastifyInstance,
+  queues: AppQueue[],
+  credentials: { user: string; password: string },
+  backend: QueueBackendKind = 'redis',
+): Promise<void> {
   const serverAdapter = new FastifyAdapter();
   serverAdapter.setBasePath(DASHBOARD_PATH);
-  createBullBoard({ queues: queues.map((q) => new BullMQAdapter(q)), serverAdapter });
+  const options = backend === 'postgres' ? { description: POSTGRES_DASHBOARD_NOTE } : {};
+  // bull-board's adapter is typed for the Redis backend's Queue; it reads the Postgres one too.
+  createBullBoard({ queues: queues.map((q) => new BullMQAdapter(q as ConstructorParameters<typeof BullMQAdapter>[0], options)), serverAdapter });
   const failures = createFailureLimiter({ maxFailures: DASHBOARD_MAX_FAILURES, windowMs: DASHBOARD_FAILURE_WINDOW_MS });
   await app.register(async (scope) => {
     scope.addHook('onRequest', async (req, reply) => {

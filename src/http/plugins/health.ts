@@ -1,7 +1,7 @@
-// /healthz: the process is alive. /readyz: Postgres and Redis answer; 503 names the failing part.
+// /healthz: the process is alive. /readyz: Postgres and the queue store (Redis, or BullMQ's schema
+// with the Postgres backend) answer; 503 names the failing part.
 // Shared by the API and the worker's own small HTTP port.
 import type { FastifyInstance } from 'fastify';
-import type { Redis } from 'ioredis';
 import { pingDatabase, type Queryable } from '../../db/pool.js';
 import { withTimeout } from '../../lib/with-timeout.js';
 
@@ -16,11 +16,17 @@ async function check(name: string, probe: () => Promise<unknown>): Promise<[stri
   }
 }
 
-export function registerHealth(app: FastifyInstance, deps: { db: Queryable; redis: Redis }): void {
+/** The queue store's check: `redis`, or `queue` (BullMQ's schema) with the Postgres backend. */
+export interface Readiness {
+  name: string;
+  probe(): Promise<unknown>;
+}
+
+export function registerHealth(app: FastifyInstance, deps: { db: Queryable; readiness: Readiness }): void {
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
   app.get('/readyz', { schema: { hide: true } }, async (_req, reply) => {
     const checks = Object.fromEntries(
-      await Promise.all([check('postgres', () => pingDatabase(deps.db)), check('redis', () => deps.redis.ping())]),
+      await Promise.all([check('postgres', () => pingDatabase(deps.db)), check(deps.readiness.name, deps.readiness.probe)]),
     );
     const failing = Object.entries(checks).filter(([, v]) => v !== 'ok').map(([k]) => k);
     if (failing.length) return reply.status(503).send({ status: 'unavailable', failing, checks });

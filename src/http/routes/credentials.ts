@@ -1,4 +1,6 @@
 import { issueApiKey, listCredentials, revokeCredential } from '../../db/credentials.js';
+import { emitEvent } from '../../db/events.js';
+import { withTransaction } from '../../db/pool.js';
 import { notFound } from '../../errors.js';
 import type { AppDeps } from '../types.js';
 import { requireWrite } from '../auth.js';
@@ -56,9 +58,14 @@ export async function credentialRoutes(app: Api, deps: AppDeps): Promise<void> {
     },
     async (req) => {
       requireWrite(req.auth);
-      const row = await revokeCredential(deps.pool, req.auth, req.params.credentialId);
-      if (!row) throw notFound('credential', req.params.credentialId);
-      return { data: presentCredential(row) };
+      const credential = await withTransaction(deps.pool, async (tx) => {
+        const row = await revokeCredential(tx, req.auth, req.params.credentialId);
+        if (!row) throw notFound('credential', req.params.credentialId);
+        const object = presentCredential(row);
+        if (row.newly_revoked) await emitEvent(tx, req.auth, 'credential.revoked', 'credential', row.id, object);
+        return object;
+      });
+      return { data: credential };
     },
   );
 }

@@ -1,5 +1,6 @@
 import type { Decimal } from 'decimal.js';
 import { setCustomerLocale, upsertCustomer } from '../../db/customers.js';
+import { emitInvoiceEvent } from '../../db/events.js';
 import { upsertDelivery } from '../../db/deliveries.js';
 import {
   findInvoice,
@@ -154,6 +155,7 @@ export async function invoiceRoutes(app: Api, deps: AppDeps): Promise<void> {
         });
         if (edit.lines) await replaceLines(tx, inv.id, linesForDb(edit.lines));
         if (locale !== undefined) await setCustomerLocale(tx, inv.customer_id, locale);
+        await emitInvoiceEvent(tx, inv.id, 'invoice.updated');
         return updated;
       });
       return { data: presentInvoice(row) };
@@ -210,7 +212,9 @@ export async function invoiceRoutes(app: Api, deps: AppDeps): Promise<void> {
         const inv = await findInvoice(tx, req.auth, req.params.invoiceId, true);
         if (!inv) throw notFound('invoice', req.params.invoiceId);
         unwrap(nextStatus(inv.status, 'set_reminders'));
-        return setRemindersEnabled(tx, inv.id, req.body.enabled);
+        const updated = await setRemindersEnabled(tx, inv.id, req.body.enabled);
+        if (inv.reminders_enabled !== req.body.enabled) await emitInvoiceEvent(tx, inv.id, 'invoice.updated');
+        return updated;
       });
       if (deps.reminders && (row.status === 'open' || row.status === 'overdue')) {
         // Before the response: "off" means no reminder is scheduled any more when the caller

@@ -1,6 +1,8 @@
 import type { Decimal } from 'decimal.js';
 import { deleteLinkWithoutPayments, findLink, insertLink, listLinks, updateLink, type PaymentLinkRow } from '../../db/payment-links.js';
-import { withTransaction } from '../../db/pool.js';
+import { emitEvent } from '../../db/events.js';
+import type { Scope } from '../../db/invoices.js';
+import { withTransaction, type PoolClient } from '../../db/pool.js';
 import { findPriceForUse } from '../../db/products.js';
 import { newId } from '../../domain/ids.js';
 import { formatDecimal, parseAmount } from '../../domain/money.js';
@@ -28,6 +30,12 @@ function decimalOrThrow(raw: string | undefined, decimals: number, field: string
 export async function paymentLinkRoutes(app: Api, deps: AppDeps): Promise<void> {
   const { pool, config } = deps;
   const present = (l: PaymentLinkRow) => presentLink(l, config);
+  /** The link as presented, recorded as an event of this kind in the same transaction. */
+  const recorded = async (tx: PoolClient, auth: Scope, type: 'payment_link.created' | 'payment_link.updated' | 'payment_link.deleted', l: PaymentLinkRow) => {
+    const object = present(l);
+    await emitEvent(tx, auth, type, 'payment_link', l.id, object);
+    return object;
+  };
 
   app.post(
     '/payment-links',
@@ -68,7 +76,7 @@ export async function paymentLinkRoutes(app: Api, deps: AppDeps): Promise<void> 
           if (!price) throw new ApiError('price_not_found', `No such price: ${JSON.stringify(b.price_id)}.`, 'price_id');
           if (!price.active) throw new ApiError('price_inactive', 'This price is inactive.', 'price_id');
           if (!price.product_active) throw new ApiError('product_inactive', 'The product of this price is inactive.', 'price_id');
-          return insertLink(tx, req.auth, {
+          const link = await insertLink(tx, req.auth, {
             ...common,
             price_id: price.id,
             currency: price.currency,
@@ -79,8 +87,9 @@ export async function paymentLinkRoutes(app: Api, deps: AppDeps): Promise<void> 
             max_amount: null,
             preset_amount: null,
           });
+          return recorded(tx, req.auth, 'payment_link.created', link);
         });
-        return { data: present(row) };
+        return { data: row };
       }
 
       if (b.price_id) throw invalid('A custom_amount link has no price_id.', 'price_id');
@@ -93,7 +102,8 @@ export async function paymentLinkRoutes(app: Api, deps: AppDeps): Promise<void> 
       if (min && max && min.gt(max)) throw invalid('min_amount must not exceed max_amount.', 'min_amount');
       if (preset && min && preset.lt(min)) throw invalid('preset_amount must not be below min_amount.', 'preset_amount');
       if (preset && max && preset.gt(max)) throw invalid('preset_amount must not exceed max_amount.', 'preset_amount');
-      const row = await insertLink(pool, req.auth, {
+      const row = await withTransaction(pool, async (tx) => {
+        const link = await insertLink(tx, req.auth, {
         ...common,
         price_id: null,
         currency: token.token.currency,
@@ -103,8 +113,10 @@ export async function paymentLinkRoutes(app: Api, deps: AppDeps): Promise<void> 
         min_amount: min && formatDecimal(min),
         max_amount: max && formatDecimal(max),
         preset_amount: preset && formatDecimal(preset),
+        });
+        return recorded(tx, req.auth, 'payment_link.created', link);
       });
-      return { data: present(row) };
+      return { data: row };
     },
   );
 
@@ -143,9 +155,9 @@ export async function paymentLinkRoutes(app: Api, deps: AppDeps): Promise<void> 
         const after = req.body.after_completion ?? link.after_completion;
         const redirect = req.body.redirect_url ?? link.redirect_url;
         if (after === 'redirect' && !redirect) throw invalid('after_completion "redirect" needs a redirect_url.', 'redirect_url');
-        return updateLink(tx, link.id, req.body);
+        return recorded(tx, req.auth, 'payment_link.updated', await updateLink(tx, link.id, req.body));
       });
-      return { data: present(row) };
+      return { data: row };
     },
   );
 
@@ -173,6 +185,7 @@ export async function paymentLinkRoutes(app: Api, deps: AppDeps): Promise<void> 
             'This payment link has taken payments and cannot be deleted; set its status to inactive to close it.',
           );
         }
+        await recorded(tx, req.auth, 'payment_link.deleted', link);
       });
       return { data: { id: req.params.paymentLinkId, deleted: true } };
     },

@@ -1,3 +1,4 @@
+import { emitEvent } from '../../db/events.js';
 import { withTransaction } from '../../db/pool.js';
 import { deleteProductIfUnused, findProduct, insertPrice, insertProduct, listProducts, updateProduct, type NewPrice } from '../../db/products.js';
 import { resolveCadence } from '../../domain/cadence.js';
@@ -51,9 +52,11 @@ export async function productRoutes(app: Api, deps: AppDeps): Promise<void> {
       const product = await withTransaction(pool, async (tx) => {
         await insertProduct(tx, { id, scope: req.auth, name: req.body.name, description: req.body.description ?? null, metadata: req.body.metadata ?? {} });
         for (const price of prices) await insertPrice(tx, req.auth, price);
-        return findProduct(tx, req.auth, id);
+        const created = presentProduct((await findProduct(tx, req.auth, id))!);
+        await emitEvent(tx, req.auth, 'product.created', 'product', id, created);
+        return created;
       });
-      return { data: presentProduct(product!) };
+      return { data: product };
     },
   );
 
@@ -80,10 +83,14 @@ export async function productRoutes(app: Api, deps: AppDeps): Promise<void> {
     },
     async (req) => {
       requireWrite(req.auth);
-      const found = await updateProduct(pool, req.auth, req.params.productId, req.body);
-      if (!found) throw notFound('product', req.params.productId);
-      const product = await findProduct(pool, req.auth, req.params.productId);
-      return { data: presentProduct(product!) };
+      const product = await withTransaction(pool, async (tx) => {
+        const found = await updateProduct(tx, req.auth, req.params.productId, req.body);
+        if (!found) throw notFound('product', req.params.productId);
+        const updated = presentProduct((await findProduct(tx, req.auth, req.params.productId))!);
+        await emitEvent(tx, req.auth, 'product.updated', 'product', updated.id, updated);
+        return updated;
+      });
+      return { data: product };
     },
   );
 

@@ -3,6 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import { Type } from 'typebox';
 import { upsertCustomer } from '../../db/customers.js';
+import { emitEvent } from '../../db/events.js';
 import { withTransaction } from '../../db/pool.js';
 import { findPriceForUse } from '../../db/products.js';
 import { insertSubscription } from '../../db/subscriptions.js';
@@ -78,7 +79,7 @@ export async function testHelperRoutes(app: Api, deps: AppDeps): Promise<void> {
         const token = resolveToken(req.auth.environment, price.network, price.currency);
         if (!token.ok) throw new ApiError(token.code, token.message);
         const customer = await upsertCustomer(tx, req.auth, req.body.customer_email, null, null);
-        return insertSubscription(tx, req.auth, {
+        const created = await insertSubscription(tx, req.auth, {
           id: newId('sub'),
           customerId: customer.id,
           priceId: price.id,
@@ -93,8 +94,11 @@ export async function testHelperRoutes(app: Api, deps: AppDeps): Promise<void> {
           onchainId: `0x${randomBytes(16).toString('hex')}`,
           platformFeeBps: req.auth.platformFeeBps,
         });
+        const object = presentSubscription(created);
+        await emitEvent(tx, req.auth, 'subscription.created', 'subscription', created.id, object);
+        return object;
       });
-      return { data: presentSubscription(sub) };
+      return { data: sub };
     },
   );
 }

@@ -1,0 +1,203 @@
+// `npm run bench:webhooks [N]` (default 2000): N invoice events (written by the invoices trigger,
+// as in production) fanned out to 1 and to 10 endpoints on a loopback receiver by one worker
+// process, beside raw undici POSTs of the same bodies to the same receiver in the same run
+// (the raw limit). Then events at half the measured maximum, one per transaction, for the
+// event-created -> received latency. Targets: >= 0.5x the raw POST rate; p99 < 1 s at half max.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import pg from 'pg';
+import { Pool as UndiciPool } from 'undici';
+import { newId } from '../src/domain/ids.js';
+import { newWebhookSecret } from '../src/domain/webhooks.js';
+import { provisionMerchant } from '../src/runtime/provision.js';
+import { codeVersion, createBenchDatabase, deleteRedisPrefix, loadAvg, note, randomSuffix, REDIS_URL, sleep, spawnTs, type Child } from './support.js';
+
+const N = Number(process.argv[2] ?? 2000);
+const CONCURRENCY = Number(process.env.BENCH_WEBHOOK_CONCURRENCY ?? 50);
+const ENDPOINTS = 10;
+
+interface Arrival {
+  path: string;
+  id: string;
+  at: number;
+}
+
+function startReceiver(): Promise<{ server: Server; port: number; arrivals: Arrival[]; waitFor(n: number, timeoutMs: number): Promise<void> }> {
+  const arrivals: Arrival[] = [];
+  let waiter: { n: number; resolve: () => void } | null = null;
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      arrivals.push({ path: req.url ?? '/', id: String(req.headers['webhook-id'] ?? ''), at: Date.now() });
+      res.writeHead(200).end();
+      if (waiter && arrivals.length >= waiter.n) {
+        waiter.resolve();
+        waiter = null;
+      }
+    });
+  });
+  server.keepAliveTimeout = 10_000;
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () =>
+      resolve({
+        server,
+        port: (server.address() as AddressInfo).port,
+        arrivals,
+        waitFor: (n, timeoutMs) =>
+          new Promise<void>((ok, fail) => {
+            if (arrivals.length >= n) return ok();
+            const t = setTimeout(() => fail(new Error(`only ${arrivals.length} of ${n} deliveries after ${timeoutMs} ms`)), timeoutMs);
+            waiter = { n, resolve: () => (clearTimeout(t), ok()) };
+          }),
+      }),
+    ),
+  );
+}
+
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] : NaN;
+};
+
+async function main(): Promise<void> {
+  note(`bench:webhooks N=${N}, ${loadAvg()}, ${codeVersion()}`);
+  const db = await createBenchDatabase();
+  const prefix = `bench-webhooks-${randomSuffix()}`;
+  const pool = new pg.Pool({ connectionString: db.url, max: 5 });
+  const receiver = await startReceiver();
+  let worker: Child | null = null;
+  try {
+    const { accountId } = await provisionMerchant(pool, { id: newId('acct'), name: 'Bench', email: null });
+    const { rows: cust } = await pool.query<{ id: string }>(
+      `insert into customers (id, account_id, environment, email) values ($1, $2, 'sandbox', 'bench@example.test') returning id`,
+      [newId('cus'), accountId],
+    );
+    const endpointIds: string[] = [];
+    for (let i = 0; i < ENDPOINTS; i++) {
+      const id = newId('we');
+      endpointIds.push(id);
+      await pool.query(
+        `insert into webhook_endpoints (id, account_id, environment, url, enabled_events, secret, status) values ($1, $2, 'sandbox', $3, '{*}', $4, 'disabled')`,
+        [id, accountId, `http://127.0.0.1:${receiver.port}/e${i}`, newWebhookSecret()],
+      );
+    }
+    const setEnabled = (n: number) =>
+      pool.query(`update webhook_endpoints set status = case when id = any($1::text[]) then 'enabled' else 'disabled' end`, [endpointIds.slice(0, n)]);
+    const insertInvoices = async (count: number): Promise<number> => {
+      const t = Date.now();
+      await pool.query(
+        `insert into invoices (id, account_id, environment, customer_id, reference, status, amount, amount_atomic, fee_atomic, currency, network, chain_id, token_address, token_decimals, metadata)
+         select 'inv_bench' || md5(random()::text), $1, 'sandbox', $2, md5(random()::text), 'draft', 25.5, 25500000, 127500, 'USDC', 'base-sepolia', 84532,
+           '0x036CbD53842c5426634e7929541eC2318f3dCF7e', 6, '{"order": "A-1001"}'
+         from generate_series(1, $3)`,
+        [accountId, cust[0].id, count],
+      );
+      return t;
+    };
+
+    // ---- raw limit: undici POSTs of the same bodies, same concurrency, same receiver ----
+    await setEnabled(0);
+    await insertInvoices(Math.min(N, 200));
+    const { rows: sample } = await pool.query<{ id: string }>(`select id from events limit 1`);
+    const { rows: bodies } = await pool.query<{ body: string }>(
+      `select jsonb_build_object('id', id, 'type', type, 'created_at', created_at, 'environment', environment, 'data', jsonb_build_object('object', snapshot))::text as body from events where id = $1`,
+      [sample[0].id],
+    );
+    const body = bodies[0].body;
+    const raw = new UndiciPool(`http://127.0.0.1:${receiver.port}`, { connections: CONCURRENCY });
+    const rawRun = async (count: number) => {
+      const start = performance.now();
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: CONCURRENCY }, async () => {
+          while (next < count) {
+            next++;
+            const res = await raw.request({ method: 'POST', path: '/raw', body, headers: { 'content-type': 'application/json' } });
+            await res.body.dump();
+          }
+        }),
+      );
+      return count / ((performance.now() - start) / 1000);
+    };
+    await rawRun(Math.min(500, N)); // warm-up
+    const rawRate = await rawRun(N);
+    await raw.close();
+    receiver.arrivals.length = 0;
+    note(`raw undici: ${rawRate.toFixed(0)} POSTs/s (body ${body.length} B, ${CONCURRENCY} in flight)`);
+
+    // ---- the worker ----
+    worker = spawnTs('worker', 'main/worker.ts', [], {
+      DATABASE_URL: db.url,
+      REDIS_URL,
+      REDIS_PREFIX: prefix,
+      WORKER_PORT: '0',
+      LOG_LEVEL: 'warn',
+      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+      WEBHOOK_CONCURRENCY: String(CONCURRENCY),
+    });
+
+    const eventTimes = async () => {
+      const { rows } = await pool.query<{ id: string; t: string }>(`select id, (extract(epoch from created_at) * 1000)::float8::text as t from events`);
+      return new Map(rows.map((r) => [r.id, Number(r.t)]));
+    };
+
+    // Warm-up: the worker connects and compiles its paths.
+    await setEnabled(1);
+    await insertInvoices(50);
+    await receiver.waitFor(50, 60_000);
+
+    const results: { pass: string; deliveries: number; rate: number; p50: number; p99: number }[] = [];
+    for (const endpoints of [1, ENDPOINTS]) {
+      receiver.arrivals.length = 0;
+      await setEnabled(endpoints);
+      const start = await insertInvoices(N);
+      await receiver.waitFor(N * endpoints, 600_000);
+      const elapsed = (Math.max(...receiver.arrivals.map((a) => a.at)) - start) / 1000;
+      const times = await eventTimes();
+      const lat = receiver.arrivals.map((a) => a.at - (times.get(a.id) ?? a.at));
+      results.push({ pass: `max, ${endpoints} endpoint${endpoints > 1 ? 's' : ''}`, deliveries: N * endpoints, rate: (N * endpoints) / elapsed, p50: pct(lat, 50), p99: pct(lat, 99) });
+      note(`${endpoints} endpoint(s): ${(N * endpoints / elapsed).toFixed(0)} deliveries/s`);
+    }
+
+    // ---- half the measured maximum, one event per transaction ----
+    const half = results[0].rate / 2;
+    receiver.arrivals.length = 0;
+    await setEnabled(1);
+    const count = Math.max(50, Math.min(N, Math.round(half * 10)));
+    const t0 = Date.now();
+    for (let i = 0; i < count; i++) {
+      const due = t0 + (i * 1000) / half;
+      if (due > Date.now()) await sleep(due - Date.now());
+      await insertInvoices(1);
+    }
+    await receiver.waitFor(count, 120_000);
+    const times = await eventTimes();
+    const lat = receiver.arrivals.map((a) => a.at - (times.get(a.id) ?? a.at));
+    results.push({ pass: `half, 1 endpoint @${half.toFixed(0)}/s`, deliveries: count, rate: half, p50: pct(lat, 50), p99: pct(lat, 99) });
+
+    const lines = [
+      `Raw limit (same run): undici POST -> loopback receiver, ${CONCURRENCY} in flight   ${rawRate.toFixed(0)} POSTs/s`,
+      '',
+      `${'pass'.padEnd(28)}${'deliveries'.padStart(11)}${'per s'.padStart(9)}${'x raw'.padStart(8)}${'lat p50 ms'.padStart(12)}${'lat p99 ms'.padStart(12)}`,
+      ...results.map(
+        (r) =>
+          `${r.pass.padEnd(28)}${String(r.deliveries).padStart(11)}${r.rate.toFixed(0).padStart(9)}${(r.rate / rawRate).toFixed(2).padStart(8)}${r.p50.toFixed(0).padStart(12)}${r.p99.toFixed(0).padStart(12)}`,
+      ),
+      '',
+      `targets: >= 0.5x raw (max passes); p99 < 1000 ms at half the maximum. ${loadAvg()}, ${codeVersion()}`,
+    ];
+    process.stdout.write(`${lines.join('\n')}\n`);
+  } finally {
+    await worker?.stop();
+    receiver.server.closeAllConnections();
+    receiver.server.close();
+    await pool.end();
+    await deleteRedisPrefix(prefix);
+    await db.drop();
+  }
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
+  process.exit(1);
+});

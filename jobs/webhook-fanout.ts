@@ -1,0 +1,22 @@
+// `webhook.fanout`: one per event (from the outbox row written with the event). Creates a
+// delivery row per enabled endpoint of the event's account and environment that wants its kind
+// (and existed when it happened), then one delivery job per row. Running twice creates nothing
+// twice: rows are unique per (event, endpoint), job ids derive from both, and a delivery that
+// already succeeded is not sent again.
+import { loadEvent } from '../src/db/events.js';
+import { insertDeliveries } from '../src/db/webhook-deliveries.js';
+import { endpointsForEvent } from '../src/db/webhook-endpoints.js';
+import { endpointWants } from '../src/domain/events.js';
+import { newId } from '../src/domain/ids.js';
+import type { WebhookFanoutPayload } from '../src/queue/catalogue.js';
+import type { JobHandler } from '../src/queue/dispatcher.js';
+import type { JobContext } from '../src/queue/job-context.js';
+
+export const webhookFanout: JobHandler<WebhookFanoutPayload, JobContext> = async (payload, ctx) => {
+  const event = await loadEvent(ctx.pool, payload.eventId);
+  if (!event) return 'event_gone';
+  const endpoints = (await endpointsForEvent(ctx.pool, event.id)).filter((w) => endpointWants(w.enabled_events, event.type));
+  await insertDeliveries(ctx.pool, event.id, endpoints.map((w) => ({ id: newId('whd'), endpointId: w.id })));
+  await ctx.webhooks.enqueueDeliveries(endpoints.map((w) => ({ eventId: event.id, endpointId: w.id })));
+  return `fanned out to ${endpoints.length}`;
+};

@@ -1,0 +1,148 @@
+// SQL of webhook endpoints: the merchant's CRUD, secret rotation, and what the delivery worker
+// needs (who wants an event, the secrets that sign, the failure clock).
+import type { Environment } from '../domain/environment.js';
+import type { Scope } from './invoices.js';
+import type { Queryable } from './pool.js';
+
+export interface WebhookEndpointRow {
+  id: string;
+  account_id: string;
+  environment: Environment;
+  url: string;
+  description: string | null;
+  enabled_events: string[];
+  status: 'enabled' | 'disabled';
+  disabled_reason: string | null;
+  previous_secret_expires_at: Date | null;
+  failing_since: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+// The secrets are selected only where they are used (signing, or returned once).
+const COLUMNS = `id, account_id, environment, url, description, enabled_events, status, disabled_reason,
+  previous_secret_expires_at, failing_since, created_at, updated_at`;
+
+export async function insertEndpoint(
+  db: Queryable,
+  e: { id: string; scope: Scope; url: string; description: string | null; enabledEvents: string[]; secret: string },
+): Promise<WebhookEndpointRow> {
+  const { rows } = await db.query<WebhookEndpointRow>(
+    `insert into webhook_endpoints (id, account_id, environment, url, description, enabled_events, secret)
+     values ($1, $2, $3, $4, $5, $6, $7) returning ${COLUMNS}`,
+    [e.id, e.scope.accountId, e.scope.environment, e.url, e.description, e.enabledEvents, e.secret],
+  );
+  return rows[0];
+}
+
+export async function findEndpoint(db: Queryable, scope: Scope, id: string, forUpdate = false): Promise<WebhookEndpointRow | null> {
+  const { rows } = await db.query<WebhookEndpointRow>(
+    `select ${COLUMNS} from webhook_endpoints where id = $1 and account_id = $2 and environment = $3 ${forUpdate ? 'for update' : ''}`,
+    [id, scope.accountId, scope.environment],
+  );
+  return rows[0] ?? null;
+}
+
+export async function listEndpoints(db: Queryable, scope: Scope): Promise<WebhookEndpointRow[]> {
+  const { rows } = await db.query<WebhookEndpointRow>(
+    `select ${COLUMNS} from webhook_endpoints where account_id = $1 and environment = $2 order by created_at, id`,
+    [scope.accountId, scope.environment],
+  );
+  return rows;
+}
+
+export interface EndpointEdit {
+  url?: string;
+  description?: string;
+  enabledEvents?: string[];
+  status?: 'enabled' | 'disabled';
+}
+
+/** Re-enabling clears the reason and restarts the failure clock. */
+export async function updateEndpoint(db: Queryable, id: string, e: EndpointEdit): Promise<WebhookEndpointRow> {
+  const { rows } = await db.query<WebhookEndpointRow>(
+    `update webhook_endpoints set
+       url = coalesce($2, url),
+       description = coalesce($3, description),
+       enabled_events = coalesce($4, enabled_events),
+       status = coalesce($5, status),
+       disabled_reason = case when $5 is null then disabled_reason when $5 = 'enabled' then null else 'disabled by the merchant' end,
+       failing_since = case when $5 = 'enabled' then null else failing_since end,
+       updated_at = clock_timestamp()
+     where id = $1 returning ${COLUMNS}`,
+    [id, e.url ?? null, e.description ?? null, e.enabledEvents ?? null, e.status ?? null],
+  );
+  return rows[0];
+}
+
+export async function deleteEndpoint(db: Queryable, scope: Scope, id: string): Promise<boolean> {
+  const { rowCount } = await db.query('delete from webhook_endpoints where id = $1 and account_id = $2 and environment = $3', [
+    id, scope.accountId, scope.environment,
+  ]);
+  return rowCount === 1;
+}
+
+/** The new secret signs from now on; the current one keeps signing beside it until `overlapMs` from now. */
+export async function rotateSecret(db: Queryable, id: string, secret: string, overlapMs: number): Promise<WebhookEndpointRow> {
+  const { rows } = await db.query<WebhookEndpointRow>(
+    `update webhook_endpoints set previous_secret = secret, secret = $2,
+       previous_secret_expires_at = clock_timestamp() + make_interval(secs => $3::double precision / 1000),
+       updated_at = clock_timestamp()
+     where id = $1 returning ${COLUMNS}`,
+    [id, secret, overlapMs],
+  );
+  return rows[0];
+}
+
+/** Enabled endpoints of the event's account and environment that existed when it happened. */
+export async function endpointsForEvent(db: Queryable, eventId: string): Promise<{ id: string; enabled_events: string[] }[]> {
+  const { rows } = await db.query<{ id: string; enabled_events: string[] }>(
+    `select w.id, w.enabled_events from events e
+     join webhook_endpoints w on w.account_id = e.account_id and w.environment = e.environment
+     where e.id = $1 and w.status = 'enabled' and w.created_at <= e.created_at`,
+    [eventId],
+  );
+  return rows;
+}
+
+/** What a delivery attempt needs from its endpoint: where, its state, the secrets that sign now. */
+export interface EndpointForDelivery {
+  id: string;
+  url: string;
+  status: 'enabled' | 'disabled';
+  environment: Environment;
+  secrets: string[];
+  failing_since: Date | null;
+}
+
+export async function endpointForDelivery(db: Queryable, id: string): Promise<EndpointForDelivery | null> {
+  const { rows } = await db.query<EndpointForDelivery>(
+    `select id, url, status, environment, failing_since,
+       array_remove(array[secret, case when previous_secret_expires_at > clock_timestamp() then previous_secret end], null) as secrets
+     from webhook_endpoints where id = $1`,
+    [id],
+  );
+  return rows[0] ?? null;
+}
+
+/** A 2xx: the endpoint is healthy again. */
+export async function markEndpointSucceeded(db: Queryable, id: string): Promise<void> {
+  await db.query('update webhook_endpoints set failing_since = null where id = $1 and failing_since is not null', [id]);
+}
+
+/** A failed attempt (started at `attemptStartedAt`) starts or continues the failure clock; returns when it started. */
+export async function markEndpointFailing(db: Queryable, id: string, attemptStartedAt: Date): Promise<Date | null> {
+  const { rows } = await db.query<{ failing_since: Date }>(
+    `update webhook_endpoints set failing_since = coalesce(failing_since, $2) where id = $1 returning failing_since`,
+    [id, attemptStartedAt],
+  );
+  return rows[0]?.failing_since ?? null;
+}
+
+export async function disableEndpoint(db: Queryable, id: string, reason: string): Promise<void> {
+  await db.query(
+    `update webhook_endpoints set status = 'disabled', disabled_reason = $2, updated_at = clock_timestamp()
+     where id = $1 and status = 'enabled'`,
+    [id, reason],
+  );
+}

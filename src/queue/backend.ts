@@ -1,0 +1,147 @@
+// The one place that knows where BullMQ keeps its jobs: Redis (REDIS_URL) or Postgres (the
+// `bullmq` schema of the service's own database). Every Queue and Worker of the service, and
+// every read the service makes of BullMQ's own storage (the reconciler's bulk reads, readiness),
+// is built here; nothing else imports ioredis or names a connection. With the Postgres backend no
+// Redis client is ever constructed.
+import {
+  Queue,
+  Worker,
+  createPostgresBackend,
+  type IQueueBackend,
+  type PostgresConnectionOptions,
+  type Processor,
+  type QueueOptions,
+  type WorkerOptions,
+} from 'bullmq';
+import { Redis } from 'ioredis';
+import { ConfigError, type Config, type QueueBackendKind } from '../config.js';
+import {
+  claimQueueSchema,
+  createQueueSchemaPool,
+  existingQueueJobIds,
+  pingQueueSchema,
+  queueSchedulerIds,
+  QueueSchemaClaimError,
+  readQueueMarker,
+  writeQueueMarker,
+} from '../db/queue-schema.js';
+import { producerRedisOptions, redisOptions } from './redis.js';
+
+/* eslint-disable @typescript-eslint/no-explicit-any -- job data is typed by the handlers; the
+   connection type differs between the backends and is only ever handled in this module. */
+/** A BullMQ Queue on either backend. */
+export type AppQueue = Queue<any, any, string, any, any, string, IQueueBackend, any>;
+/** A BullMQ Worker on either backend. */
+export type AppWorker = Worker<any, any, string, IQueueBackend, any, any>;
+/* eslint-enable @typescript-eslint/no-explicit-any */
+
+/** Queue options the service sets; the connection (and Redis's key prefix) come from the backend. */
+export type QueueExtras = Omit<QueueOptions, 'connection' | 'prefix'>;
+export type WorkerExtras = Omit<WorkerOptions, 'connection' | 'prefix'>;
+
+/**
+ * `producer`: on a request path (the API): a call fails at once while the store is unreachable
+ * instead of waiting; the outbox keeps what could not be added. `consumer`: a worker process, which
+ * waits for the store to come back.
+ */
+export type QueueRole = 'producer' | 'consumer';
+
+export interface QueueBackend {
+  readonly kind: QueueBackendKind;
+  queue(name: string, opts?: QueueExtras): AppQueue;
+  worker(name: string, processor: Processor, opts: WorkerExtras): AppWorker;
+  /** What /readyz calls this store (`redis`, or `queue` for the Postgres schema) and its probe. */
+  readonly readiness: { name: string; probe(): Promise<unknown> };
+  /** Every job scheduler id of the queue, in one read. */
+  schedulerIds(queue: AppQueue): Promise<string[]>;
+  /** Which of these job ids exist in the queue (any state), in one round trip. */
+  existingJobIds(queue: AppQueue, ids: string[]): Promise<Set<string>>;
+  /** A small value kept with the queue's own data (gone when the queue store loses it). */
+  readMarker(queue: AppQueue, name: string): Promise<string | null>;
+  writeMarker(queue: AppQueue, name: string, value: string): Promise<void>;
+  /** Closes what the backend itself opened (not the queues and workers it built). */
+  close(): Promise<void>;
+}
+
+export function queueBackendOf(config: Config, role: QueueRole): QueueBackend {
+  return config.queueBackend === 'postgres' ? postgresBackend(config, role) : redisBackend(config, role);
+}
+
+function redisBackend(config: Config, role: QueueRole): QueueBackend {
+  if (config.redisUrl === null) throw new Error('the redis queue backend needs REDIS_URL');
+  const connection = role === 'producer' ? producerRedisOptions(config.redisUrl) : { ...redisOptions(config.redisUrl), maxRetriesPerRequest: null };
+  const prefix = config.redisPrefix;
+  // One plain client per process for pings and the reconciler's bulk reads; BullMQ opens its own.
+  let client: Redis | null = null;
+  const redis = (): Redis => {
+    if (client === null) {
+      client = new Redis(connection);
+      client.on('error', () => undefined); // reported by readiness and by the callers' errors
+    }
+    return client;
+  };
+  return {
+    kind: 'redis',
+    queue: (name, opts = {}) => new Queue(name, { ...opts, connection, prefix }) as AppQueue,
+    worker: (name, processor, opts) => new Worker(name, processor, { ...opts, connection: redisOptions(config.redisUrl!), prefix }) as unknown as AppWorker,
+    readiness: { name: 'redis', probe: () => redis().ping() },
+    // Scheduler ids are the members of the queue's `repeat` sorted set.
+    schedulerIds: (queue) => redis().zrange(queue.keys.repeat, '0', '-1'),
+    async existingJobIds(queue, ids) {
+      if (ids.length === 0) return new Set();
+      const pipeline = redis().pipeline();
+      for (const id of ids) pipeline.exists(queue.toKey(id));
+      const replies = (await pipeline.exec()) ?? [];
+      return new Set(ids.filter((_, i) => replies[i]?.[1] === 1));
+    },
+    readMarker: (queue, name) => redis().get(queue.toKey(name)),
+    async writeMarker(queue, name, value) {
+      await redis().set(queue.toKey(name), value);
+    },
+    async close() {
+      client?.disconnect();
+    },
+  };
+}
+
+function postgresBackend(config: Config, role: QueueRole): QueueBackend {
+  // One pool per process for every Queue and Worker (BullMQ takes a pool as is and leaves it to
+  // us): each BullMQ object would otherwise open a pool of its own, and a worker process would
+  // hold dozens of connections. A Worker checks its LISTEN connection out of it for good, so the
+  // pool has room for the workers' LISTENs plus the jobs' queries. The service's own reads of the
+  // schema (reconciler, readiness) use it too, with qualified names.
+  const pool = createQueueSchemaPool(config.databaseUrl, role === 'producer' ? 4 : 2 + Math.min(config.workerConcurrency, 8));
+  const connection: PostgresConnectionOptions = pool;
+  // The pool outlives every Queue and Worker on it: close() waits for theirs (each close is
+  // idempotent) before ending it, so no BullMQ call meets an ended pool.
+  const built: { close(): Promise<void> }[] = [];
+  const track = <T extends { close(): Promise<void> }>(o: T): T => (built.push(o), o);
+  return {
+    kind: 'postgres',
+    queue: (name, opts = {}) => track(new Queue(name, { ...opts, connection }, createPostgresBackend) as AppQueue),
+    worker: (name, processor, opts) => track(new Worker(name, processor, { ...opts, connection }, createPostgresBackend) as unknown as AppWorker),
+    readiness: { name: 'queue', probe: () => pingQueueSchema(pool) },
+    schedulerIds: (queue) => queueSchedulerIds(pool, queue.name),
+    existingJobIds: (queue, ids) => existingQueueJobIds(pool, queue.name, ids),
+    readMarker: (queue, name) => readQueueMarker(pool, queue.name, name),
+    writeMarker: (queue, name, value) => writeQueueMarker(pool, queue.name, name, value),
+    async close() {
+      await Promise.allSettled(built.map((o) => o.close()));
+      await pool.end();
+    },
+  };
+}
+
+/**
+ * Before any queue is built: with Postgres, BullMQ's schema (migrated by `migrate`) must belong to
+ * this database (see claimQueueSchema); a ConfigError naming QUEUE_BACKEND otherwise.
+ */
+export async function claimQueueStorage(config: Config): Promise<void> {
+  if (config.queueBackend !== 'postgres') return;
+  try {
+    await claimQueueSchema(config.databaseUrl);
+  } catch (err) {
+    if (err instanceof QueueSchemaClaimError) throw new ConfigError('QUEUE_BACKEND', `(postgres): ${err.message}`);
+    throw err;
+  }
+}

@@ -1,0 +1,181 @@
+// The rules that live both in TypeScript (src/domain) and in SQL agree, checked against a real
+// database for every case: the invoice statuses (TS list vs SQL enum), every transition (each
+// event from each status: the conditional update in src/db vs nextStatus), "reminders run" (the
+// SQL function vs remindersShouldRun, for every status and flag, and the stop trigger), and the
+// delivery kinds (TS list vs the check constraint).
+import type pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { deleteDraft, markPaid, markSent, markVoid, updateDraft, type InvoiceRow } from '../../src/db/invoices.js';
+import { lockIfRemindersRun, markOverdue } from '../../src/db/reminders.js';
+import { DELIVERY_KINDS } from '../../src/domain/delivery-kinds.js';
+import { newId } from '../../src/domain/ids.js';
+import { canDelete, INVOICE_STATUSES, nextStatus, remindersShouldRun, type InvoiceEvent, type InvoiceStatus } from '../../src/domain/invoice-rules.js';
+import { startApiFixture, type ApiFixture } from '../helpers/context.js';
+import { apiClient } from '../helpers/http.js';
+
+let fx: ApiFixture;
+let invoiceId: string;
+
+beforeAll(async () => {
+  fx = await startApiFixture();
+  const res = await apiClient(() => fx.api.app).call('POST', '/v1/invoices', fx.merchant.keys.sandbox, {
+    customer_email: 'parity@example.test',
+    amount: '10',
+    due_at: new Date(Date.now() + 86_400_000).toISOString(),
+  });
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  invoiceId = res.body.data.id;
+});
+afterAll(async () => {
+  await fx?.close();
+});
+
+/**
+ * Runs fn on the invoice put in `status` (with reminders on and a due date unless told), inside a
+ * transaction that is rolled back: every case starts from the same row. Returns fn's result and
+ * the status the row has afterwards (null: the row is gone).
+ */
+async function inStatus<T>(
+  status: InvoiceStatus,
+  fn: (tx: pg.PoolClient) => Promise<T>,
+  row: { remindersEnabled?: boolean; dueAt?: Date | null } = {},
+): Promise<{ result: T; after: InvoiceStatus | null }> {
+  const tx = await fx.api.pool.connect();
+  try {
+    await tx.query('begin');
+    await tx.query('update invoices set status = $2, reminders_enabled = $3, due_at = $4 where id = $1', [
+      invoiceId,
+      status,
+      row.remindersEnabled ?? true,
+      row.dueAt === undefined ? new Date(Date.now() + 86_400_000) : row.dueAt,
+    ]);
+    const result = await fn(tx);
+    const { rows } = await tx.query<{ status: InvoiceStatus }>('select status from invoices where id = $1', [invoiceId]);
+    return { result, after: rows[0]?.status ?? null };
+  } finally {
+    await tx.query('rollback');
+    tx.release();
+  }
+}
+
+const scope = () => ({ accountId: fx.merchant.accountId, environment: 'sandbox' as const });
+
+/** Each event's conditional update in src/db: true when it applied. */
+const SQL_TRANSITIONS: Partial<Record<InvoiceEvent, (tx: pg.PoolClient) => Promise<boolean>>> = {
+  send: async (tx) => (await markSent(tx, invoiceId, `PARITY-${newId('inv')}`)) !== null,
+  pay: async (tx) => (await markPaid(tx, scope(), invoiceId)) !== null,
+  void: async (tx) => (await markVoid(tx, invoiceId)) !== null,
+  mark_overdue: (tx) => markOverdue(tx, invoiceId),
+  edit: async (tx) => ((await updateDraft(tx, invoiceId, { memo: 'parity' })) as InvoiceRow | undefined) !== undefined,
+};
+
+describe('invoice statuses', () => {
+  it('the SQL enum holds exactly the domain list, in its order', async () => {
+    const { rows } = await fx.api.pool.query<{ s: string }>('select unnest(enum_range(null::invoice_status))::text as s');
+    expect(rows.map((r) => r.s)).toEqual([...INVOICE_STATUSES]);
+  });
+});
+
+describe('transitions: the SQL guard and the domain table agree for every event from every status', () => {
+  for (const [event, apply] of Object.entries(SQL_TRANSITIONS) as [InvoiceEvent, (tx: pg.PoolClient) => Promise<boolean>][]) {
+    for (const from of INVOICE_STATUSES) {
+      const verdict = nextStatus(from, event);
+      it(`${event} from ${from}: ${verdict.ok ? `-> ${verdict.value}` : 'refused'}`, async () => {
+        const { result, after } = await inStatus(from, apply);
+        expect(result).toBe(verdict.ok);
+        expect(after).toBe(verdict.ok ? verdict.value : from);
+      });
+    }
+  }
+
+  for (const from of INVOICE_STATUSES) {
+    const allowed = canDelete(from).ok;
+    it(`delete from ${from}: ${allowed ? 'deleted' : 'refused'}`, async () => {
+      const { result, after } = await inStatus(from, (tx) => deleteDraft(tx, invoiceId));
+      expect(result).toBe(allowed);
+      expect(after).toBe(allowed ? null : from);
+    });
+  }
+});
+
+describe('"reminders run": the SQL function, the lock query and the stop trigger agree with remindersShouldRun', () => {
+  const cases = INVOICE_STATUSES.flatMap((status) =>
+    [true, false].flatMap((remindersEnabled) => [new Date('2030-01-01T00:00:00Z'), null].map((dueAt) => ({ status, remindersEnabled, dueAt }))),
+  );
+
+  it('invoice_reminders_run(status, enabled, due_at) for every status and flag', async () => {
+    const { rows } = await fx.api.pool.query<{ status: InvoiceStatus; enabled: boolean; due_at: Date | null; runs: boolean }>(
+      `select c.status, c.enabled, c.due_at, invoice_reminders_run(c.status::invoice_status, c.enabled, c.due_at) as runs
+       from unnest($1::text[], $2::boolean[], $3::timestamptz[]) as c(status, enabled, due_at)`,
+      [cases.map((c) => c.status), cases.map((c) => c.remindersEnabled), cases.map((c) => c.dueAt)],
+    );
+    expect(rows).toHaveLength(cases.length);
+    for (const r of rows) {
+      expect(r.runs, JSON.stringify(r)).toBe(remindersShouldRun({ status: r.status, remindersEnabled: r.enabled, dueAt: r.due_at }));
+    }
+  });
+
+  it('lockIfRemindersRun reads the row with the same rule', async () => {
+    for (const c of cases) {
+      const { result } = await inStatus(c.status, (tx) => lockIfRemindersRun(tx, invoiceId), c);
+      expect(result, JSON.stringify(c)).toBe(remindersShouldRun(c));
+    }
+  });
+
+  it('the stop trigger notifies exactly when the rule turns from true to false', async () => {
+    const listener = await fx.api.pool.connect();
+    const heard: string[] = [];
+    listener.on('notification', (n) => {
+      if (n.channel === 'invoice_reminders_stop' && n.payload) heard.push(n.payload);
+    });
+    await listener.query('listen invoice_reminders_stop');
+    try {
+      const states = INVOICE_STATUSES.flatMap((status) => [true, false].map((remindersEnabled) => ({ status, remindersEnabled })));
+      const due = new Date('2030-01-01T00:00:00Z');
+      let expected = 0;
+      for (const from of states) {
+        for (const to of states) {
+          await fx.api.pool.query('update invoices set status = $2, reminders_enabled = $3, due_at = $4 where id = $1', [invoiceId, from.status, from.remindersEnabled, due]);
+          await listener.query('select 1');
+          heard.length = 0;
+          await fx.api.pool.query('update invoices set status = $2, reminders_enabled = $3 where id = $1', [invoiceId, to.status, to.remindersEnabled]);
+          const stops = remindersShouldRun({ ...from, dueAt: due }) && !remindersShouldRun({ ...to, dueAt: due });
+          // A NOTIFY sent by a committed transaction reaches a listening session before the
+          // reply to its next query: one round trip on the listener flushes it.
+          await listener.query('select 1');
+          expect(heard, `${JSON.stringify(from)} -> ${JSON.stringify(to)}`).toEqual(stops ? [invoiceId] : []);
+          if (stops) expected++;
+        }
+      }
+      expect(expected).toBeGreaterThan(0);
+    } finally {
+      await listener.query('unlisten *').catch(() => undefined);
+      listener.release();
+    }
+  });
+});
+
+describe('delivery kinds', () => {
+  it('the deliveries check constraint accepts exactly the domain list', async () => {
+    const tx = await fx.api.pool.connect();
+    try {
+      for (const kind of [...DELIVERY_KINDS, 'reminder_someday']) {
+        await tx.query('begin');
+        const accepted = await tx
+          .query('insert into deliveries (id, invoice_id, kind, slot_at, message_id) values ($1, $2, $3, now(), $4)', [newId('dlv'), invoiceId, kind, `<${newId('dlv')}@parity>`])
+          .then(
+            () => true,
+            (err: { code?: string }) => {
+              // 23505: the kind passed the check, another rule refused the row (one receipt per invoice).
+              expect(['23514', '23505']).toContain(err.code);
+              return err.code === '23505';
+            },
+          );
+        await tx.query('rollback');
+        expect(accepted, kind).toBe((DELIVERY_KINDS as readonly string[]).includes(kind));
+      }
+    } finally {
+      tx.release();
+    }
+  });
+});
