@@ -26,6 +26,7 @@ import {
   writeQueueMarker,
 } from '../db/queue-schema.js';
 import { producerRedisOptions, redisOptions } from './redis.js';
+import { withTimeout } from '../lib/with-timeout.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any -- job data is typed by the handlers; the
    connection type differs between the backends and is only ever handled in this module. */
@@ -80,9 +81,14 @@ function redisBackend(config: Config, role: QueueRole): QueueBackend {
     }
     return client;
   };
+  const queues: AppQueue[] = [];
   return {
     kind: 'redis',
-    queue: (name, opts = {}) => new Queue(name, { ...opts, connection, prefix }) as AppQueue,
+    queue: (name, opts = {}) => {
+      const queue = new Queue(name, { ...opts, connection, prefix }) as AppQueue;
+      queues.push(queue);
+      return queue;
+    },
     worker: (name, processor, opts) => new Worker(name, processor, { ...opts, connection: redisOptions(config.redisUrl!), prefix }) as unknown as AppWorker,
     readiness: { name: 'redis', probe: () => redis().ping() },
     // Scheduler ids are the members of the queue's `repeat` sorted set.
@@ -99,6 +105,9 @@ function redisBackend(config: Config, role: QueueRole): QueueBackend {
       await redis().set(queue.toKey(name), value);
     },
     async close() {
+      // Queue.close() asks its client to QUIT; a producer's client that is reconnecting refuses
+      // (no offline queue) and would go on reconnecting for ever. Disconnecting stops it.
+      await Promise.allSettled(queues.map((q) => withTimeout(q.disconnect(), 500, 'queue disconnect')));
       client?.disconnect();
     },
   };
