@@ -1,6 +1,6 @@
 // `npm run bench:api`: drives GET /v1/invoices/{id} and PATCH /v1/invoices/{id} with 50
-// connections (autocannon) for 10 s each against the service started the way `npm start` runs it
-// (main/start.ts in a child process: migrations, API and a worker), and, in the same run, a
+// connections (autocannon) for 10 s each against the API process as production runs it
+// (main/api.ts in a child process, no worker beside it on its event loop), and, in the same run, a
 // bare Fastify route (another child process, logger off) returning the same bytes as the GET. It
 // prints req/s and p50/p99 for each and the ratio to the bare route, plus a pooled pg
 // primary-key select rate for context. The HTTP work and the database share the same cores, so
@@ -161,7 +161,7 @@ async function main(): Promise<void> {
     const key = keys.sandbox;
     const port = await freePort();
     const profileDir = process.env.BENCH_CPU_PROF ? path.join(tmp, 'profile') : null;
-    const service = spawnTs('service (main/start.ts)', 'main/start.ts', [], {
+    const service = spawnTs('service (main/api.ts)', 'main/api.ts', [], {
       DATABASE_URL: db.url,
       REDIS_URL,
       REDIS_PREFIX: prefix,
@@ -169,7 +169,7 @@ async function main(): Promise<void> {
       HOST: '127.0.0.1',
       LOG_LEVEL: 'warn',
       RATE_LIMIT_MAX: '1000000000',
-      WORKER_PORT: '0',
+      METRICS_PORT: '0',
       MAIL_OUTBOX_DIR: path.join(tmp, 'outbox'),
     }, profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : []);
     children.push(service);
@@ -288,7 +288,7 @@ async function main(): Promise<void> {
     out.push(`bench:api  ${connections} connections, ${duration} s per run, ${os.cpus().length} cpus (${os.cpus()[0]?.model ?? '?'}), node ${process.version}`);
     out.push(`load at start: ${startLoad}; at end: ${loadAvg()}`);
     out.push(`code: ${codeAtStart}${codeVersion() === codeAtStart ? '' : `; at end: ${codeVersion()}`}`);
-    out.push(`GET body: ${bodyBytes.length} bytes; service = main/start.ts (API + worker, LOG_LEVEL=warn); bare = Fastify, logger off; autocannon in the bench process`);
+    out.push(`GET body: ${bodyBytes.length} bytes; service = main/api.ts (the API process as deployed, LOG_LEVEL=warn); bare = Fastify, logger off; autocannon in the bench process`);
     out.push('');
     out.push(
       table(
