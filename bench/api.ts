@@ -1,9 +1,15 @@
 // `npm run bench:api`: drives GET /v1/invoices/{id} and PATCH /v1/invoices/{id} with 50
-// connections (autocannon) for 10 s each against the service started the way `npm start` runs it
-// (main/start.ts in a child process: migrations, API and a worker), and, in the same run, a
+// connections (autocannon) for 10 s each against the API process as production runs it
+// (main/api.ts in a child process, no worker beside it on its event loop), and, in the same run, a
 // bare Fastify route (another child process, logger off) returning the same bytes as the GET. It
 // prints req/s and p50/p99 for each and the ratio to the bare route, plus a pooled pg
-// primary-key select rate for context.
+// primary-key select rate for context. The HTTP work and the database share the same cores, so
+// it also prints the combined bound 1/(1/bare + 1/SQL) from the same run (bare route req/s and
+// the GET's own statement, findInvoiceWithCredential, per second alone) beside the GET, and the
+// target: GET >= 0.85x that bound with p99 < 20 ms.
+//
+// Small run: DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres REDIS_URL=redis://127.0.0.1:6379
+//   BENCH_DURATION=3 npm run bench:api
 //
 // Self-contained: own database (invoices_bench_<random>, dropped at the end), own Redis prefix
 // (keys deleted at the end). Run by hand, never as a test.
@@ -155,7 +161,7 @@ async function main(): Promise<void> {
     const key = keys.sandbox;
     const port = await freePort();
     const profileDir = process.env.BENCH_CPU_PROF ? path.join(tmp, 'profile') : null;
-    const service = spawnTs('service (main/start.ts)', 'main/start.ts', [], {
+    const service = spawnTs('service (main/api.ts)', 'main/api.ts', [], {
       DATABASE_URL: db.url,
       REDIS_URL,
       REDIS_PREFIX: prefix,
@@ -163,7 +169,7 @@ async function main(): Promise<void> {
       HOST: '127.0.0.1',
       LOG_LEVEL: 'warn',
       RATE_LIMIT_MAX: '1000000000',
-      WORKER_PORT: '0',
+      METRICS_PORT: '0',
       MAIL_OUTBOX_DIR: path.join(tmp, 'outbox'),
     }, profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : []);
     children.push(service);
@@ -282,7 +288,7 @@ async function main(): Promise<void> {
     out.push(`bench:api  ${connections} connections, ${duration} s per run, ${os.cpus().length} cpus (${os.cpus()[0]?.model ?? '?'}), node ${process.version}`);
     out.push(`load at start: ${startLoad}; at end: ${loadAvg()}`);
     out.push(`code: ${codeAtStart}${codeVersion() === codeAtStart ? '' : `; at end: ${codeVersion()}`}`);
-    out.push(`GET body: ${bodyBytes.length} bytes; service = main/start.ts (API + worker, LOG_LEVEL=warn); bare = Fastify, logger off; autocannon in the bench process`);
+    out.push(`GET body: ${bodyBytes.length} bytes; service = main/api.ts (the API process as deployed, LOG_LEVEL=warn); bare = Fastify, logger off; autocannon in the bench process`);
     out.push('');
     out.push(
       table(
@@ -323,6 +329,13 @@ async function main(): Promise<void> {
     out.push('Targets');
     out.push(`  GET invoice ${fmt(get.rps, 0)} req/s = ${fmt(get.rps / bareRun.rps, 3)}x bare (${fmt(bareRun.rps, 0)} req/s) vs >= 0.35x: ${get.rps / bareRun.rps >= 0.35 ? 'met' : 'MISSED'}`);
     out.push(`  GET invoice p99 ${fmt(get.p99, 0)} ms vs < 20 ms: ${get.p99 < 20 ? 'met' : 'MISSED'}`);
+    // The HTTP work and the database share the cores: a GET costs the bare route's time plus its
+    // statement's, so the two rates measured above combine harmonically.
+    const bound = 1 / (1 / bareRun.rps + 1 / getStmtRate);
+    const x = get.rps / bound;
+    out.push(
+      `  GET invoice ${fmt(get.rps, 0)} req/s = ${fmt(x, 3)}x the combined bound 1/(1/bare + 1/SQL) = 1/(1/${fmt(bareRun.rps, 0)} + 1/${fmt(getStmtRate, 0)}) = ${fmt(bound, 0)} req/s, p99 ${fmt(get.p99, 0)} ms vs >= 0.85x with p99 < 20 ms: ${x >= 0.85 && get.p99 < 20 ? 'met' : 'MISSED'}`,
+    );
     out.push(...profileLines);
     process.stdout.write(`${out.join('\n')}\n`);
   } finally {

@@ -1,4 +1,5 @@
-// `npm run bench:send [N] [--backend postgres|redis|both]` (or BENCH_N; backend default both):
+// `npm run bench:send [N] [--backend postgres|redis|both] [--stall-only]` (or BENCH_N; backend
+// default both; --stall-only: the raw limits and the PDF stall pass below, no pipeline passes):
 // sends N invoices through the real path
 //   HTTP POST /v1/invoices/{id}/send (API process) -> outbox + BullMQ -> worker process(es)
 //   -> PDF (pdfkit) -> SMTP (nodemailer pool) -> loopback SMTP sink in this process
@@ -13,6 +14,19 @@
 // on the run database's `bullmq` schema), against the same raw limits, and the report puts them
 // side by side (target: Postgres >= 0.8x Redis in sends/s with one worker).
 //
+// One worker process with 1, 2 and all (os.availableParallelism()) PDF render threads
+// (PDF_RENDER_THREADS; the thread count the default max pass already ran at is not run twice),
+// each beside raw pdfkit run as that many processes at once (renders/s summed) and the ratio to
+// the raw limit on as many cores (lower of that and nodemailer).
+//
+// PDF stall (default on, on the first backend): 8 invoices at the line-item cap (MAX_LINE_ITEMS
+// lines, each description MAX_LINE_DESCRIPTION chars) sent at once to one worker process while
+// this process GETs its /healthz (on a WORKER_PORT of its own) every 5 ms, open loop; once with the
+// render pool (PDF_RENDER_THREADS as the worker defaults, at least 1) and once with rendering on
+// the main thread (PDF_RENDER_THREADS=0). Prints healthz p50/p99/max of each, the same probe on the
+// idle worker just before (the floor), raw pdfkit ms for one cap invoice, and the target (pool
+// p99 < 50 ms).
+//
 // Self-contained: own database per backend (invoices_bench_<random>, dropped at the end), own
 // Redis prefix (keys deleted at the end), own SMTP sink. Run by hand, never as a test.
 //
@@ -21,8 +35,18 @@
 // ("1,2": worker counts that get a half-rate pass; "" for none), BENCH_RAW_MAIL (messages of the
 // raw nodemailer run, default 2000), BENCH_RATES ("1=24.5,2=31": only fixed-rate passes, worker
 // count=rate/s), BENCH_RAW_PDF_SECONDS (default 6), BENCH_CPU_PROF=1 (V8 CPU
-// profiles of the workers in the max passes, summarised per package; adds overhead).
+// profiles of the workers in the max passes, summarised per package; adds overhead),
+// BENCH_THREADS (render threads of the one-worker passes, default "1,2,all"; "" for none),
+// BENCH_PDF_STALL=0 (skip the stall pass), BENCH_STALL_INVOICES (default 8), BENCH_STALL_THREADS
+// (render threads of the stall passes, default "<the worker's default>,0"; the target compares
+// the first pool count with 0),
+// BENCH_HEALTHZ_INTERVAL_MS (probe interval, default 5).
+//
+// Small run: DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres REDIS_URL=redis://127.0.0.1:6379
+//   BENCH_HALF= BENCH_RAW_PDF_SECONDS=3 BENCH_RAW_MAIL=500 npm run bench:send -- 200 --backend postgres
+// (the admin database URL is BENCH_PG_URL, default postgres://postgres@127.0.0.1:5432/postgres).
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import type { Job } from 'bullmq';
@@ -32,6 +56,7 @@ import { createMailTransport, type OutgoingMail } from '../src/mail/transport.js
 import { renderEmail } from '../src/mail/render-email.js';
 import type { InvoiceDocument } from '../src/domain/invoice-document.js';
 import { renderInvoicePdf } from '../src/pdf/render-invoice-pdf.js';
+import { MAX_LINE_DESCRIPTION, MAX_LINE_ITEMS } from '../src/domain/invoice-limits.js';
 import { loadConfig } from '../src/config.js';
 import { queueBackendOf, type AppQueue, type QueueBackend } from '../src/queue/backend.js';
 import { QUEUES } from '../src/queue/catalogue.js';
@@ -45,6 +70,7 @@ import {
   cpuMsOf,
   cpuSnapshot,
   createBenchDatabase,
+  DEFAULT_PG,
   deleteRedisPrefix,
   fmt,
   freePort,
@@ -84,14 +110,14 @@ interface RawPdfResult {
   pdfBytes: number;
 }
 
-async function rawPdf(docFile: string, seconds: number): Promise<RawPdfResult> {
+async function rawPdf(docFile: string, seconds: number, warm = 30, minRenders = 50): Promise<RawPdfResult> {
   const doc = JSON.parse(readFileSync(docFile, 'utf8')) as InvoiceDocument;
   let bytes = 0;
-  for (let i = 0; i < 30; i++) bytes = (await renderInvoicePdf(doc)).length; // warm-up (font parse, JIT)
+  for (let i = 0; i < warm; i++) bytes = (await renderInvoicePdf(doc)).length; // warm-up (font parse, JIT)
   const times: number[] = [];
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
-  while (performance.now() - t0 < seconds * 1000 || times.length < 50) {
+  while (performance.now() - t0 < seconds * 1000 || times.length < minRenders) {
     const t = performance.now();
     await renderInvoicePdf(doc);
     times.push(performance.now() - t);
@@ -178,6 +204,20 @@ function lineItems(seed: number) {
   }));
 }
 
+/** An invoice at the line-item cap: MAX_LINE_ITEMS lines, each description MAX_LINE_DESCRIPTION
+ * characters of ordinary words (so pdfkit wraps it as it would a real one). */
+function capLineItems(seed: number) {
+  return Array.from({ length: MAX_LINE_ITEMS }, (_, i) => {
+    let text = `${SERVICES[(seed + i) % SERVICES.length]} — sprint ${(i % 6) + 1}, ticket #${4100 + i}:`;
+    for (let k = 0; text.length < MAX_LINE_DESCRIPTION; k++) text += ` ${SERVICES[(seed + i + k) % SERVICES.length].toLowerCase()}`;
+    return {
+      description: text.slice(0, MAX_LINE_DESCRIPTION),
+      quantity: ((seed + i) % 12) + 1,
+      unit_amount: `${75 + ((seed * 7 + i * 13) % 300)}.${String((i * 37) % 100).padStart(2, '0')}`,
+    };
+  });
+}
+
 interface Draft {
   id: string;
   email: string;
@@ -199,7 +239,7 @@ class Api {
     return { status: res.status, json: text ? (JSON.parse(text) as { data?: { id: string } }) : {} };
   }
 
-  async createDrafts(tag: string, n: number, concurrency = 8): Promise<Draft[]> {
+  async createDrafts(tag: string, n: number, concurrency = 8, items: (seed: number) => object[] = lineItems): Promise<Draft[]> {
     const dueAt = new Date(Date.now() + 30 * 86_400_000).toISOString();
     const drafts: Draft[] = new Array(n);
     let next = 0;
@@ -215,7 +255,7 @@ class Api {
             memo: 'Thank you for your business. Payment within 30 days of the invoice date, please.',
             footer: 'Bench Merchant GmbH · Musterstraße 1 · 10115 Berlin · Commercial register HRB 123456',
             tax_id: 'DE123456789',
-            line_items: lineItems(i),
+            line_items: items(i),
           });
           if (res.status !== 200 || !res.json.data) throw new Error(`create draft: ${res.status} ${JSON.stringify(res.json)}`);
           drafts[i] = { id: res.json.data.id, email };
@@ -274,6 +314,9 @@ async function sendAtRate(api: Api, drafts: Draft[], perSecond: number, out: Map
 interface PassResult {
   label: string;
   workers: number;
+  /** PDF render threads per worker process (PDF_RENDER_THREADS); `threadsSet`: set by the pass, not the default. */
+  pdfThreads: number;
+  threadsSet: boolean;
   concurrency: number;
   mode: 'max' | 'rate';
   targetRate: number | null;
@@ -316,29 +359,29 @@ interface Env {
   profileDir: string | null;
 }
 
-function startWorkers(env: Env, count: number, concurrency: number, profileTag: string | null): Child[] {
+/** `extra`: environment on top (PDF_RENDER_THREADS, WORKER_PORT) for every worker of the pass. */
+function startWorkers(env: Env, count: number, concurrency: number, profileTag: string | null, extra: Record<string, string> = {}): Child[] {
   return Array.from({ length: count }, (_, i) =>
     spawnTs(
       `worker ${i + 1}`,
       'main/worker.ts',
       [],
       {
-      DATABASE_URL: env.db.url,
-      ...backendEnv(env.backend, env.prefix),
-      SMTP_URL: env.sink.url,
-      // The bench sends with a sandbox key: sandbox mail goes to SANDBOX_SMTP_URL only.
-      SANDBOX_SMTP_URL: env.sink.url,
-      WORKER_CONCURRENCY: String(concurrency),
-      WORKER_PORT: '0',
+        DATABASE_URL: env.db.url,
+        ...backendEnv(env.backend, env.prefix),
+        SMTP_URL: env.sink.url,
+        // The bench sends with a sandbox key: sandbox mail goes to SANDBOX_SMTP_URL only.
+        SANDBOX_SMTP_URL: env.sink.url,
+        WORKER_CONCURRENCY: String(concurrency),
+        WORKER_PORT: '0',
         LOG_LEVEL: 'warn',
         PAYMENT_PAGE_BASE,
+        ...extra,
       },
       profileTag && env.profileDir ? ['--cpu-prof', '--cpu-prof-dir', path.join(env.profileDir, `${profileTag}-${i + 1}`)] : [],
     ),
   );
 }
-
-
 
 async function waitForWorkers(queue: AppQueue, count: number): Promise<void> {
   const deadline = Date.now() + 60_000;
@@ -358,7 +401,7 @@ async function jobStats(queue: AppQueue, invoiceIds: Set<string>): Promise<{ run
 
 async function runPass(
   env: Env,
-  opts: { label: string; workers: number; concurrency: number; n: number; rate: number | null; sendConcurrency: number },
+  opts: { label: string; workers: number; concurrency: number; n: number; rate: number | null; sendConcurrency: number; pdfThreads?: number },
 ): Promise<PassResult> {
   opts = { ...opts, label: `${env.backend} ${opts.label}` };
   const tag = `${opts.label.replace(/\W+/g, '')}${randomSuffix()}`;
@@ -370,7 +413,7 @@ async function runPass(
 
   note(`${opts.label}: starting ${opts.workers} worker process(es), concurrency ${opts.concurrency}`);
   const profileTag = opts.rate === null && env.profileDir ? tag : null;
-  const workers = startWorkers(env, opts.workers, opts.concurrency, profileTag);
+  const workers = startWorkers(env, opts.workers, opts.concurrency, profileTag, opts.pdfThreads === undefined ? {} : { PDF_RENDER_THREADS: String(opts.pdfThreads) });
   try {
     await waitForWorkers(env.queue, opts.workers);
     // Warm-up (JIT, font parse, SMTP pool connections), not timed.
@@ -423,6 +466,8 @@ async function runPass(
     return {
       label: opts.label,
       workers: opts.workers,
+      pdfThreads: opts.pdfThreads ?? defaultPdfThreads(),
+      threadsSet: opts.pdfThreads !== undefined,
       concurrency: opts.concurrency,
       mode: opts.rate ? 'rate' : 'max',
       targetRate: opts.rate,
@@ -473,12 +518,141 @@ async function runPass(
   }
 }
 
+/** The render threads a worker starts with when the bench does not set them (PDF_RENDER_THREADS
+ * from this process's environment, else the config default). */
+function defaultPdfThreads(): number {
+  try {
+    return loadConfig({ ...process.env, DATABASE_URL: process.env.DATABASE_URL ?? DEFAULT_PG }).pdfRenderThreads;
+  } catch {
+    return Math.min(4, os.availableParallelism());
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// PDF stall pass: /healthz of one worker probed while invoices at the line-item cap render in it.
+
+interface HealthzProbe {
+  /** Resolves with the latency of every probe launched until then (in flight ones awaited). */
+  stop(): Promise<number[]>;
+}
+
+/** Open loop: a GET /healthz every `intervalMs`, on schedule whether or not the previous one has
+ * answered, so a blocked event loop delays every probe that arrives during the block. */
+function probeHealthz(port: number, intervalMs: number): HealthzProbe {
+  const agent = new http.Agent({ keepAlive: true });
+  const latencies: number[] = [];
+  const inFlight = new Set<Promise<void>>();
+  let stopped = false;
+  const once = () =>
+    new Promise<void>((resolve) => {
+      const t = performance.now();
+      const req = http.get({ host: '127.0.0.1', port, path: '/healthz', agent }, (res) => {
+        res.resume();
+        res.once('end', () => {
+          if (res.statusCode === 200) latencies.push(performance.now() - t);
+          else latencies.push(NaN);
+          resolve();
+        });
+      });
+      req.once('error', () => {
+        latencies.push(NaN);
+        resolve();
+      });
+    });
+  const loop = (async () => {
+    const t0 = performance.now();
+    for (let i = 0; !stopped; i++) {
+      const wait = t0 + i * intervalMs - performance.now();
+      if (wait > 0) await sleep(wait);
+      const p = once().finally(() => inFlight.delete(p));
+      inFlight.add(p);
+    }
+  })();
+  return {
+    async stop() {
+      stopped = true;
+      await loop;
+      await Promise.all(inFlight);
+      agent.destroy();
+      return latencies;
+    },
+  };
+}
+
+interface StallResult {
+  label: string;
+  pdfThreads: number;
+  invoices: number;
+  idle: number[];
+  during: number[];
+  failedProbes: number;
+  wallMs: number;
+  jobRunP50: number;
+  jobRunP99: number;
+  load: string;
+}
+
+async function runStallPass(env: Env, opts: { pdfThreads: number; invoices: number; intervalMs: number; concurrency: number }): Promise<StallResult> {
+  const label = `${env.backend} stall, ${opts.pdfThreads === 0 ? 'main thread (PDF_RENDER_THREADS=0)' : `pool of ${opts.pdfThreads} (PDF_RENDER_THREADS=${opts.pdfThreads})`}`;
+  const tag = `stall${opts.pdfThreads}t${randomSuffix()}`;
+  const warmCount = Math.max(2, opts.pdfThreads);
+  note(`${label}: creating ${opts.invoices + warmCount} drafts at the cap (${MAX_LINE_ITEMS} lines of ${MAX_LINE_DESCRIPTION} chars)`);
+  const all = await env.api.createDrafts(tag, opts.invoices + warmCount, 4, capLineItems);
+  const warm = all.slice(0, warmCount);
+  const drafts = all.slice(warmCount);
+  const port = await freePort();
+  const [worker] = startWorkers(env, 1, opts.concurrency, null, { PDF_RENDER_THREADS: String(opts.pdfThreads), WORKER_PORT: String(port) });
+  try {
+    await waitForWorkers(env.queue, 1);
+    await waitForHttp(`http://127.0.0.1:${port}/healthz`);
+    // Warm-up: JIT and fonts of the main thread or of each render thread, not timed.
+    await sendFlat(env.api, warm, warmCount, new Map());
+    await env.sink.waitForAll(
+      warm.map((d) => d.email),
+      120_000,
+    );
+    await sleep(500);
+    // The same probe against the same idle worker first: the floor the figure is compared with.
+    const idleProbe = probeHealthz(port, opts.intervalMs);
+    await sleep(1_000);
+    const idle = await idleProbe.stop();
+    const load = loadAvg();
+    note(`${label}: ${opts.invoices} cap invoices at once, /healthz every ${opts.intervalMs} ms; ${load}`);
+    const probe = probeHealthz(port, opts.intervalMs);
+    const t0 = performance.now();
+    await sendFlat(env.api, drafts, opts.invoices, new Map());
+    await env.sink.waitForAll(
+      drafts.map((d) => d.email),
+      120_000 + opts.invoices * 10_000,
+    );
+    const wallMs = performance.now() - t0;
+    const during = await probe.stop();
+    const stats = await jobStats(env.queue, new Set(drafts.map((d) => d.id)));
+    const ok = (xs: number[]) => xs.filter((x) => Number.isFinite(x));
+    return {
+      label,
+      pdfThreads: opts.pdfThreads,
+      invoices: opts.invoices,
+      idle: ok(idle),
+      during: ok(during),
+      failedProbes: idle.length - ok(idle).length + during.length - ok(during).length,
+      wallMs,
+      jobRunP50: stats.runP50,
+      jobRunP99: stats.runP99,
+      load,
+    };
+  } finally {
+    await worker.stop();
+  }
+}
+
 const profiles: { label: string; tag: string; invoices: number }[] = [];
 
-async function measureRawPdf(docFile: string, processes: number, seconds: number): Promise<{ load: string; perProcess: RawPdfResult[]; total: number }> {
+/** `processes` copies of the raw-pdf child at once (one per core), renders/s summed. */
+async function measureRawPdf(docFile: string, processes: number, seconds: number, warm = 30, minRenders = 50): Promise<{ load: string; perProcess: RawPdfResult[]; total: number }> {
   const load = loadAvg();
   const perProcess = await Promise.all(
-    Array.from({ length: processes }, () => runTsJson<RawPdfResult>(SELF, ['--raw-pdf', docFile, String(seconds)])),
+    Array.from({ length: processes }, () => runTsJson<RawPdfResult>(SELF, ['--raw-pdf', docFile, String(seconds), String(warm), String(minRenders)])),
   );
   return { load, perProcess, total: perProcess.reduce((a, r) => a + r.perSecond, 0) };
 }
@@ -531,6 +705,9 @@ async function openBackend(backend: BenchBackend, sink: SmtpSink, tmp: string): 
 
 async function main(): Promise<void> {
   const { backends, rest } = backendsFromArgs(process.argv.slice(2));
+  // --stall-only: the raw limits and the PDF stall pass, no pipeline passes.
+  const stallOnly = rest.includes('--stall-only');
+  if (stallOnly) rest.splice(rest.indexOf('--stall-only'), 1);
   const n = Number(rest[0] ?? process.env.BENCH_N ?? 2000);
   if (!Number.isInteger(n) || n < 10) throw new Error(`N must be an integer >= 10, got ${rest[0] ?? process.env.BENCH_N}`);
   const concurrencies = (process.env.BENCH_WORKER_CONCURRENCY ?? '8').split(',').map((s) => Number(s.trim()));
@@ -541,6 +718,24 @@ async function main(): Promise<void> {
     .map(Number);
   const rawMailCount = Number(process.env.BENCH_RAW_MAIL ?? 2000);
   const rawPdfSeconds = Number(process.env.BENCH_RAW_PDF_SECONDS ?? 6);
+  const stall = process.env.BENCH_PDF_STALL !== '0';
+  const stallInvoices = Number(process.env.BENCH_STALL_INVOICES ?? 8);
+  const probeIntervalMs = Number(process.env.BENCH_HEALTHZ_INTERVAL_MS ?? 5);
+  const cores = os.availableParallelism();
+  // Render threads of the one-worker passes: "1,2,all" by default, "all" = os.availableParallelism().
+  const threadCounts = [
+    ...new Set(
+      (process.env.BENCH_THREADS ?? '1,2,all')
+        .split(',')
+        .filter((x) => x.trim())
+        .map((x) => (x.trim() === 'all' ? cores : Number(x))),
+    ),
+  ];
+  if (threadCounts.some((t) => !Number.isInteger(t) || t < 1)) throw new Error(`BENCH_THREADS: counts >= 1 or "all", got ${process.env.BENCH_THREADS}`);
+  const defaultThreads = defaultPdfThreads();
+  // Render threads of the stall passes: the worker's default pool (at least 1), then the main thread.
+  const stallThreads = (process.env.BENCH_STALL_THREADS ?? `${Math.max(1, defaultThreads)},0`).split(',').map((x) => Number(x.trim()));
+  if (stallThreads.some((t) => !Number.isInteger(t) || t < 0)) throw new Error(`BENCH_STALL_THREADS: counts >= 0, got ${process.env.BENCH_STALL_THREADS}`);
 
   const startLoad = loadAvg();
   const codeAtStart = codeVersion();
@@ -560,7 +755,12 @@ async function main(): Promise<void> {
 
   try {
     const results: PassResult[] = [];
-    let raw: { pdf1: Awaited<ReturnType<typeof measureRawPdf>>; pdf2: Awaited<ReturnType<typeof measureRawPdf>>; mail: RawMailResult; mailLoad: string; docFile: string } | null = null;
+    type RawPdf = Awaited<ReturnType<typeof measureRawPdf>>;
+    let raw: { pdf1: RawPdf; pdf2: RawPdf; mail: RawMailResult; mailLoad: string; docFile: string } | null = null;
+    // Raw pdfkit with k processes at once, k = each render-thread count of the thread passes.
+    const rawPdfOn = new Map<number, RawPdf>();
+    const stalls: StallResult[] = [];
+    let capRaw: RawPdf | null = null;
     for (const backend of backends) {
       const run = await openBackend(backend, sink, tmp);
       open.push(run);
@@ -582,9 +782,34 @@ async function main(): Promise<void> {
         note(`raw nodemailer (pool 5) -> sink, ${rawMailCount} messages; ${mailLoad}`);
         const mail = await runTsJson<RawMailResult>(SELF, ['--raw-mail', docFile, sink.url, String(rawMailCount)]);
         raw = { pdf1, pdf2, mail, mailLoad, docFile };
+        rawPdfOn.set(1, pdf1);
+        rawPdfOn.set(2, pdf2);
+        for (const k of threadCounts.filter((t) => !rawPdfOn.has(t))) {
+          note(`raw pdfkit, ${k} processes in parallel, ${rawPdfSeconds} s; ${loadAvg()}`);
+          rawPdfOn.set(k, await measureRawPdf(docFile, k, rawPdfSeconds));
+        }
+
+        if (stall) {
+          // ---- PDF stall: the worker's /healthz while invoices at the cap render, pool vs main thread
+          const [capSample] = await env.api.createDrafts(`capsample${randomSuffix()}`, 1, 1, capLineItems);
+          const capLoaded = await loadInvoiceForMail(pool, capSample.id, PAYMENT_PAGE_BASE);
+          const capDocFile = path.join(tmp, 'cap-doc.json');
+          writeFileSync(capDocFile, JSON.stringify({ ...capLoaded!.doc, code: 'TEST-INV-000124', issuedAt: new Date().toISOString() }));
+          note(`raw pdfkit, invoice at the cap, 1 process, 3 s; ${loadAvg()}`);
+          capRaw = await measureRawPdf(capDocFile, 1, 3, 3, 10);
+          for (const t of stallThreads) {
+            stalls.push(await runStallPass(env, { pdfThreads: t, invoices: stallInvoices, intervalMs: probeIntervalMs, concurrency: concurrencies[0] }));
+            const r = stalls[stalls.length - 1];
+            note(`${r.label}: /healthz p50 ${fmt(percentile(r.during, 50))} ms, p99 ${fmt(percentile(r.during, 99))} ms, max ${fmt(Math.max(...r.during))} ms`);
+          }
+        }
       }
 
       // ---- the pipeline, on this backend
+      if (stallOnly) {
+        await open.pop()!.cleanup();
+        break;
+      }
       const mine: PassResult[] = [];
       // BENCH_RATES="1=24.5,2=31": only fixed-rate passes (workers=rate), no max passes.
       const fixedRates = (process.env.BENCH_RATES ?? '')
@@ -611,6 +836,14 @@ async function main(): Promise<void> {
         const rate = max.perSecond / 2;
         const count = Math.max(50, Math.min(Math.ceil(n / 2), Math.ceil(rate * 30)));
         mine.push(await runPass(env, { label: `half ${w}w c${c0}`, workers: w, concurrency: c0, n: count, rate, sendConcurrency }));
+        const r = mine[mine.length - 1];
+        note(`${r.label}: ${fmt(r.perSecond)}/s, p50 ${fmt(r.latP50, 0)} ms, p99 ${fmt(r.latP99, 0)} ms`);
+      }
+      // One worker process with 1, 2, all render threads (the max pass above already ran at the default).
+      const c0max = concurrencies[0];
+      for (const t of threadCounts) {
+        if (!fixedRates.length && t === defaultThreads) continue;
+        mine.push(await runPass(env, { label: `max 1w c${c0max} t${t}`, workers: 1, concurrency: c0max, n, rate: null, sendConcurrency, pdfThreads: t }));
         const r = mine[mine.length - 1];
         note(`${r.label}: ${fmt(r.perSecond)}/s, p50 ${fmt(r.latP50, 0)} ms, p99 ${fmt(r.latP99, 0)} ms`);
       }
@@ -690,10 +923,91 @@ async function main(): Promise<void> {
         .map((r) => `${fmt(r.workerCpuMsPerMsg, 2)} (${r.label})`)
         .join(', ')} CPU ms per invoice in all (PDF, email, SMTP, queue, database, reminders).`,
     );
+    // One worker process, 1/2/all render threads, beside raw pdfkit on as many cores.
+    const oneWorker = (backend: BenchBackend, t: number) =>
+      results.find((r) => r.label.startsWith(`${backend} `) && r.mode === 'max' && r.workers === 1 && r.concurrency === concurrencies[0] && r.pdfThreads === t);
+    const threadRows: (string | number)[][] = [];
+    for (const backend of backends) {
+      for (const t of threadCounts) {
+        const r = oneWorker(backend, t);
+        const rawK = rawPdfOn.get(t);
+        if (!r || !rawK) continue;
+        const limitK = Math.min(rawK.total, mail.perSecond);
+        threadRows.push([
+          r.label,
+          t,
+          fmt(r.perSecond),
+          fmt(rawK.total),
+          fmt(r.perSecond / rawK.total, 2),
+          fmt(limitK),
+          fmt(r.perSecond / limitK, 2),
+          fmt(r.perSecond / rawLimit, 2),
+          fmt(r.workerCpuMsPerMsg, 2),
+          fmt(r.peakRssMiB[0], 0),
+          fmt(r.machineBusy, 0),
+        ]);
+      }
+    }
+    if (threadRows.length) {
+      out.push('');
+      out.push(`One worker process (concurrency ${concurrencies[0]}), PDF_RENDER_THREADS = ${threadCounts.join(', ')} (${cores} = all cores; default ${defaultThreads}), beside raw pdfkit run as that many processes at once (sum)`);
+      out.push(
+        table(
+          ['pass', 'threads', 'sends/s', 'raw pdfkit k procs/s', 'x pdfkit k', 'raw limit k/s (lower of pdfkit k, nodemailer)', 'x raw limit k', 'x 1-core raw limit', 'worker cpu ms each', 'peak RSS MiB', 'machine busy %'],
+          threadRows,
+        ),
+      );
+    }
+    if (stalls.length) {
+      const capPdf = capRaw!.perProcess[0];
+      out.push('');
+      out.push(
+        `PDF stall: GET /healthz on the worker's WORKER_PORT every ${probeIntervalMs} ms (open loop) while ${stallInvoices} invoices at the cap (${MAX_LINE_ITEMS} lines x ${MAX_LINE_DESCRIPTION} chars, PDF ${fmt(capPdf.pdfBytes / 1024)} KiB) render in one worker process (concurrency ${concurrencies[0]}); idle = the same probe on the same worker just before`,
+      );
+      out.push(
+        `raw pdfkit, one invoice at the cap, 1 process: ${fmt(capPdf.meanMs, 0)} ms mean, p99 ${fmt(capPdf.p99Ms, 0)} ms (${fmt(capPdf.cpuMsPerRender, 0)} CPU ms): the block one render puts on an event loop; ${capRaw!.load}`,
+      );
+      out.push(
+        table(
+          ['render in', 'idle p50/p99/max ms', 'healthz p50 ms', 'p99 ms', 'max ms', 'probes', 'failed', 'render wall s', 'job run p50/p99 ms', 'load'],
+          stalls.map((r) => [
+            r.label,
+            `${fmt(percentile(r.idle, 50))}/${fmt(percentile(r.idle, 99))}/${fmt(Math.max(...r.idle))}`,
+            fmt(percentile(r.during, 50)),
+            fmt(percentile(r.during, 99)),
+            fmt(Math.max(...r.during)),
+            r.during.length,
+            r.failedProbes,
+            fmt(r.wallMs / 1000, 2),
+            `${fmt(r.jobRunP50, 0)}/${fmt(r.jobRunP99, 0)}`,
+            r.load.replace('load ', ''),
+          ]),
+        ),
+      );
+    }
     out.push('');
     out.push('Targets');
+    const poolStall = stalls.find((r) => r.pdfThreads > 0);
+    const mainStall = stalls.find((r) => r.pdfThreads === 0);
+    if (poolStall && mainStall) {
+      const p99 = percentile(poolStall.during, 99);
+      out.push(
+        `  /healthz during ${stallInvoices} cap renders, pool of ${poolStall.pdfThreads}: p99 ${fmt(p99)} ms vs < 50 ms: ${p99 < 50 ? 'met' : 'MISSED'} (main thread: p99 ${fmt(percentile(mainStall.during, 99))} ms, max ${fmt(Math.max(...mainStall.during))} ms; idle p99 ${fmt(percentile(poolStall.idle, 99))} ms)`,
+      );
+    }
+    for (const backend of backends) {
+      for (const t of threadCounts) {
+        const r = oneWorker(backend, t);
+        const rawK = rawPdfOn.get(t);
+        if (!r || !rawK) continue;
+        const limitK = Math.min(rawK.total, mail.perSecond);
+        out.push(
+          `  ${backend} one worker, ${t} render thread(s): ${fmt(r.perSecond)}/s = ${fmt(r.perSecond / limitK, 2)}x the raw limit on ${t} core(s) (${fmt(limitK)}/s; pdfkit x${t} ${fmt(rawK.total)}/s) vs >= 0.7: ${r.perSecond / limitK >= 0.7 ? 'met' : 'MISSED'}`,
+        );
+      }
+    }
     const maxOf = (backend: BenchBackend, workers: number, c: number) =>
-      results.find((r) => r.label.startsWith(`${backend} `) && r.mode === 'max' && r.workers === workers && r.concurrency === c);
+      results.find((r) => r.label.startsWith(`${backend} `) && r.mode === 'max' && !r.threadsSet && r.workers === workers && r.concurrency === c);
     for (const backend of backends) {
       for (const c of concurrencies) {
         const one = maxOf(backend, 1, c);
@@ -746,7 +1060,7 @@ async function main(): Promise<void> {
 
 const mode = process.argv[2];
 if (mode === '--raw-pdf') {
-  const r = await rawPdf(process.argv[3], Number(process.argv[4] ?? 6));
+  const r = await rawPdf(process.argv[3], Number(process.argv[4] ?? 6), Number(process.argv[5] ?? 30), Number(process.argv[6] ?? 50));
   process.stdout.write(`${JSON.stringify(r)}\n`);
 } else if (mode === '--raw-mail') {
   const r = await rawMail(process.argv[3], process.argv[4], Number(process.argv[5] ?? 2000));

@@ -389,11 +389,14 @@ interface CpuProfile {
 
 function categoryOf(url: string, fn: string): string {
   if (!url) return fn.startsWith('(') ? fn : `native ${fn || '(anonymous)'}`;
+  // An idle tinypool thread (the PDF render pool) blocks in Atomics.wait inside this loop; the
+  // profiler samples that wall time as the function's own. It is waiting, not work.
+  if (fn === 'atomicsWaitLoop' && url.includes('/tinypool/')) return '(idle)';
   const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)\/(?!.*node_modules\/)/.exec(url);
   if (pkg) return pkg[1];
   if (url.startsWith('node:')) return url.replace(/^node:internal\/(deps\/)?/, 'node:').split('/').slice(0, 2).join('/');
-  const mine = /\/work\/main\/(.*)$/.exec(url.replace(/^file:\/\//, ''));
-  if (mine) return mine[1].split('/').slice(0, 2).join('/');
+  const file = url.replace(/^file:\/\//, '');
+  if (file.startsWith(ROOT)) return file.slice(ROOT.length).split('/').slice(0, 2).join('/');
   return url;
 }
 

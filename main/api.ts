@@ -15,6 +15,7 @@ const api = await startOrExit(async () => {
   const runtime = await createApiRuntime(config, log);
   try {
     await listenOn(runtime.app, { port: config.port, host: config.host, variable: 'PORT', fallbackToAny: false }, log);
+    await runtime.listenMetrics();
   } catch (err) {
     await runtime.close();
     throw err;

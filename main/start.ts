@@ -29,6 +29,7 @@ const { api, worker } = await startOrExit(async () => {
   });
   try {
     await listenOn(api.app, { port: config.port, host: config.host, variable: 'PORT', fallbackToAny: false }, log);
+    await api.listenMetrics();
   } catch (err) {
     await api.close();
     await worker.close();

@@ -1,6 +1,7 @@
 // The only reader of process.env. Every variable is parsed and checked here, once, at start;
 // a bad value throws ConfigError naming the variable, and the entrypoint turns that into one
 // line on stderr and exit code 1.
+import { availableParallelism } from 'node:os';
 import { Duration } from 'luxon';
 import type { ReminderPolicy } from './domain/reminder-schedule.js';
 
@@ -50,6 +51,15 @@ export interface Config {
   workerPort: number;
   /** WORKER_PORT unset: when 3001 is taken another free port will do. */
   workerPortFallback: boolean;
+  /** The API's internal Prometheus port (/metrics is not on the public port). */
+  metricsPort: number;
+  /** METRICS_PORT unset: when 9464 is taken another free port will do. */
+  metricsPortFallback: boolean;
+  /** Bound on receiving a request's headers and body; a slower client gets 408 and is cut off. */
+  httpRequestTimeoutMs: number;
+  /** Failed authentications per client address per window before its requests get 429. */
+  authFailureLimit: number;
+  authFailureWindowMs: number;
   /** BullMQ lock of an active job; a worker that dies loses it after this long and the job is retried. */
   workerLockDurationMs: number;
   workerStalledIntervalMs: number;
@@ -61,6 +71,8 @@ export interface Config {
   adminPassword: string | null;
   outboxRelayIntervalMs: number;
   shutdownTimeoutMs: number;
+  /** Threads rendering PDFs off the event loop, per process; 0 renders on the main thread. */
+  pdfRenderThreads: number;
   reminders: ReminderPolicy & { defaultTimeZone: string };
   reconcileEvery: Duration;
   /**
@@ -126,6 +138,9 @@ function url(env: Env, name: string, fallback: string | null, protocols: string[
   if (!protocols.includes(parsed.protocol)) {
     throw new ConfigError(name, `must use one of ${protocols.join(', ')} (got ${parsed.protocol})`);
   }
+  if ((parsed.protocol === 'http:' || parsed.protocol === 'https:') && parsed.hostname === '') {
+    throw new ConfigError(name, 'must be an absolute URL with a host');
+  }
   return raw;
 }
 
@@ -149,11 +164,11 @@ function duration(env: Env, name: string, fallback: string): Duration {
 function timeZone(env: Env, name: string, fallback: string): string {
   const raw = str(env, name, fallback);
   try {
-    new Intl.DateTimeFormat('en-US', { timeZone: raw });
+    // Canonical spelling: "europe/paris" is stored as "Europe/Paris".
+    return new Intl.DateTimeFormat('en-US', { timeZone: raw }).resolvedOptions().timeZone;
   } catch {
     throw new ConfigError(name, `must be an IANA time zone such as Europe/Paris, got "${raw}"`);
   }
-  return raw;
 }
 
 /** `host:port,host:port`; IPv6 hosts in brackets (`[::1]:7000`). */
@@ -231,6 +246,11 @@ export function loadConfig(env: Env = process.env): Config {
     workerConcurrency: int(env, 'WORKER_CONCURRENCY', 8, 1, 1000),
     workerPort: int(env, 'WORKER_PORT', 3001, 0, 65535),
     workerPortFallback: optional(env, 'WORKER_PORT') === null,
+    metricsPort: int(env, 'METRICS_PORT', 9464, 0, 65535),
+    metricsPortFallback: optional(env, 'METRICS_PORT') === null,
+    httpRequestTimeoutMs: int(env, 'HTTP_REQUEST_TIMEOUT_MS', 10_000, 100, 600_000),
+    authFailureLimit: int(env, 'AUTH_FAILURE_LIMIT', 20, 1, 1_000_000),
+    authFailureWindowMs: int(env, 'AUTH_FAILURE_WINDOW_MS', 60_000, 1_000, 86_400_000),
     workerLockDurationMs: int(env, 'WORKER_LOCK_DURATION_MS', 30_000, 1_000, 3_600_000),
     workerStalledIntervalMs: int(env, 'WORKER_STALLED_INTERVAL_MS', 30_000, 1_000, 3_600_000),
     platformFeeBps: int(env, 'PLATFORM_FEE_BPS', 50, 0, 10000),
@@ -241,6 +261,7 @@ export function loadConfig(env: Env = process.env): Config {
     adminPassword,
     outboxRelayIntervalMs: int(env, 'OUTBOX_RELAY_INTERVAL_MS', 1000, 50, 3_600_000),
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
+    pdfRenderThreads: int(env, 'PDF_RENDER_THREADS', Math.min(4, availableParallelism()), 0, 64),
     reminders: {
       beforeStart: duration(env, 'REMINDERS_BEFORE_START', 'P3D'),
       beforeEvery: duration(env, 'REMINDERS_BEFORE_EVERY', 'P1D'),

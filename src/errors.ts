@@ -7,6 +7,7 @@ export type ErrorType = 'invalid_request_error' | 'authentication_error' | 'perm
 const CATALOGUE = {
   // 400: the request is missing something or contradicts itself
   validation_failed: [400, 'invalid_request_error'],
+  too_many_line_items: [400, 'invalid_request_error'],
   invalid_json: [400, 'invalid_request_error'],
   amount_invalid: [400, 'invalid_request_error'],
   amount_too_precise: [400, 'invalid_request_error'],
@@ -45,6 +46,7 @@ const CATALOGUE = {
   payment_link_has_payments: [409, 'invalid_request_error'],
   product_not_deletable: [409, 'invalid_request_error'],
   idempotency_key_in_use: [409, 'invalid_request_error'],
+  request_timeout: [408, 'invalid_request_error'],
   body_too_large: [413, 'invalid_request_error'],
   unsupported_media_type: [415, 'invalid_request_error'],
   rate_limited: [429, 'invalid_request_error'],

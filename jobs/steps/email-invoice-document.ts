@@ -18,7 +18,7 @@ export async function emailInvoiceDocument(
 ): Promise<DeliveryOutcome> {
   // The kept document: every email asking for payment attaches the same bytes as a download.
   const document = kind === 'receipt' ? 'receipt' : 'invoice';
-  const pdf = document === 'receipt' ? await renderReceiptPdf(loaded.doc) : await issuedInvoicePdf(ctx.pool, loaded.doc);
+  const pdf = document === 'receipt' ? await renderReceiptPdf(loaded.doc) : await issuedInvoicePdf(ctx.pool, loaded.doc, ctx.renderPdf);
   const email = renderEmail(kind, loaded.doc);
   try {
     return await deliverOnce(ctx.pool, ctx.mail, deliveryId, (messageId) => invoiceEnvelope(ctx.config, loaded, email, pdf, messageId, document), guard);

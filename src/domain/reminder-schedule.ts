@@ -7,6 +7,7 @@
 // it stays at 09:00 local across DST changes (a fixed 86 400 000 ms step would drift an hour).
 // Any other phase (PT2S, PT30M, P1DT2H) is exact: due ± offset, time of day untouched.
 import { DateTime, Duration } from 'luxon';
+import { LATEST_INSTANT_MS } from './invoice-limits.js';
 import type { ReminderKind } from './delivery-kinds.js';
 
 export interface ReminderPolicy {
@@ -162,7 +163,8 @@ export function planReminderSlots(policy: ReminderPolicy, dueAt: Date, timeZone:
   return [
     ...phaseSlots(phaseRule(policy, 'before'), dueAt, timeZone),
     ...phaseSlots(phaseRule(policy, 'after'), dueAt, timeZone),
-  ];
+    // A slot past year 9999 could not be written in RFC 3339: there is none.
+  ].filter((s) => s.at.getTime() <= LATEST_INSTANT_MS);
 }
 
 /** The slots at or after `now`; missed ones are dropped, so re-enabling reminders sends no burst. */
@@ -174,7 +176,7 @@ export function futureReminderSlots(policy: ReminderPolicy, dueAt: Date, timeZon
 export function firstSlotFrom(policy: ReminderPolicy, dueAt: Date, timeZone: string, now: Date): ReminderSlot | null {
   for (const phase of ['before', 'after'] as const) {
     const next = nextSlot(phaseRule(policy, phase), dueAt, timeZone, now, true);
-    if (next !== null) return { phase, at: next.at };
+    if (next !== null && next.at.getTime() <= LATEST_INSTANT_MS) return { phase, at: next.at };
   }
   return null;
 }

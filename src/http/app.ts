@@ -1,6 +1,7 @@
 // Builds the HTTP API: plugins in a fixed order (parsers, error envelope, auth), then routes.
 // Every dependency is passed in, so tests build the same app over their own pool and queues.
 import { randomUUID } from 'node:crypto';
+import type { Duplex } from 'node:stream';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Api, AppDeps } from './types.js';
@@ -12,7 +13,10 @@ import { registerHealth } from './plugins/health.js';
 import { registerIdempotency } from './plugins/idempotency.js';
 import { operationIdFor } from './operation-ids.js';
 import { IdempotencyKeyHeaders } from './schemas.js';
-import { registerMetrics } from './plugins/metrics.js';
+import { observeHttpDurations } from './plugins/metrics.js';
+import { requestKeywords } from './ajv-keywords.js';
+import { createFailureLimiter } from './failure-limiter.js';
+import { validationError } from './validation-message.js';
 import { credentialRoutes } from './routes/credentials.js';
 import { invoiceRoutes } from './routes/invoices.js';
 import { invoiceLifecycleRoutes } from './routes/invoice-lifecycle.js';
@@ -60,10 +64,7 @@ function containsUnstorable(root: unknown): boolean {
 /** Fastify's own errors, as the API's stable codes. */
 function toApiError(err: FastifyError): ApiError | null {
   if (err instanceof ApiError) return err;
-  if (err.validation) {
-    const where = err.validationContext ?? 'request';
-    return new ApiError('validation_failed', `Invalid ${where}: ${err.message}.`);
-  }
+  if (err.validation) return validationError(err.validation, err.validationContext);
   switch (err.code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return new ApiError('unsupported_media_type', 'Request bodies must be JSON, sent with Content-Type: application/json.');
@@ -88,6 +89,23 @@ function toApiError(err: FastifyError): ApiError | null {
   return null;
 }
 
+/**
+ * A client too slow to send its request (408) or sending a malformed one (400): answered in the
+ * envelope and disconnected, before any route runs.
+ */
+function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const timeout = err.code === 'ERR_HTTP_REQUEST_TIMEOUT';
+  const apiError = timeout
+    ? new ApiError('request_timeout', 'The request did not arrive in time; the connection is closed.')
+    : new ApiError('validation_failed', 'The request is not valid HTTP.');
+  const body = JSON.stringify({ error: { type: apiError.type, code: apiError.code, message: apiError.message } });
+  if (socket.writable) {
+    socket.write(`HTTP/1.1 ${apiError.status} ${timeout ? 'Request Timeout' : 'Bad Request'}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  }
+  socket.destroy();
+}
+
 export async function buildApp(deps: AppDeps): Promise<Api> {
   const app = Fastify({
     loggerInstance: deps.log,
@@ -98,7 +116,17 @@ export async function buildApp(deps: AppDeps): Promise<Api> {
     },
     // Types are never coerced and unknown fields never silently dropped: "12" is not 12, and a
     // misspelt field is a 400, not a no-op.
-    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: false } },
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: false }, plugins: [requestKeywords] },
+    // Slow clients are cut off: the headers and the body must arrive within the request timeout
+    // (408), checked every second; an idle connection closes after twice that.
+    requestTimeout: deps.config.httpRequestTimeoutMs,
+    connectionTimeout: deps.config.httpRequestTimeoutMs * 2,
+    clientErrorHandler: answerClientError,
+    http: {
+      headersTimeout: deps.config.httpRequestTimeoutMs,
+      requestTimeout: deps.config.httpRequestTimeoutMs,
+      connectionsCheckingInterval: Math.min(1_000, deps.config.httpRequestTimeoutMs),
+    },
     routerOptions: { ignoreTrailingSlash: true },
     // Errors the router raises before any route or error handler runs (an undecodable
     // percent-escape, a path parameter over maxParamLength) get the envelope too.
@@ -180,7 +208,8 @@ export async function buildApp(deps: AppDeps): Promise<Api> {
     },
   });
   const root = app as unknown as FastifyInstance;
-  if (deps.metrics) registerMetrics(root, deps.metrics);
+  // The histogram only: /metrics is served on the internal METRICS_PORT, not here.
+  if (deps.metrics) observeHttpDurations(root, deps.metrics);
   if (deps.readiness) registerHealth(root, { db: deps.pool, readiness: deps.readiness });
   for (const plugin of deps.plugins ?? []) await plugin(root);
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
@@ -188,6 +217,19 @@ export async function buildApp(deps: AppDeps): Promise<Api> {
   await paymentPageRoutes(root, deps);
 
   await app.register(async (v1) => {
+    // Failed authentications per client address, counted in memory and checked first: a client
+    // guessing keys gets 429 before any database work, and costs the others nothing.
+    const authFailures = createFailureLimiter({ maxFailures: deps.config.authFailureLimit, windowMs: deps.config.authFailureWindowMs });
+    v1.addHook('onRequest', async (req, reply) => {
+      const waitMs = await authFailures.blockedFor(req.ip);
+      if (waitMs > 0) {
+        reply.header('retry-after', String(Math.ceil(waitMs / 1000)));
+        throw new ApiError('rate_limited', 'Too many requests with a missing or invalid API key from this address; retry after the Retry-After delay.');
+      }
+    });
+    v1.addHook('onResponse', async (req, reply) => {
+      if (reply.statusCode === 401) await authFailures.fail(req.ip);
+    });
     await v1.register(rateLimit, {
       max: deps.config.rateLimitMax,
       timeWindow: deps.config.rateLimitWindowMs,

@@ -19,11 +19,15 @@ export function unwrap<T>(v: Verdict<T>): T {
 }
 
 export function isTimeZone(zone: string): boolean {
+  return canonicalTimeZone(zone) !== null;
+}
+
+/** The zone's canonical IANA spelling ("europe/paris" -> "Europe/Paris"), or null when it is none. */
+export function canonicalTimeZone(zone: string): string | null {
   try {
-    new Intl.DateTimeFormat('en-US', { timeZone: zone });
-    return true;
+    return new Intl.DateTimeFormat('en-US', { timeZone: zone }).resolvedOptions().timeZone;
   } catch {
-    return false;
+    return null;
   }
 }
 

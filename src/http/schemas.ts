@@ -1,18 +1,21 @@
 // Request and response schemas, written once with TypeBox: Fastify validates requests with them,
 // serialises responses with them, and @fastify/swagger publishes them as the OpenAPI document.
 import { Type, type Static, type TLiteral, type TSchema } from 'typebox';
+import { HTTP_URL_KEYWORD, INSTANT_KEYWORD } from './ajv-keywords.js';
+import { MAX_CUSTOMER_NAME, MAX_FOOTER, MAX_LINE_DESCRIPTION, MAX_LINE_ITEMS, MAX_MEMO, MAX_TAX_ID } from '../domain/invoice-limits.js';
 import { INVOICE_STATUSES, type InvoiceStatus } from '../domain/invoice-rules.js';
 
 const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
 const DateTime = Type.String({ format: 'date-time' });
 const NullableDateTime = Nullable(DateTime);
 /**
- * An input instant: ISO 8601 date-time that Postgres can store: a year 0001-9999, no leap second,
- * and a UTC offset within ±15:59.
+ * An input instant: an RFC 3339 date-time, no leap second, a UTC offset within ±15:59, and an
+ * instant (offset applied) within 1970-9999 UTC, so it is stored and written back as given.
  */
 const InputDateTime = Type.String({
   format: 'date-time',
   pattern: '^(?!0000)\\d{4}-\\d{2}-\\d{2}[Tt ]\\d{2}:\\d{2}:(?!60)\\d{2}(\\.\\d+)?([Zz]|[+-](0\\d|1[0-5]):?[0-5]\\d)$',
+  [INSTANT_KEYWORD]: true,
 });
 
 /** Decimal strings are checked again by the money rules (precision per token); this is the shape. */
@@ -65,7 +68,7 @@ export const ErrorEnvelope = Type.Object(
 
 export const LineItem = Type.Object(
   {
-    description: Type.String({ minLength: 1, maxLength: 500 }),
+    description: Type.String({ minLength: 1, maxLength: MAX_LINE_DESCRIPTION }),
     quantity: Type.Integer({ minimum: 1, maximum: 1_000_000 }),
     unit_amount: DecimalString,
   },
@@ -104,17 +107,17 @@ export type InvoiceObject = Static<typeof Invoice>;
 export const CreateInvoiceBody = Type.Object(
   {
     customer_email: Type.String({ format: 'email', maxLength: 254 }),
-    customer_name: Type.Optional(ShortText(200)),
+    customer_name: Type.Optional(ShortText(MAX_CUSTOMER_NAME)),
     customer_time_zone: Type.Optional(Type.String({ maxLength: 64 })),
     customer_locale: Type.Optional(Type.String({ maxLength: 64 })),
     currency: Type.Optional(Type.String({ minLength: 1, maxLength: 16 })),
     network: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
     amount: Type.Optional(DecimalString),
-    line_items: Type.Optional(Type.Array(LineItem, { maxItems: 1000 })),
+    line_items: Type.Optional(Type.Array(LineItem, { maxItems: MAX_LINE_ITEMS })),
     due_at: Type.Optional(InputDateTime),
-    memo: Type.Optional(ShortText(5000)),
-    footer: Type.Optional(ShortText(5000)),
-    tax_id: Type.Optional(ShortText(100)),
+    memo: Type.Optional(ShortText(MAX_MEMO)),
+    footer: Type.Optional(ShortText(MAX_FOOTER)),
+    tax_id: Type.Optional(ShortText(MAX_TAX_ID)),
     metadata: Type.Optional(Metadata),
     reminders_enabled: Type.Optional(Type.Boolean()),
   },
@@ -126,10 +129,10 @@ export const UpdateInvoiceBody = Type.Object(
   {
     amount: Type.Optional(DecimalString),
     due_at: Type.Optional(InputDateTime),
-    memo: Type.Optional(ShortText(5000)),
-    footer: Type.Optional(ShortText(5000)),
-    tax_id: Type.Optional(ShortText(100)),
-    line_items: Type.Optional(Type.Array(LineItem, { maxItems: 1000 })),
+    memo: Type.Optional(ShortText(MAX_MEMO)),
+    footer: Type.Optional(ShortText(MAX_FOOTER)),
+    tax_id: Type.Optional(ShortText(MAX_TAX_ID)),
+    line_items: Type.Optional(Type.Array(LineItem, { maxItems: MAX_LINE_ITEMS })),
     customer_locale: Type.Optional(Type.String({ maxLength: 64 })),
   },
   { additionalProperties: false },
@@ -255,7 +258,7 @@ export const PaymentLink = Type.Object(
   }
 );
 
-const RedirectUrl = Type.String({ format: 'uri', pattern: '^https?://', maxLength: 2000 });
+const RedirectUrl = Type.String({ format: 'uri', pattern: '^https?://', maxLength: 2000, [HTTP_URL_KEYWORD]: true });
 
 export const CreatePaymentLinkBody = Type.Object(
   {

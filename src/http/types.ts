@@ -12,6 +12,7 @@ import type { Config } from '../config.js';
 import type { Pool } from '../db/pool.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../observability/metrics.js';
+import type { RenderPdf } from '../pdf/issued-invoice-pdf.js';
 import type { OutboxJob } from '../queue/outbox.js';
 import type { Readiness } from './plugins/health.js';
 
@@ -37,6 +38,8 @@ export interface AppDeps {
   reminders?: ReminderControl;
   /** Prometheus metrics: /metrics and the HTTP duration histogram. */
   metrics?: Metrics;
+  /** Renders PDFs off the event loop (GET /v1/invoices/{id}/pdf); unset: on this thread. */
+  renderPdf?: RenderPdf;
   /** The queue store's readiness check; without it /healthz and /readyz are not served. */
   readiness?: Readiness;
   /** Extra plugins (the queue dashboard) registered before the routes. */

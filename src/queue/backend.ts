@@ -28,6 +28,7 @@ import {
   writeQueueMarker,
 } from '../db/queue-schema.js';
 import { createRedisConnections, queuePrefix } from './redis.js';
+import { withTimeout } from '../lib/with-timeout.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any -- job data is typed by the handlers; the
    connection type differs between the backends and is only ever handled in this module. */
@@ -82,9 +83,14 @@ function redisBackend(config: Config, role: QueueRole): QueueBackend {
   const client = redis.client;
   client.on('error', () => undefined); // reported by readiness and by the callers' errors
   const prefix = (hashTag: string) => queuePrefix(config.redisPrefix, hashTag);
+  const queues: AppQueue[] = [];
   return {
     kind: 'redis',
-    queue: (name, opts = {}, hashTag = name) => new Queue(name, { ...opts, connection: redis.forQueue(), prefix: prefix(hashTag) }) as AppQueue,
+    queue: (name, opts = {}, hashTag = name) => {
+      const queue = new Queue(name, { ...opts, connection: redis.forQueue(), prefix: prefix(hashTag) }) as AppQueue;
+      queues.push(queue);
+      return queue;
+    },
     worker: (name, processor, opts, hashTag = name) =>
       new Worker(name, processor, { ...opts, connection: redis.forWorker(), prefix: prefix(hashTag) }) as unknown as AppWorker,
     readiness: { name: 'redis', probe: () => client.ping() },
@@ -102,7 +108,12 @@ function redisBackend(config: Config, role: QueueRole): QueueBackend {
     async writeMarker(queue, name, value) {
       await client.set(queue.toKey(name), value);
     },
-    close: () => redis.close(),
+    async close() {
+      // Queue.close() asks its client to QUIT; a producer's client that is reconnecting refuses
+      // (no offline queue) and would go on reconnecting for ever. Disconnecting stops it.
+      await Promise.allSettled(queues.map((q) => withTimeout(q.disconnect(), 500, 'queue disconnect')));
+      await redis.close();
+    },
   };
 }
 

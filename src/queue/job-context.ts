@@ -1,6 +1,7 @@
 // What every job handler receives besides its payload, and the shape of the handler registry the
 // entrypoint hands to the worker runtime. The runtime builds the context; jobs/ implements the
 // handlers. Defined here, below both, so neither imports the other.
+import type { RenderPdf } from '../pdf/issued-invoice-pdf.js';
 import type { Config } from '../config.js';
 import type { Pool } from '../db/pool.js';
 import type { EventRow } from '../db/events.js';
@@ -16,6 +17,8 @@ export interface JobContext {
   pool: Pool;
   mail: MailTransport;
   reminders: ReminderService;
+  /** Renders a PDF off the event loop (the worker's thread pool); unset: on this thread. */
+  renderPdf?: RenderPdf;
   /** Counts an email by kind and outcome (metrics). */
   countEmail?(kind: string, outcome: 'sent' | 'failed' | 'skipped'): void;
   /** Records how late a reminder fired against its planned slot (metrics). */

@@ -12,6 +12,9 @@ import { DASHBOARD_PATH, registerDashboard } from '../http/plugins/dashboard.js'
 import { createOutboxRelay } from '../queue/outbox-relay.js';
 import { claimQueueStorage, queueBackendOf } from '../queue/backend.js';
 import { withTimeout } from '../lib/with-timeout.js';
+import { startWorkerHttp } from './worker-http.js';
+import { createPdfRenderPool } from '../pdf/render-pool.js';
+import type { FastifyInstance } from 'fastify';
 import { claimRedisPrefix } from './redis-prefix.js';
 import { StartupError } from './startup-error.js';
 
@@ -19,6 +22,8 @@ const FAST_PATH_TIMEOUT_MS = 2_000;
 
 export interface ApiRuntime {
   app: Api;
+  /** Serves /metrics (and /healthz, /readyz) on METRICS_PORT; returns the bound port. */
+  listenMetrics(): Promise<number>;
   pool: Pool;
   queues: QueueSet;
   reminders: ReminderService;
@@ -81,11 +86,13 @@ export async function createApiRuntime(config: Config, log: Logger, extra: Parti
   } else {
     log.info('queue dashboard off: set ADMIN_USER and ADMIN_PASSWORD to turn it on');
   }
+  const pdf = config.pdfRenderThreads > 0 ? createPdfRenderPool(config.pdfRenderThreads) : null;
   const app = await buildApp({
     config,
     pool,
     log,
     metrics,
+    ...(pdf ? { renderPdf: (doc) => pdf.render(doc) } : {}),
     readiness: backend.readiness,
     plugins,
     outbox: { publish: (jobs) => withTimeout(relay.publish(jobs), FAST_PATH_TIMEOUT_MS, 'enqueue') },
@@ -95,16 +102,26 @@ export async function createApiRuntime(config: Config, log: Logger, extra: Parti
     },
     ...extra,
   });
+  let metricsHttp: FastifyInstance | null = null;
   return {
     app,
     pool,
     queues: queueSet,
     reminders,
+    async listenMetrics() {
+      const listen = { port: config.metricsPort, host: config.host, variable: 'METRICS_PORT', fallbackToAny: config.metricsPortFallback };
+      const started = await startWorkerHttp({ listen, db: pool, readiness: backend.readiness, metrics, component: 'api-metrics' }, log);
+      metricsHttp = started.app;
+      log.info({ port: started.port }, 'API metrics on METRICS_PORT');
+      return started.port;
+    },
     async close() {
       clearInterval(heartbeat);
       clearInterval(claimRetry);
+      await metricsHttp?.close();
       await app.close();
       await withTimeout(shards.leave(), FAST_PATH_TIMEOUT_MS, 'leave the shard membership').catch(() => undefined);
+      await pdf?.close();
       // A queue that never reached its store may never finish closing: bounded.
       await withTimeout(Promise.all(queues.map((q) => q.close())), 2_000, 'queue close').catch(() => undefined);
       await backend.close();

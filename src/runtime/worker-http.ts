@@ -1,4 +1,5 @@
-// The worker's own small HTTP port (WORKER_PORT): orchestrators probe workers too.
+// A process's internal HTTP port: health and Prometheus metrics. The worker's WORKER_PORT
+// (orchestrators probe workers too) and the API's METRICS_PORT (/metrics is not public).
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { Queryable } from '../db/pool.js';
 import { registerHealth, type Readiness } from '../http/plugins/health.js';
@@ -8,10 +9,10 @@ import type { Metrics } from '../observability/metrics.js';
 import { listenOn, type PortSetting } from './listen.js';
 
 export async function startWorkerHttp(
-  opts: { listen: PortSetting; db: Queryable; readiness: Readiness; metrics: Metrics },
+  opts: { listen: PortSetting; db: Queryable; readiness: Readiness; metrics: Metrics; component?: string },
   log: Logger,
 ): Promise<{ app: FastifyInstance; port: number }> {
-  const app = Fastify({ loggerInstance: log.child({ component: 'worker-http' }), logController: new LogController({ disableRequestLogging: true }) }) as unknown as FastifyInstance;
+  const app = Fastify({ loggerInstance: log.child({ component: opts.component ?? 'worker-http' }), logController: new LogController({ disableRequestLogging: true }) }) as unknown as FastifyInstance;
   registerMetrics(app, opts.metrics);
   registerHealth(app, { db: opts.db, readiness: opts.readiness });
   try {

@@ -25,6 +25,7 @@ import { startOutboxRelayLoop } from './outbox-relay-loop.js';
 import { startQueueWorkers } from './queue-workers.js';
 import { startReminderUpkeep } from './reminder-upkeep.js';
 import { startWorkerHttp } from './worker-http.js';
+import { createPdfRenderPool, type PdfRenderPool } from '../pdf/render-pool.js';
 import { describePolicy } from '../domain/reminder-schedule.js';
 import { claimRedisPrefix, claimRedisPrefixOrWait } from './redis-prefix.js';
 
@@ -35,6 +36,8 @@ export interface WorkerRuntime {
   workers: AppWorker[];
   reminders: ReminderService;
   metrics: Metrics;
+  /** The PDF thread pool (null with PDF_RENDER_THREADS=0). */
+  pdf: PdfRenderPool | null;
   /** The worker's health and metrics port. */
   http: FastifyInstance;
   /** Runs the outbox relay once now (also runs on its timer). */
@@ -98,12 +101,14 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
       opts.observer?.onOutcome?.(name, outcome, durationMs);
     },
   };
+  const pdf = config.pdfRenderThreads > 0 ? createPdfRenderPool(config.pdfRenderThreads, { warm: true }) : null;
   const sender = createWebhookSender({ timeoutMs: config.webhooks.timeoutMs, allowPrivate: config.webhooks.allowPrivateNetworks });
   const ctx: JobContext = {
     config,
     pool,
     mail,
     reminders,
+    ...(pdf ? { renderPdf: (doc) => pdf.render(doc) } : {}),
     countEmail: (kind, outcome) => metrics.emails.inc({ kind, outcome }),
     observeReminderLateness: (seconds) => metrics.reminderLateness.observe(seconds),
     webhooks: {
@@ -182,6 +187,7 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
   log.info(
     {
       concurrency: config.workerConcurrency,
+      pdf_render_threads: config.pdfRenderThreads,
       queue_backend: backend.kind,
       redis_cluster: config.redisClusterNodes !== null,
       reminder_shards: shards.layout(),
@@ -204,6 +210,7 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
     reminders,
     relayOutbox: relayLoop.relayNow,
     metrics,
+    pdf,
     http,
     async close() {
       await relayLoop.stop();
@@ -214,6 +221,7 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
       await http.close();
       // Worker.close() lets active jobs finish; the caller bounds the total time.
       await Promise.all(workers.map((w) => w.close()));
+      await pdf?.close();
       await upkeep.stop();
       await Promise.all(allQueues(queues).map((q: AppQueue) => q.close()));
       await backend.close();

@@ -7,6 +7,7 @@ import { migrate } from '../../src/db/migrate.js';
 import { startRedisCluster, type LocalRedisCluster } from './redis-cluster.js';
 import { resolveServices } from './services.js';
 import { clusterTestsWanted } from './test-modes.js';
+import { redactUrl } from '../../src/log.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -32,6 +33,10 @@ export function withDatabase(url: string, name: string): string {
 
 export default async function setup(project: TestProject) {
   const services = await resolveServices();
+  // The one line that says what this run talks to (passwords masked).
+  process.stdout.write(
+    `tests use Postgres ${redactUrl(services.databaseUrl)} (${services.origin.database}) and ${services.redisUrl ? `Redis ${redactUrl(services.redisUrl)} (${services.origin.redis})` : 'no Redis (the Redis-backend project is left out)'}\n`,
+  );
   const runId = randomBytes(4).toString('hex');
   const template = `inv_test_${runId}_template`;
   // The Postgres queue backend's schema too: every file's database then has it, unclaimed.

@@ -17,6 +17,8 @@ import { useEmbeddedPostgres } from '../../src/runtime/embedded-postgres.js';
 export interface Services {
   databaseUrl: string;
   redisUrl: string | null;
+  /** Where each came from, for the one line a test run prints. */
+  origin: { database: string; redis: string };
   stop(): Promise<void>;
 }
 
@@ -92,28 +94,34 @@ export async function resolveServices(env: NodeJS.ProcessEnv = process.env): Pro
   const forceEmbedded = env.TEST_DATABASE_URL === 'embedded';
   let databaseUrl = forceEmbedded ? null : env.TEST_DATABASE_URL || env.DATABASE_URL || null;
   let redisUrl = env.TEST_REDIS_URL || env.REDIS_URL || null;
+  const origin = {
+    database: env.TEST_DATABASE_URL ? 'TEST_DATABASE_URL' : env.DATABASE_URL ? 'DATABASE_URL' : '',
+    redis: env.TEST_REDIS_URL ? 'TEST_REDIS_URL' : env.REDIS_URL ? 'REDIS_URL' : '',
+  };
   const stops: (() => Promise<unknown>)[] = [];
   if ((!databaseUrl || !redisUrl) && (await containerRuntimeAnswers())) {
     if (!databaseUrl && !forceEmbedded) {
       const { PostgreSqlContainer } = await import('@testcontainers/postgresql');
       const pg = await new PostgreSqlContainer('postgres:15-alpine').start();
       databaseUrl = pg.getConnectionUri();
+      origin.database = 'testcontainers';
       stops.push(() => pg.stop());
     }
     if (!redisUrl) {
       const { RedisContainer } = await import('@testcontainers/redis');
       const redis = await new RedisContainer('redis:7-alpine').withCommand(['redis-server', '--hz', '100']).start();
       redisUrl = redis.getConnectionUrl();
+      origin.redis = 'testcontainers';
       stops.push(() => redis.stop());
     }
   }
-  if (!databaseUrl && !forceEmbedded && (await answers(LOCAL_PG, 5432))) databaseUrl = LOCAL_PG;
-  if (!redisUrl && (await answers(LOCAL_REDIS, 6379))) redisUrl = LOCAL_REDIS;
+  if (!databaseUrl && !forceEmbedded && (await answers(LOCAL_PG, 5432))) [databaseUrl, origin.database] = [LOCAL_PG, 'local default'];
+  if (!redisUrl && (await answers(LOCAL_REDIS, 6379))) [redisUrl, origin.redis] = [LOCAL_REDIS, 'local default'];
   if (!redisUrl) {
     const binary = redisServerBinary();
     if (binary !== null) {
       const server = await startRedisServer(binary);
-      redisUrl = server.url;
+      [redisUrl, origin.redis] = [server.url, `throwaway redis-server (${binary})`];
       stops.push(() => server.stop());
     }
   }
@@ -124,11 +132,11 @@ export async function resolveServices(env: NodeJS.ProcessEnv = process.env): Pro
     const url = new URL(server.url);
     url.pathname = '/postgres'; // the harness creates its databases from the maintenance one
     databaseUrl = url.toString();
-    process.stdout.write(`tests use an embedded PostgreSQL in ${dir} (no TEST_DATABASE_URL, nothing on 127.0.0.1:5432)\n`);
+    origin.database = `embedded PostgreSQL in ${dir}`;
     stops.push(async () => {
       await server.stop();
       rmSync(dir, { recursive: true, force: true });
     });
   }
-  return { databaseUrl, redisUrl, stop: async () => void (await Promise.all(stops.map((s) => s()))) };
+  return { databaseUrl, redisUrl, origin, stop: async () => void (await Promise.all(stops.map((s) => s()))) };
 }

@@ -7,7 +7,8 @@ import { apiClient, expectError as expectApiError, useApiFixture, type ApiRespon
 
 const CREDENTIAL_FIELDS = ['id', 'name', 'permission', 'environment', 'last4', 'revoked', 'revoked_at', 'created_at'].sort();
 
-const { fx, keys, other, call } = useApiFixture();
+// Many requests here fail authentication on purpose: the per-address throttle (limits.test.ts) stays out of the way.
+const { fx, keys, other, call } = useApiFixture({ overrides: { AUTH_FAILURE_LIMIT: '100000' } });
 const as = (key: string) => ({ 'api-key': key });
 const expectError = (res: ApiResponse, status: number, type: string, code: string) => expectApiError(res, status, type, code, { noData: true });
 async function createKey(body: Record<string, unknown>, key = keys.sandbox): Promise<JsonBody> {

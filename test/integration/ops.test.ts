@@ -16,7 +16,7 @@ let sink: SmtpSink;
 
 beforeAll(async () => {
   sink = await startSmtpSink();
-  fx = await startApiFixture({ ADMIN_USER: 'ops', ADMIN_PASSWORD: 's3cret:pass', SMTP_URL: sink.url, RATE_LIMIT_MAX: '1000' });
+  fx = await startApiFixture({ ADMIN_USER: 'ops', ADMIN_PASSWORD: 's3cret:pass', SMTP_URL: sink.url, RATE_LIMIT_MAX: '1000', METRICS_PORT: '0' });
 });
 afterAll(async () => {
   await fx?.close();
@@ -180,7 +180,10 @@ describe('metrics', () => {
     const worker = await startWorker(fx.env.config({ SMTP_URL: sink.url }));
     try {
       const key = fx.merchant.keys.sandbox;
-      const apiBefore = (await fx.api.app.inject({ method: 'GET', url: '/metrics' })).body;
+      // The API's metrics are on its internal METRICS_PORT, not on the public app.
+      const metricsPort = await fx.api.listenMetrics();
+      const apiMetrics = async () => (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+      const apiBefore = await apiMetrics();
       const created = await fx.api.app.inject({ method: 'POST', url: '/v1/invoices', headers: { 'api-key': key }, payload: { customer_email: 'metrics@example.test', amount: '1' } });
       const id = created.json().data.id;
       expect((await fx.api.app.inject({ method: 'POST', url: `/v1/invoices/${id}/send`, headers: { 'api-key': key } })).statusCode).toBe(200);
@@ -189,7 +192,7 @@ describe('metrics', () => {
       await waitUntil(async () => value(await workerMetrics(), 'invoice_emails_total{kind="invoice",outcome="sent"}') === 1);
       const w = await workerMetrics();
       expect(value(w, 'invoice_job_duration_seconds_count{name="invoice.send",outcome="completed"}')).toBe(1);
-      const apiAfter = (await fx.api.app.inject({ method: 'GET', url: '/metrics' })).body;
+      const apiAfter = await apiMetrics();
       const series = 'http_request_duration_seconds_count{method="POST",route="/v1/invoices/:invoiceId/send",status="200"}';
       expect(value(apiAfter, series)).toBe(value(apiBefore, series) + 1);
       expect(apiAfter).toMatch(/invoice_outbox_backlog 0/);

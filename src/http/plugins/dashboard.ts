@@ -5,8 +5,14 @@ import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
 import type { FastifyInstance } from 'fastify';
+import { createFailureLimiter } from '../failure-limiter.js';
+
 import type { QueueBackendKind } from '../../config.js';
 import type { AppQueue } from '../../queue/backend.js';
+
+/** Wrong dashboard credentials per client address before it gets 429 for the rest of the window. */
+export const DASHBOARD_MAX_FAILURES = 10;
+export const DASHBOARD_FAILURE_WINDOW_MS = 10 * 60_000;
 
 export const DASHBOARD_PATH = '/admin/queues';
 
@@ -34,12 +40,22 @@ export async function registerDashboard(
   const options = backend === 'postgres' ? { description: POSTGRES_DASHBOARD_NOTE } : {};
   // bull-board's adapter is typed for the Redis backend's Queue; it reads the Postgres one too.
   createBullBoard({ queues: queues.map((q) => new BullMQAdapter(q as ConstructorParameters<typeof BullMQAdapter>[0], options)), serverAdapter });
+  const failures = createFailureLimiter({ maxFailures: DASHBOARD_MAX_FAILURES, windowMs: DASHBOARD_FAILURE_WINDOW_MS });
   await app.register(async (scope) => {
     scope.addHook('onRequest', async (req, reply) => {
+      const waitMs = await failures.blockedFor(req.ip);
+      if (waitMs > 0) {
+        return reply
+          .status(429)
+          .header('retry-after', String(Math.ceil(waitMs / 1000)))
+          .send({ error: { type: 'invalid_request_error', code: 'rate_limited', message: 'Too many failed dashboard logins from this address; retry after the Retry-After delay.' } });
+      }
       const header = req.headers.authorization ?? '';
       const [scheme, encoded] = header.split(' ');
       const [user, ...rest] = scheme === 'Basic' && encoded ? Buffer.from(encoded, 'base64').toString('utf8').split(':') : [];
       if (!user || !safeEqual(user, credentials.user) || !safeEqual(rest.join(':'), credentials.password)) {
+        // A browser's first request carries no credentials: only a wrong pair counts as a failure.
+        if (header !== '') await failures.fail(req.ip);
         return reply
           .status(401)
           .header('www-authenticate', 'Basic realm="queues", charset="UTF-8"')

@@ -149,7 +149,8 @@ export async function invoiceLifecycleRoutes(app: Api, deps: AppDeps): Promise<v
       const stamp = stampFor(inv.status, { paidAt: inv.paid_at, voidedAt: inv.voided_at, updatedAt: inv.updated_at }, loaded.doc.timeZone);
       // Sent and unpaid: the kept document (rendered and kept here if the send job has not run
       // yet; the job then attaches these bytes). Otherwise a fresh render with its stamp.
-      const pdf = stamp ? await renderInvoicePdf({ ...loaded.doc, stamp }) : await issuedInvoicePdf(pool, loaded.doc);
+      const render = deps.renderPdf ?? renderInvoicePdf;
+      const pdf = stamp ? await render({ ...loaded.doc, stamp }) : await issuedInvoicePdf(pool, loaded.doc, render);
       const name = `${(inv.code ?? inv.id).replace(/[^\w.-]/g, '_')}${stamp ? `-${stamp.label.toLowerCase()}` : ''}.pdf`;
       // Bytes, not JSON: sent past the schema's serializer, which the typed reply would require.
       return (reply as FastifyReply)

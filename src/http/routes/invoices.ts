@@ -24,7 +24,7 @@ import { ApiError, notFound } from '../../errors.js';
 import { enqueueInTransaction } from '../../queue/outbox.js';
 import { messageIdFor } from '../../mail/message-id.js';
 import { buildReminderTimeline } from '../reminder-timeline.js';
-import { errorResponses, isTimeZone, publishQuietly, unwrap } from '../route-helpers.js';
+import { canonicalTimeZone, errorResponses, publishQuietly, unwrap } from '../route-helpers.js';
 import type { AppDeps } from '../types.js';
 import { authorize, requireWrite, type AuthContext } from '../auth.js';
 import { presentInvoice } from '../presenters.js';
@@ -71,14 +71,15 @@ export async function invoiceRoutes(app: Api, deps: AppDeps): Promise<void> {
       const body = req.body;
       const token = resolveToken(req.auth.environment, body.network, body.currency);
       if (!token.ok) throw new ApiError(token.code, token.message);
-      if (body.customer_time_zone !== undefined && !isTimeZone(body.customer_time_zone)) {
+      const timeZone = body.customer_time_zone === undefined ? null : canonicalTimeZone(body.customer_time_zone);
+      if (body.customer_time_zone !== undefined && timeZone === null) {
         throw new ApiError('invalid_time_zone', `customer_time_zone must be an IANA time zone such as Europe/Paris.`, 'customer_time_zone');
       }
       const locale = localeOf(body.customer_locale);
       const edit = unwrap(resolveAmountEdit(body, token.token.decimals, []));
       const money = amounts(edit.amount ?? null, token.token.decimals, req.auth.platformFeeBps);
       const row = await withTransaction(pool, async (tx) => {
-        const customer = await upsertCustomer(tx, req.auth, body.customer_email, body.customer_name ?? null, body.customer_time_zone ?? null, locale ?? null);
+        const customer = await upsertCustomer(tx, req.auth, body.customer_email, body.customer_name ?? null, timeZone, locale ?? null);
         const inv = await insertInvoice(tx, {
           id: newId('inv'),
           scope: req.auth,
