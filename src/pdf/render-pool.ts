@@ -1,4 +1,5 @@
-// PDF rendering off the event loop: a pool of worker threads around renderInvoicePdf (tinypool).
+// PDF rendering off the event loop: a pool of worker threads around the invoice and receipt
+// renderers (tinypool).
 // A 100-line invoice takes tens of milliseconds of pure CPU in pdfkit; on the main thread that
 // blocks health checks, BullMQ lock renewal and every other job of the process. In the pool it
 // blocks none of them, and one worker process uses as many cores as it has threads.
@@ -7,9 +8,12 @@
 // a pure function of the document (see render-invoice-pdf.ts), whichever thread renders it.
 import Tinypool from 'tinypool';
 import type { InvoiceDocument } from '../domain/invoice-document.js';
+import type { PdfKind } from './render-invoice-pdf.js';
+import type { RenderTask } from './render-thread.js';
 
 export interface PdfRenderPool {
-  render(doc: InvoiceDocument): Promise<Buffer>;
+  /** The invoice PDF (default) or the receipt PDF of the document, rendered in a thread. */
+  render(doc: InvoiceDocument, kind?: PdfKind): Promise<Buffer>;
   readonly threads: number;
   /** Lets renders in flight finish, then ends the threads. */
   close(): Promise<void>;
@@ -35,10 +39,11 @@ export function createPdfRenderPool(threads: number, opts: { warm?: boolean } = 
   let drained: (() => void) | null = null;
   return {
     threads,
-    async render(doc) {
+    async render(doc, kind = 'invoice') {
       inFlight++;
       try {
-        const bytes = (await pool.run(doc)) as Uint8Array;
+        const task: RenderTask = { doc, kind };
+        const bytes = (await pool.run(task)) as Uint8Array;
         return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
       } finally {
         if (--inFlight === 0) drained?.();

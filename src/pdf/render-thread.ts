@@ -1,8 +1,13 @@
 // Runs in a pool thread (see render-pool.ts): one render per task. The bytes go back to the main
 // thread by structured clone (a copy of a few hundred KB at most: cheaper than the render by far).
 import type { InvoiceDocument } from '../domain/invoice-document.js';
-import { renderInvoicePdf } from './render-invoice-pdf.js';
+import { renderInvoicePdf, renderReceiptPdf, type PdfKind } from './render-invoice-pdf.js';
 
-export default async function renderInThread(doc: InvoiceDocument): Promise<Uint8Array> {
-  return new Uint8Array(await renderInvoicePdf(doc));
+export interface RenderTask {
+  doc: InvoiceDocument;
+  kind: PdfKind;
+}
+
+export default async function renderInThread({ doc, kind }: RenderTask): Promise<Uint8Array> {
+  return new Uint8Array(kind === 'receipt' ? await renderReceiptPdf(doc) : await renderInvoicePdf(doc));
 }

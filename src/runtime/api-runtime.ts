@@ -92,7 +92,7 @@ export async function createApiRuntime(config: Config, log: Logger, extra: Parti
     pool,
     log,
     metrics,
-    ...(pdf ? { renderPdf: (doc) => pdf.render(doc) } : {}),
+    ...(pdf ? { renderPdf: (doc, kind) => pdf.render(doc, kind) } : {}),
     readiness: backend.readiness,
     plugins,
     outbox: { publish: (jobs) => withTimeout(relay.publish(jobs), FAST_PATH_TIMEOUT_MS, 'enqueue') },

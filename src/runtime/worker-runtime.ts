@@ -108,7 +108,7 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
     pool,
     mail,
     reminders,
-    ...(pdf ? { renderPdf: (doc) => pdf.render(doc) } : {}),
+    ...(pdf ? { renderPdf: (doc, kind) => pdf.render(doc, kind) } : {}),
     countEmail: (kind, outcome) => metrics.emails.inc({ kind, outcome }),
     observeReminderLateness: (seconds) => metrics.reminderLateness.observe(seconds),
     webhooks: {

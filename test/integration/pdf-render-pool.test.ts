@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_LINE_DESCRIPTION, MAX_LINE_ITEMS } from '../../src/domain/invoice-limits.js';
 import type { InvoiceDocument } from '../../src/domain/invoice-document.js';
 import { createPdfRenderPool, type PdfRenderPool } from '../../src/pdf/render-pool.js';
-import { renderInvoicePdf } from '../../src/pdf/render-invoice-pdf.js';
+import { renderInvoicePdf, renderReceiptPdf } from '../../src/pdf/render-invoice-pdf.js';
 
 /** The largest invoice the API accepts: the line-item cap, each description at its cap. */
 export function capSizeDocument(i = 0): InvoiceDocument {
@@ -67,6 +67,15 @@ describe('the PDF render pool', () => {
     expect(a.equals(main)).toBe(true);
     expect(b.equals(main)).toBe(true);
     expect(main.subarray(0, 5).toString()).toBe('%PDF-');
+  }, 60_000);
+
+  it('renders receipts too, the same bytes as the main thread; a receipt without paidAt is refused as there', async () => {
+    const doc = { ...capSizeDocument(3), lines: capSizeDocument(3).lines.slice(0, 5), paidAt: '2026-03-05T12:00:00.000Z' };
+    const main = await renderReceiptPdf(doc);
+    expect((await pool.render(doc, 'receipt')).equals(main)).toBe(true);
+    expect((await pool.render(doc)).equals(await renderInvoicePdf(doc))).toBe(true);
+    expect(main.equals(await renderInvoicePdf(doc))).toBe(false);
+    await expect(pool.render({ ...doc, paidAt: null }, 'receipt')).rejects.toThrow(/paidAt/);
   }, 60_000);
 
   it('keeps the event loop free while cap-size invoices render', async () => {
