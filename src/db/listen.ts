@@ -15,7 +15,8 @@ export function listen(databaseUrl: string, channel: string, onPayload: (payload
   const connect = async () => {
     const c = new pg.Client({ connectionString: databaseUrl });
     c.on('notification', (msg) => {
-      if (msg.channel === channel && msg.payload) onPayload(msg.payload);
+      // An empty payload is a notification too (outbox_pending carries none).
+      if (msg.channel === channel) onPayload(msg.payload ?? '');
     });
     c.on('error', (err) => {
       log.warn({ err, channel }, 'listen connection lost; reconnecting');

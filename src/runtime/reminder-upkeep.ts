@@ -25,6 +25,7 @@ export function startReminderUpkeep(
     databaseUrl,
     REMINDER_CHANNEL,
     (invoiceId) => {
+      if (!invoiceId) return;
       reminders.stop(invoiceId).then(
         () => log.info({ invoice_id: invoiceId }, 'reminders stopped'),
         (err) => log.warn({ err, invoice_id: invoiceId }, 'could not stop reminders now; the job re-check and reconciler will'),

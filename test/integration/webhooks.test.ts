@@ -98,6 +98,17 @@ describe('webhook delivery', () => {
     expectAllVerified('/a');
   });
 
+  it('an event written by plain SQL is relayed on its NOTIFY at commit, not at the relay timer', async () => {
+    // The timer would take ten minutes: only the NOTIFY can deliver within the wait.
+    await worker({ OUTBOX_RELAY_INTERVAL_MS: '600000' });
+    const keys = await merchant();
+    await endpoint(keys.sandbox, '/notify');
+    const id = await invoice(keys.sandbox);
+    await fx.api.pool.query(`update invoices set status = 'void', voided_at = now(), updated_at = now() where id = $1`, [id]);
+    await receiver.waitFor((all) => ofType('/notify', 'invoice.voided', id)(all).length === 1, 20_000, 'invoice.voided');
+    expectAllVerified('/notify');
+  });
+
   it('500 twice then 200: three requests with the same webhook-id, the delivery ends succeeded with its attempts', async () => {
     await worker();
     const keys = await merchant();
