@@ -7,8 +7,8 @@
 const UP_FROM_DB = '^src/(queue|mail|pdf|observability|http|runtime)/';
 const UP_FROM_MIDDLE = '^src/(http|runtime)/';
 
-/** Pure libraries the domain may use: computation only, no I/O. */
-const PURE_LIBRARIES = ['decimal[.]js', 'luxon', 'safe-stable-stringify', 'ipaddr[.]js'];
+/** Pure libraries the domain may use: computation and static data only, no I/O. */
+const PURE_LIBRARIES = ['decimal[.]js', 'luxon', 'safe-stable-stringify', 'ipaddr[.]js', '@vvo/tzdb'];
 
 module.exports = {
   forbidden: [

@@ -18,19 +18,6 @@ export function unwrap<T>(v: Verdict<T>): T {
   return v.value;
 }
 
-export function isTimeZone(zone: string): boolean {
-  return canonicalTimeZone(zone) !== null;
-}
-
-/** The zone's canonical IANA spelling ("europe/paris" -> "Europe/Paris"), or null when it is none. */
-export function canonicalTimeZone(zone: string): string | null {
-  try {
-    return new Intl.DateTimeFormat('en-US', { timeZone: zone }).resolvedOptions().timeZone;
-  } catch {
-    return null;
-  }
-}
-
 /**
  * The fast path of the outbox: hands jobs committed by this request to BullMQ now. Redis trouble
  * must not fail a committed request; the worker's relay hands the job over later.
