@@ -106,6 +106,12 @@ function answerClientError(err: Error & { code?: string }, socket: Duplex): void
   socket.destroy();
 }
 
+/** A rate-limit window in words: "1 minute", "15 minutes", "90 seconds". */
+function windowText(ms: number): string {
+  const unit = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+  return ms % 60_000 === 0 ? unit(ms / 60_000, 'minute') : unit(Math.round(ms / 100) / 10, 'second');
+}
+
 export async function buildApp(deps: AppDeps): Promise<Api> {
   const app = Fastify({
     loggerInstance: deps.log,
@@ -242,8 +248,9 @@ export async function buildApp(deps: AppDeps): Promise<Api> {
           return `ip:${req.ip}`;
         }
       },
+      // ctx.after is the time left until the window resets, not the window: name the window.
       errorResponseBuilder: (_req, ctx) =>
-        new ApiError('rate_limited', `Too many requests: at most ${ctx.max} per ${ctx.after}. Retry after the Retry-After delay.`),
+        new ApiError('rate_limited', `Too many requests: at most ${ctx.max} per ${windowText(deps.config.rateLimitWindowMs)}. Retry after the Retry-After delay.`),
     });
     // No v1 route takes query parameters: an unknown one is a 400, like an unknown body field.
     v1.addHook('onRoute', (route) => {

@@ -211,6 +211,8 @@ describe('rate limit', () => {
       const res = await get(limited.merchant.keys.sandbox);
       expect(res.statusCode).toBe(429);
       expect(res.json()).toEqual({ error: { type: 'invalid_request_error', code: 'rate_limited', message: expect.any(String) } });
+      // The message names the budget and its window, not the time left in it.
+      expect(res.json().error.message).toMatch(/at most 3 per 1 minute\./);
       expect(res.headers['retry-after']).toBeDefined();
       expect((await get(limited.merchant.keys.live)).statusCode).toBe(200);
     } finally {
