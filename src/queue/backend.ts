@@ -27,7 +27,7 @@ import {
   readQueueMarker,
   writeQueueMarker,
 } from '../db/queue-schema.js';
-import { createRedisConnections, queuePrefix } from './redis.js';
+import { createRedisConnections, probeRedis, queuePrefix } from './redis.js';
 import { withTimeout } from '../lib/with-timeout.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any -- job data is typed by the handlers; the
@@ -93,7 +93,7 @@ function redisBackend(config: Config, role: QueueRole): QueueBackend {
     },
     worker: (name, processor, opts, hashTag = name) =>
       new Worker(name, processor, { ...opts, connection: redis.forWorker(), prefix: prefix(hashTag) }) as unknown as AppWorker,
-    readiness: { name: 'redis', probe: () => client.ping() },
+    readiness: { name: 'redis', probe: () => probeRedis(client) },
     // Scheduler ids are the members of the queue's `repeat` sorted set (one key).
     schedulerIds: (queue) => client.zrange(queue.keys.repeat, '0', '-1'),
     async existingJobIds(queue, ids) {

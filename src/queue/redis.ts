@@ -113,6 +113,20 @@ function clusterReady(cluster: Cluster): Promise<void> {
 }
 
 /**
+ * Resolves when the store serves keys. On a cluster PING is not enough: a node answers it while
+ * refusing every key with CLUSTERDOWN once a master is lost, so the cluster's own state must be ok.
+ */
+export async function probeRedis(client: RedisClient): Promise<void> {
+  if (client instanceof Cluster) {
+    const info = String(await client.cluster('INFO'));
+    const state = /^cluster_state:(\w+)/m.exec(info)?.[1] ?? 'unknown';
+    if (state !== 'ok') throw new Error(`Redis Cluster state is ${state}`);
+    return;
+  }
+  await client.ping();
+}
+
+/**
  * A one-off client that fails at once instead of waiting (no offline queue, no retries): for a
  * start-up check that must neither hang nor be refused before it connects. Call connect() first.
  */

@@ -4,18 +4,18 @@
 // only (vitest.config.ts): the Redis queue backend on the local cluster.
 import { existsSync } from 'node:fs';
 import calculateSlot from 'cluster-key-slot';
-import { Cluster } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createLogger } from '../../src/log.js';
 import { QUEUES } from '../../src/queue/catalogue.js';
-import { createRedisConnections, queuePrefix } from '../../src/queue/redis.js';
+import { createRedisConnections, probeRedis, queuePrefix } from '../../src/queue/redis.js';
 import { reminderShardSlot, reminderShardTag } from '../../src/queue/reminder-shards.js';
 import { prefixClaimKey } from '../../src/queue/prefix-claim.js';
 import { createApiRuntime, type ApiRuntime } from '../../src/runtime/api-runtime.js';
 import type { WorkerRuntime } from '../../src/runtime/worker-runtime.js';
 import { createTestEnv, deleteRedisPrefix, redisTargetOf, scanNode, type TestEnv } from '../helpers/context.js';
 import { redisServerAvailable, startRedisCluster } from '../helpers/redis-cluster.js';
-import { startWorker } from '../helpers/worker.js';
+import { startWorker, waitUntil } from '../helpers/worker.js';
 
 const onCluster = inject('queueBackend') === 'redis' && inject('redisMode') === 'cluster' && inject('redisClusterNodes') !== null;
 
@@ -52,6 +52,28 @@ describe.skipIf(!redisServerAvailable())('the local Redis Cluster harness', () =
       if (!stopped) await cluster.stop();
     }
   });
+});
+
+describe.skipIf(!redisServerAvailable())('readiness on a Redis Cluster', () => {
+  it('fails once a master is lost, although the other nodes still answer PING', async () => {
+    const cluster = await startRedisCluster({ masters: 3 });
+    const connections = createRedisConnections({ redisUrl: 'redis://127.0.0.1:6379', redisClusterNodes: cluster.nodes.split(',').map((n) => ({ host: '127.0.0.1', port: Number(n.split(':')[1]) })) });
+    connections.client.on('error', () => undefined);
+    const survivor = new Redis({ host: '127.0.0.1', port: cluster.ports[1], lazyConnect: true });
+    try {
+      await expect(probeRedis(connections.client)).resolves.toBeUndefined();
+      process.kill(cluster.pids[0], 'SIGKILL');
+      // Within the cluster's node timeout (5 s in the harness) the others mark it failed.
+      await waitUntil(async () => probeRedis(connections.client).then(() => false, () => true), 30_000, 200);
+      await survivor.connect();
+      expect(await survivor.ping()).toBe('PONG');
+      await expect(probeRedis(connections.client)).rejects.toThrow(/cluster state is fail/i);
+    } finally {
+      survivor.disconnect();
+      await connections.close();
+      await cluster.stop();
+    }
+  }, 60_000);
 });
 
 describe.runIf(onCluster)('the service on a Redis Cluster', () => {
