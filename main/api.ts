@@ -14,7 +14,7 @@ const log = createLogger(config.logLevel);
 const api = await startOrExit(async () => {
   const runtime = await createApiRuntime(config, log);
   try {
-    await listenOn(runtime.app, { port: config.port, host: config.host, variable: 'PORT', fallbackToAny: false }, log);
+    await listenOn(runtime.app, { port: config.port, host: config.host, variable: 'PORT', fallbackToAny: false, movesWhenUnset: false }, log);
     await runtime.listenMetrics();
   } catch (err) {
     await runtime.close();

@@ -28,7 +28,7 @@ const { api, worker } = await startOrExit(async () => {
     throw err;
   });
   try {
-    await listenOn(api.app, { port: config.port, host: config.host, variable: 'PORT', fallbackToAny: false }, log);
+    await listenOn(api.app, { port: config.port, host: config.host, variable: 'PORT', fallbackToAny: false, movesWhenUnset: false }, log);
     await api.listenMetrics();
   } catch (err) {
     await api.close();

@@ -109,7 +109,7 @@ export async function createApiRuntime(config: Config, log: Logger, extra: Parti
     queues: queueSet,
     reminders,
     async listenMetrics() {
-      const listen = { port: config.metricsPort, host: config.host, variable: 'METRICS_PORT', fallbackToAny: config.metricsPortFallback };
+      const listen = { port: config.metricsPort, host: config.host, variable: 'METRICS_PORT', fallbackToAny: config.metricsPortFallback, movesWhenUnset: true };
       const started = await startWorkerHttp({ listen, db: pool, readiness: backend.readiness, metrics, component: 'api-metrics' }, log);
       metricsHttp = started.app;
       log.info({ port: started.port }, 'API metrics on METRICS_PORT');

@@ -11,6 +11,8 @@ export interface PortSetting {
   variable: string;
   /** True when the variable was unset: a taken default port falls back to any free one. */
   fallbackToAny: boolean;
+  /** Whether leaving the variable unset would let the port move (said in the start-up error). */
+  movesWhenUnset: boolean;
 }
 
 /** Listens and returns the bound port. */
@@ -22,7 +24,7 @@ export async function listenOn(app: FastifyInstance, setting: PortSetting, log: 
     if (!setting.fallbackToAny) {
       throw new StartupError(
         setting.variable,
-        `port ${setting.port} on ${setting.host} is already in use; set ${setting.variable} to a free port (or leave it unset for any free port)`,
+        `port ${setting.port} on ${setting.host} is already in use; set ${setting.variable} to a free port${setting.movesWhenUnset ? ' (or leave it unset for any free port)' : ''}`,
       );
     }
     await app.listen({ port: 0, host: setting.host });

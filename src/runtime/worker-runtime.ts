@@ -85,7 +85,7 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
   let httpPort: number;
   try {
     ({ app: http, port: httpPort } = await startWorkerHttp(
-      { listen: { port: config.workerPort, host: config.host, variable: 'WORKER_PORT', fallbackToAny: config.workerPortFallback }, db: pool, readiness: backend.readiness, metrics },
+      { listen: { port: config.workerPort, host: config.host, variable: 'WORKER_PORT', fallbackToAny: config.workerPortFallback, movesWhenUnset: true }, db: pool, readiness: backend.readiness, metrics },
       log,
     ));
   } catch (err) {

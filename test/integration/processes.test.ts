@@ -181,6 +181,20 @@ describe('ports on a shared host', () => {
     expect(stderr.trim().split('\n')).toHaveLength(1);
     expect(stderr).toContain('WORKER_PORT');
     expect(stderr).toContain(String(port));
+    expect(stderr).toContain('or leave it unset for any free port');
     expect(stderr).not.toMatch(/\n\s+at /);
+  }, 60_000);
+
+  it('PORT taken: the API exits 1 with one line naming PORT, without advice that does not hold for it', async () => {
+    const held = (await hold(0))!;
+    cleanups.push(() => new Promise((r) => held.close(r)));
+    const port = (held.address() as { port: number }).port;
+    const p = spawned({ PORT: String(port), METRICS_PORT: '0', LOG_LEVEL: 'warn' }, { command: 'api' });
+    expect(await p.exited).toBe(1);
+    const stderr = p.lines.filter((l) => l.startsWith('stderr: ')).join('').replace(/^stderr: /, '');
+    expect(stderr.trim().split('\n')).toHaveLength(1);
+    expect(stderr).toContain(`PORT: port ${port}`);
+    // PORT never moves on its own (a load balancer points at it): no "leave it unset" here.
+    expect(stderr).not.toContain('leave it unset');
   }, 60_000);
 });
