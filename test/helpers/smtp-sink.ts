@@ -18,6 +18,8 @@ export interface SmtpSink {
   url: string;
   /** Parsed messages, in the order they arrived. */
   messages: ParsedMail[];
+  /** When each message was stored (Date.now()), for tests that time arrivals against a plan. */
+  arrivedAt: ReadonlyMap<ParsedMail, number>;
   /** Every RCPT TO address as the client sent it, before any delay or answer: a client is mid-conversation. */
   recipientsSeen: string[];
   /** Resolves with the messages once at least n have arrived. */
@@ -25,8 +27,14 @@ export interface SmtpSink {
   close(): Promise<void>;
 }
 
+/** Every To address of a message. */
+export function recipientsOf(m: ParsedMail): string[] {
+  return (Array.isArray(m.to) ? m.to : [m.to]).flatMap((a) => a?.value.map((v) => v.address ?? '') ?? []);
+}
+
 export async function startSmtpSink(opts: SmtpSinkOptions = {}): Promise<SmtpSink> {
   const messages: ParsedMail[] = [];
+  const arrivedAt = new Map<ParsedMail, number>();
   const recipientsSeen: string[] = [];
   const waiters = new Set<() => void>();
   // Parses run one after another so `messages` keeps arrival order.
@@ -56,7 +64,9 @@ export async function startSmtpSink(opts: SmtpSinkOptions = {}): Promise<SmtpSin
       stream.on('end', () => {
         const raw = Buffer.concat(chunks);
         parsing = parsing.then(async () => {
-          messages.push(await simpleParser(raw));
+          const parsed = await simpleParser(raw);
+          arrivedAt.set(parsed, Date.now());
+          messages.push(parsed);
           for (const wake of waiters) wake();
         });
         callback();
@@ -76,6 +86,7 @@ export async function startSmtpSink(opts: SmtpSinkOptions = {}): Promise<SmtpSin
     port,
     url: `smtp://127.0.0.1:${port}`,
     messages,
+    arrivedAt,
     recipientsSeen,
     waitFor(n, timeoutMs = 5_000) {
       if (messages.length >= n) return Promise.resolve(messages);

@@ -2,14 +2,13 @@
 // server on loopback): the download of a sent invoice is the emailed attachment, byte for byte;
 // drafts, paid and void invoices are stamped.
 import { createHash } from 'node:crypto';
-import type { ParsedMail } from 'mailparser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatDocumentDate } from '../../src/domain/invoice-format.js';
 import type { WorkerRuntime } from '../../src/runtime/worker-runtime.js';
 import { startApiFixture, type ApiFixture } from '../helpers/context.js';
 import { apiClient, type ApiClient, type JsonBody } from '../helpers/http.js';
 import { extractPdfText } from '../helpers/pdf-text.js';
-import { startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
+import { recipientsOf, startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
 import { startWorker, waitUntil } from '../helpers/worker.js';
 
 let fx: ApiFixture;
@@ -32,7 +31,7 @@ afterAll(async () => {
 
 const key = () => fx.merchant.keys.sandbox;
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
-const to = (m: ParsedMail) => (Array.isArray(m.to) ? m.to : [m.to]).flatMap((a) => a?.value.map((v) => v.address) ?? []);
+const to = recipientsOf;
 
 async function download(id: string, k = key()) {
   const res = await fx.api.app.inject({ method: 'GET', url: `/v1/invoices/${id}/pdf`, headers: { 'api-key': k } });

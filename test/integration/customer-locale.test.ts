@@ -7,7 +7,7 @@ import type { WorkerRuntime } from '../../src/runtime/worker-runtime.js';
 import { startApiFixture, type ApiFixture } from '../helpers/context.js';
 import { apiClient, expectError } from '../helpers/http.js';
 import { extractPdfText } from '../helpers/pdf-text.js';
-import { startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
+import { recipientsOf, startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
 import { startWorker } from '../helpers/worker.js';
 
 let fx: ApiFixture;
@@ -27,7 +27,7 @@ afterAll(async () => {
   await sink?.close();
 });
 
-const to = (m: ParsedMail) => (Array.isArray(m.to) ? m.to : [m.to]).flatMap((a) => a?.value.map((v) => v.address) ?? []);
+const to = recipientsOf;
 
 async function mailTo(email: string): Promise<ParsedMail> {
   for (;;) {

@@ -13,7 +13,7 @@ import { StartupError } from '../../src/runtime/startup-error.js';
 import { createWorkerRuntime } from '../../src/runtime/worker-runtime.js';
 import { Redis } from 'ioredis';
 import { createTestDatabase, startApiFixture, type ApiFixture } from '../helpers/context.js';
-import { startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
+import { recipientsOf, startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
 import { spawnWorker, startWorker, waitUntil, workerProcessEnv } from '../helpers/worker.js';
 
 let fx: ApiFixture;
@@ -35,7 +35,7 @@ afterAll(async () => {
   await sandbox?.close();
 });
 
-const recipients = (sink: SmtpSink) => sink.messages.flatMap((m) => (Array.isArray(m.to) ? m.to : [m.to]).flatMap((a) => a?.value.map((v) => v.address) ?? []));
+const recipients = (sink: SmtpSink) => sink.messages.flatMap(recipientsOf);
 
 async function sendInvoice(key: string, email: string): Promise<string> {
   const headers = { 'api-key': key };

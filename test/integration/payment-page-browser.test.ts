@@ -15,7 +15,7 @@ import { chromiumPath, launchChromium, NO_CHROMIUM } from '../helpers/browser.js
 import { startApiFixture, type ApiFixture } from '../helpers/context.js';
 import { apiClient } from '../helpers/http.js';
 import { decodeQrPng } from '../helpers/qr.js';
-import { startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
+import { recipientsOf, startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
 import { startWorker } from '../helpers/worker.js';
 
 const CHROMIUM = chromiumPath();
@@ -32,7 +32,7 @@ async function freePort(): Promise<number> {
   });
 }
 
-const to = (m: ParsedMail) => (Array.isArray(m.to) ? m.to : [m.to]).flatMap((a) => a?.value.map((v) => v.address) ?? []);
+const to = recipientsOf;
 const decode = (s: string) => s.replace(/&#x3D;/g, '=').replace(/&amp;/g, '&').replace(/&#x2F;/g, '/');
 
 describe.skipIf(!CHROMIUM)(`payment page in Chromium${CHROMIUM ? '' : ` (${NO_CHROMIUM})`}`, () => {

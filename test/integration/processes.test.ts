@@ -6,7 +6,7 @@ import { createServer, type Server } from 'node:net';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startApiFixture, type ApiFixture } from '../helpers/context.js';
-import { startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
+import { recipientsOf, startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
 import { ROOT, spawnWorker, startWorker, waitUntil, workerProcessEnv, type SpawnOptions, type WorkerProcess } from '../helpers/worker.js';
 
 let fx: ApiFixture;
@@ -68,7 +68,7 @@ async function sentCount(ids: string[]): Promise<number> {
 }
 
 const recipients = (tag: string) =>
-  sink.messages.flatMap((m) => (Array.isArray(m.to) ? m.to : [m.to]).flatMap((a) => a?.value.map((v) => v.address ?? '') ?? [])).filter((a) => a.startsWith(`${tag}-`));
+  sink.messages.flatMap(recipientsOf).filter((a) => a.startsWith(`${tag}-`));
 
 async function activeSends(): Promise<number> {
   return fx.api.queues.send.getActiveCount();

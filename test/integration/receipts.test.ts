@@ -1,14 +1,13 @@
 // Receipts: an invoice that turns paid, by any path (the test helper, the payment page, a direct
 // SQL UPDATE), gets exactly one "payment received" email with a receipt PDF, through the
 // delivery machinery (database trigger -> delivery + outbox in the same transaction -> worker).
-import type { ParsedMail } from 'mailparser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JOBS } from '../../src/queue/catalogue.js';
 import type { WorkerRuntime } from '../../src/runtime/worker-runtime.js';
 import { startApiFixture, type ApiFixture } from '../helpers/context.js';
 import { apiClient } from '../helpers/http.js';
 import { extractPdfText } from '../helpers/pdf-text.js';
-import { startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
+import { recipientsOf, startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
 import { sleep, startWorker, waitUntil } from '../helpers/worker.js';
 
 let fx: ApiFixture;
@@ -28,7 +27,7 @@ afterAll(async () => {
   await sink?.close();
 });
 
-const to = (m: ParsedMail) => (Array.isArray(m.to) ? m.to : [m.to]).flatMap((a) => a?.value.map((v) => v.address) ?? []);
+const to = recipientsOf;
 const receiptsTo = (email: string) => sink.messages.filter((m) => to(m).includes(email) && /^(Payment received|Zahlung erhalten)/.test(m.subject ?? ''));
 
 async function sentInvoice(email: string, body: Record<string, unknown> = {}) {

@@ -3,7 +3,6 @@
 // the timeline's next slot is the instant the reminder then arrives, no slot already sent goes out
 // again, nothing bursts, and the worker says at start which policy it runs.
 import { Writable } from 'node:stream';
-import type { ParsedMail } from 'mailparser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { planReminderSlots, reminderKindOf } from '../../src/domain/reminder-schedule.js';
 import { createLogger } from '../../src/log.js';
@@ -13,7 +12,7 @@ import { jobHandlers } from '../../jobs/index.js';
 import { createWorkerRuntime } from '../../src/runtime/worker-runtime.js';
 import { startApiFixture, type ApiFixture } from '../helpers/context.js';
 import { apiClient, type JsonBody } from '../helpers/http.js';
-import { startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
+import { recipientsOf, startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
 import { sleepUntil, startWorker, waitUntil } from '../helpers/worker.js';
 
 // Old plan: due-9s, due-6s, due-3s, then due+2s, due+5s.
@@ -37,16 +36,10 @@ const TIME_ZONE = 'Europe/Paris';
 let fx: ApiFixture;
 let apiB: ApiRuntime;
 let sink: SmtpSink;
-const arrivedAt = new Map<ParsedMail, number>();
 const closers: (() => Promise<unknown>)[] = [];
 
 beforeAll(async () => {
   sink = await startSmtpSink();
-  const push = sink.messages.push.bind(sink.messages);
-  sink.messages.push = (...items: ParsedMail[]) => {
-    for (const m of items) arrivedAt.set(m, Date.now());
-    return push(...items);
-  };
   fx = await startApiFixture({ ...POLICY_A, SMTP_URL: sink.url });
 });
 afterAll(async () => {
@@ -56,7 +49,7 @@ afterAll(async () => {
   await sink?.close();
 });
 
-const to = (m: ParsedMail) => (Array.isArray(m.to) ? m.to : [m.to]).flatMap((a) => a?.value.map((v) => v.address) ?? []);
+const to = recipientsOf;
 const remindersTo = (email: string) => sink.messages.filter((m) => to(m).includes(email) && /^(Reminder|Overdue):/.test(m.subject ?? ''));
 
 async function reminderRows(invoiceId: string) {
@@ -141,7 +134,7 @@ describe('reminder policy change between two worker starts', () => {
     expect(mails).toHaveLength(rows.length);
     for (const row of rows.slice(sentUnderA.length)) {
       const mail = mails.find((m) => m.messageId === row.message_id)!;
-      expect(arrivedAt.get(mail)!).toBeGreaterThanOrEqual(row.slot_at.getTime());
+      expect(sink.arrivedAt.get(mail)!).toBeGreaterThanOrEqual(row.slot_at.getTime());
     }
     // The old plan's later slots never fired.
     for (const old of planA.slice(sentUnderA.length)) expect(rows.some((r) => r.slot_at.getTime() === old.at.getTime())).toBe(false);

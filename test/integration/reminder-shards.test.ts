@@ -2,7 +2,6 @@
 // moved by the reconciler to their shard under the new one; every slot goes out once; the old
 // count's membership is forgotten once its extra shard is drained. Real Postgres, Redis (or the
 // local cluster, in the cluster project) and SMTP on loopback, second-sized policies.
-import type { ParsedMail } from 'mailparser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { planReminderSlots, type ReminderSlot } from '../../src/domain/reminder-schedule.js';
 import { reminderSchedulerId } from '../../src/queue/reminder-schedulers.js';
@@ -10,7 +9,7 @@ import { reminderShardOf } from '../../src/queue/reminder-shards.js';
 import type { WorkerRuntime } from '../../src/runtime/worker-runtime.js';
 import { startApiFixture, type ApiFixture } from '../helpers/context.js';
 import { apiClient, type ApiResponse, type HttpMethod } from '../helpers/http.js';
-import { startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
+import { recipientsOf, startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
 import { startWorker, waitUntil } from '../helpers/worker.js';
 
 // Before due: every 4 s from 16 s before; after due: two, 3 s apart. Steps of seconds, not
@@ -44,7 +43,7 @@ afterAll(async () => {
 
 const call = (method: HttpMethod, url: string, body?: unknown): Promise<ApiResponse> =>
   apiClient(() => fx.api.app).call(method, url, fx.merchant.keys.sandbox, body);
-const recipients = (m: ParsedMail) => (Array.isArray(m.to) ? m.to : [m.to]).flatMap((a) => a?.value.map((v) => v.address ?? '') ?? []);
+const recipients = recipientsOf;
 const mailsTo = (email: string) => sink.messages.filter((m) => recipients(m).includes(email));
 
 /** The shards (0..OLD-1) that hold a scheduler of this invoice. */

@@ -2,14 +2,13 @@
 // file's prefix) and with two worker processes on one schedule, against real Postgres, Redis
 // and an SMTP server on loopback, with second-sized policies.
 import { randomBytes } from 'node:crypto';
-import type { ParsedMail } from 'mailparser';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { planReminderSlots, type ReminderSlot, reminderKindOf } from '../../src/domain/reminder-schedule.js';
 import { loadEmailTemplates } from '../../src/mail/render-email.js';
 import { reminderSchedulerId } from '../../src/queue/reminder-schedulers.js';
 import { dueJobId, SCHEDULERS } from '../../src/queue/catalogue.js';
 import { loseQueueStore, startApiFixture, type ApiFixture } from '../helpers/context.js';
-import { startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
+import { recipientsOf, startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
 import { spawnWorker, startWorker, waitUntil, workerProcessEnv, type WorkerProcess } from '../helpers/worker.js';
 import { apiClient, type ApiResponse, type HttpMethod } from '../helpers/http.js';
 
@@ -27,16 +26,10 @@ const TIME_ZONE = 'Europe/Paris';
 
 let fx: ApiFixture;
 let sink: SmtpSink;
-const arrivedAt = new Map<ParsedMail, number>();
 const cleanups: (() => Promise<unknown>)[] = [];
 
 beforeAll(async () => {
   sink = await startSmtpSink();
-  const push = sink.messages.push.bind(sink.messages);
-  sink.messages.push = (...items: ParsedMail[]) => {
-    for (const m of items) arrivedAt.set(m, Date.now());
-    return push(...items);
-  };
   fx = await startApiFixture({ ...POLICY, SMTP_URL: sink.url });
 });
 afterEach(async () => {
@@ -70,9 +63,7 @@ async function createAndSend(email: string, dueAt: Date): Promise<Sent> {
   return { id, email, dueAt, plan: planReminderSlots(policy(), dueAt, TIME_ZONE) };
 }
 
-function recipients(m: ParsedMail): string[] {
-  return (Array.isArray(m.to) ? m.to : [m.to]).flatMap((a) => a?.value.map((v) => v.address ?? '') ?? []);
-}
+const recipients = recipientsOf;
 const mailsTo = (email: string) => sink.messages.filter((m) => recipients(m).includes(email));
 const remindersTo = (email: string) => mailsTo(email).filter((m) => /^(Reminder|Overdue):/.test(m.subject ?? ''));
 
@@ -166,10 +157,10 @@ describe('reminders recovery and scale-out', () => {
     const mails = remindersTo(inv.email);
     expect(mails.map((m) => m.messageId).sort()).toEqual(rows.map((r) => r.message_id).sort());
     const byId = new Map(rows.map((r) => [r.message_id, r.slot_at.getTime()]));
-    const late = mails.filter((m) => arrivedAt.get(m)! - byId.get(m.messageId!)! > 1_000);
+    const late = mails.filter((m) => sink.arrivedAt.get(m)! - byId.get(m.messageId!)! > 1_000);
     console.info(`after the flush: ${rows.length} of ${plan.length} slots sent, ${late.length} caught up late`);
     expect(late.length).toBeLessThanOrEqual(1);
-    for (const m of mails) expect(arrivedAt.get(m)!).toBeGreaterThanOrEqual(byId.get(m.messageId!)!);
+    for (const m of mails) expect(sink.arrivedAt.get(m)!).toBeGreaterThanOrEqual(byId.get(m.messageId!)!);
   }, 20_000);
 
   it('two worker processes never send one slot twice: every slot of every invoice is one row and one email', async () => {

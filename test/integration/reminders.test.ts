@@ -2,7 +2,6 @@
 // invoice.reminder -> SMTP, and invoice.due, against real Postgres, Redis and an SMTP server on
 // loopback. Pay (test helper, or a bare SQL UPDATE caught by the LISTEN path), reminders off/on,
 // the reminder timeline, and the rules of POST /reminders on drafts and closed invoices.
-import type { ParsedMail } from 'mailparser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { planReminderSlots, type ReminderSlot, reminderKindOf } from '../../src/domain/reminder-schedule.js';
 import { loadEmailTemplates } from '../../src/mail/render-email.js';
@@ -12,7 +11,7 @@ import { dueJobId } from '../../src/queue/catalogue.js';
 import type { WorkerRuntime } from '../../src/runtime/worker-runtime.js';
 import { startApiFixture, type ApiFixture } from '../helpers/context.js';
 import { extractPdfText } from '../helpers/pdf-text.js';
-import { startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
+import { recipientsOf, startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
 import { sleep, startWorker, waitUntil } from '../helpers/worker.js';
 import { apiClient, type ApiResponse, type HttpMethod, type JsonBody } from '../helpers/http.js';
 
@@ -33,16 +32,9 @@ let fx: ApiFixture;
 let sink: SmtpSink;
 let worker: WorkerRuntime;
 /** When each message reached the sink (parsed), by message object. */
-const arrivedAt = new Map<ParsedMail, number>();
 
 beforeAll(async () => {
   sink = await startSmtpSink();
-  // Stamp each message as the sink stores it: arrival times without touching the helper.
-  const push = sink.messages.push.bind(sink.messages);
-  sink.messages.push = (...items: ParsedMail[]) => {
-    for (const m of items) arrivedAt.set(m, Date.now());
-    return push(...items);
-  };
   fx = await startApiFixture({ ...POLICY, SMTP_URL: sink.url });
   worker = await startWorker(fx.env.config({ ...POLICY, SMTP_URL: sink.url, OUTBOX_RELAY_INTERVAL_MS: '200' }));
   // Warm-up outside the timed tests: templates compiled, fonts parsed, SMTP pool open (an invoice
@@ -95,9 +87,7 @@ async function createAndSend(email: string, dueAt = new Date(Date.now() + DUE_IN
   return { id: draft.id, code: sent.body.data.code, reference: draft.reference, email, dueAt, plan };
 }
 
-function recipients(m: ParsedMail): string[] {
-  return (Array.isArray(m.to) ? m.to : [m.to]).flatMap((a) => a?.value.map((v) => v.address ?? '') ?? []);
-}
+const recipients = recipientsOf;
 const mailsTo = (email: string) => sink.messages.filter((m) => recipients(m).includes(email));
 const remindersTo = (email: string) => mailsTo(email).filter((m) => /^(Reminder|Overdue):/.test(m.subject ?? ''));
 
@@ -209,15 +199,15 @@ describe('reminders on second-sized policies', () => {
       ),
     ]);
     const reminders = all.slice(1);
-    const lateness = reminders.map((m, i) => arrivedAt.get(m)! - plan[i].at.getTime());
+    const lateness = reminders.map((m, i) => sink.arrivedAt.get(m)! - plan[i].at.getTime());
     console.info(`reminder arrival after its slot (ms): ${JSON.stringify(lateness)}`);
     for (const l of lateness) {
       expect(l).toBeGreaterThanOrEqual(0);
       expect(l).toBeLessThan(1_000);
     }
     for (const [i, m] of reminders.entries()) {
-      if (plan[i].phase === 'before') expect(arrivedAt.get(m)!).toBeLessThan(dueAt.getTime());
-      else expect(arrivedAt.get(m)!).toBeGreaterThan(dueAt.getTime());
+      if (plan[i].phase === 'before') expect(sink.arrivedAt.get(m)!).toBeLessThan(dueAt.getTime());
+      else expect(sink.arrivedAt.get(m)!).toBeGreaterThan(dueAt.getTime());
     }
     // Each message is its delivery row's (Message-ID recorded before sending).
     expect(reminders.map((m) => m.messageId)).toEqual(rows.map((r) => r.message_id));
@@ -399,7 +389,7 @@ describe('reminders on second-sized policies', () => {
     const mails = remindersTo(inv.email);
     expect(mails).toHaveLength(expected.length);
     for (const [i, m] of mails.entries()) {
-      const at = arrivedAt.get(m)!;
+      const at = sink.arrivedAt.get(m)!;
       expect(at).toBeGreaterThanOrEqual(expected[i].at.getTime());
       expect(at - expected[i].at.getTime()).toBeLessThan(1_000);
       if (i > 0) expect(at).toBeGreaterThan(onAt);

@@ -2,7 +2,6 @@
 // real Postgres, Redis and an SMTP server on loopback.
 import { MAX_LINE_ITEMS } from '../../src/domain/invoice-limits.js';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import type { ParsedMail } from 'mailparser';
 import { createServer } from 'node:net';
 import { JOBS } from '../../src/queue/catalogue.js';
 import { createLogger } from '../../src/log.js';
@@ -10,7 +9,7 @@ import { createApiRuntime } from '../../src/runtime/api-runtime.js';
 import type { WorkerRuntime } from '../../src/runtime/worker-runtime.js';
 import { startApiFixture, type ApiFixture } from '../helpers/context.js';
 import { extractPdfText } from '../helpers/pdf-text.js';
-import { startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
+import { recipientsOf, startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
 import { spawnWorker, startWorker, waitQueueDrained, waitUntil, workerProcessEnv, type WorkerProcess } from '../helpers/worker.js';
 
 let fx: ApiFixture;
@@ -51,7 +50,7 @@ async function worker(overrides: Record<string, string> = {}): Promise<WorkerRun
   return w;
 }
 
-const to = (m: ParsedMail) => (Array.isArray(m.to) ? m.to : [m.to]).flatMap((a) => a?.value.map((v) => v.address) ?? []);
+const to = recipientsOf;
 const messagesTo = (email: string) => sink.messages.filter((m) => to(m).includes(email));
 
 async function deliveries(invoiceId: string) {
