@@ -5,7 +5,8 @@ import type { InvoiceForMail } from '../../src/db/invoice-for-mail.js';
 import { deliverOnce, type DeliveryGuard, type DeliveryOutcome } from '../../src/mail/deliver-once.js';
 import { invoiceEnvelope } from '../../src/mail/invoice-envelope.js';
 import { renderEmail, type EmailKind } from '../../src/mail/render-email.js';
-import { issuedInvoicePdf, receiptPdf } from '../../src/pdf/issued-invoice-pdf.js';
+import { issuedInvoicePdf } from '../../src/pdf/issued-invoice-pdf.js';
+import { renderDocumentPdf } from '../../src/pdf/render-invoice-pdf.js';
 import type { JobContext } from '../../src/queue/job-context.js';
 
 export async function emailInvoiceDocument(
@@ -17,7 +18,7 @@ export async function emailInvoiceDocument(
 ): Promise<DeliveryOutcome> {
   // The kept document: every email asking for payment attaches the same bytes as a download.
   const document = kind === 'receipt' ? 'receipt' : 'invoice';
-  const pdf = document === 'receipt' ? await receiptPdf(loaded.doc, ctx.renderPdf) : await issuedInvoicePdf(ctx.pool, loaded.doc, ctx.renderPdf);
+  const pdf = document === 'receipt' ? await (ctx.renderPdf ?? renderDocumentPdf)(loaded.doc, 'receipt') : await issuedInvoicePdf(ctx.pool, loaded.doc, ctx.renderPdf);
   const email = renderEmail(kind, loaded.doc);
   try {
     return await deliverOnce(ctx.pool, ctx.mail, deliveryId, (messageId) => invoiceEnvelope(ctx.config, loaded, email, pdf, messageId, document), guard);

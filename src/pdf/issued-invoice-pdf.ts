@@ -3,15 +3,10 @@
 import { findInvoicePdf, keepInvoicePdf } from '../db/invoice-pdfs.js';
 import type { Queryable } from '../db/pool.js';
 import type { InvoiceDocument } from '../domain/invoice-document.js';
-import { renderInvoicePdf, renderReceiptPdf, type PdfKind } from './render-invoice-pdf.js';
+import { renderInvoicePdf, type PdfKind } from './render-invoice-pdf.js';
 
 /** Renders a document's PDF: the invoice (default) or its receipt; the pool's, or the main thread's. */
 export type RenderPdf = (doc: InvoiceDocument, kind?: PdfKind) => Promise<Buffer>;
-
-/** The receipt PDF of a paid invoice, through `render` when given (the thread pool). */
-export function receiptPdf(doc: InvoiceDocument, render?: RenderPdf): Promise<Buffer> {
-  return render ? render(doc, 'receipt') : renderReceiptPdf(doc);
-}
 
 /** The kept PDF of a sent invoice, rendering and keeping it on first use. */
 export async function issuedInvoicePdf(db: Queryable, doc: InvoiceDocument, render: RenderPdf = renderInvoicePdf): Promise<Buffer> {

@@ -444,6 +444,11 @@ export async function renderReceiptPdf(doc: InvoiceDocument): Promise<Buffer> {
   return renderPdf(doc, 'receipt');
 }
 
+/** Either document by its kind: what a render thread runs, and the main thread's RenderPdf. */
+export function renderDocumentPdf(doc: InvoiceDocument, kind: PdfKind = 'invoice'): Promise<Buffer> {
+  return kind === 'receipt' ? renderReceiptPdf(doc) : renderInvoicePdf(doc);
+}
+
 async function renderPdf(doc: InvoiceDocument, kind: PdfKind): Promise<Buffer> {
   const { regular, bold } = loadFonts();
   const ctx: Ctx = { doc, m: messagesFor(doc.locale), kind };

@@ -1,7 +1,7 @@
 // Runs in a pool thread (see render-pool.ts): one render per task. The bytes go back to the main
 // thread by structured clone (a copy of a few hundred KB at most: cheaper than the render by far).
 import type { InvoiceDocument } from '../domain/invoice-document.js';
-import { renderInvoicePdf, renderReceiptPdf, type PdfKind } from './render-invoice-pdf.js';
+import { renderDocumentPdf, type PdfKind } from './render-invoice-pdf.js';
 
 export interface RenderTask {
   doc: InvoiceDocument;
@@ -9,5 +9,5 @@ export interface RenderTask {
 }
 
 export default async function renderInThread({ doc, kind }: RenderTask): Promise<Uint8Array> {
-  return new Uint8Array(kind === 'receipt' ? await renderReceiptPdf(doc) : await renderInvoicePdf(doc));
+  return new Uint8Array(await renderDocumentPdf(doc, kind));
 }
