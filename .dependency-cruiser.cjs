@@ -4,11 +4,12 @@
 // Layers, bottom to top; a module imports only its own layer or those below:
 //   src/lib, src/domain  <-  src/config.ts, src/log.ts, src/errors.ts  <-  src/db
 //   <-  src/queue, src/mail, src/pdf, src/observability  <-  src/http, jobs/  <-  src/runtime  <-  main/
-const UP_FROM_DB = '^src/(queue|mail|pdf|observability|http|runtime)/';
+const UP_FROM_DB = '^src/(queue|chain|mail|pdf|observability|http|runtime)/';
 const UP_FROM_MIDDLE = '^src/(http|runtime)/';
 
 /** Pure libraries the domain may use: computation and static data only, no I/O. */
-const PURE_LIBRARIES = ['decimal[.]js', 'luxon', 'safe-stable-stringify', 'ipaddr[.]js', '@vvo/tzdb'];
+// viem: its address and hashing utilities (checksums, keccak256) only.
+const PURE_LIBRARIES = ['decimal[.]js', 'luxon', 'safe-stable-stringify', 'ipaddr[.]js', '@vvo/tzdb', 'viem'];
 
 module.exports = {
   forbidden: [
@@ -53,8 +54,8 @@ module.exports = {
       name: 'base-below-db',
       severity: 'error',
       comment: 'config, log and errors sit just above the domain.',
-      from: { path: '^src/(config|log|errors)[.]ts$' },
-      to: { path: '^src/(db|queue|mail|pdf|observability|http|runtime)/' },
+      from: { path: '^src/(config|chains-config|log|errors)[.]ts$' },
+      to: { path: '^src/(db|queue|chain|mail|pdf|observability|http|runtime)/' },
     },
     {
       name: 'db-below-services',
@@ -67,7 +68,7 @@ module.exports = {
       name: 'services-below-http',
       severity: 'error',
       comment: 'queue, mail, pdf and observability are used by http, jobs and runtime, never the other way.',
-      from: { path: '^src/(queue|mail|pdf|observability)/' },
+      from: { path: '^src/(queue|chain|mail|pdf|observability)/' },
       to: { path: UP_FROM_MIDDLE },
     },
     {

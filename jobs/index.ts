@@ -10,6 +10,7 @@ import { remindersReconcile } from './reminders-reconcile.js';
 import { eventsPrune } from './events-prune.js';
 import { webhookDeliver } from './webhook-deliver.js';
 import { webhookFanout } from './webhook-fanout.js';
+import { chainWatch } from './chain-watch.js';
 
 export const jobHandlers: JobHandlers = {
   'invoice.send': invoiceSend,
@@ -21,4 +22,5 @@ export const jobHandlers: JobHandlers = {
   'webhook.fanout': webhookFanout,
   'webhook.deliver': webhookDeliver,
   'events.prune': eventsPrune,
+  'chain.watch': chainWatch,
 };

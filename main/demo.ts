@@ -4,7 +4,7 @@
 // Re-running keeps the same merchant, keys, product, links and subscription, and creates a new
 // draft invoice only when the previous one was already sent.
 import { loadConfigOrExit } from '../src/config.js';
-import { ensureSettlementAddress } from '../src/db/accounts.js';
+import { setSettlementAddress } from '../src/db/accounts.js';
 import { countLiveKeys, findDemoObjects, linkHasPayments, revokeKeysNamed } from '../src/db/demo-fixtures.js';
 import { migrate } from '../src/db/migrate.js';
 import type { Pool } from '../src/db/pool.js';
@@ -72,7 +72,9 @@ try {
     await writeFile(KEYS_FILE, JSON.stringify(keys), { mode: 0o600 });
   }
   // Also for a demo account made before settlement addresses existed.
-  await ensureSettlementAddress(api.pool, DEMO_ACCOUNT, DEMO_SETTLEMENT_ADDRESS);
+  for (const environment of ['sandbox', 'live'] as const) {
+    await setSettlementAddress(api.pool, { accountId: DEMO_ACCOUNT, environment }, DEMO_SETTLEMENT_ADDRESS, true);
+  }
   const key = keys.sandbox;
 
   const productId =

@@ -3,6 +3,8 @@
 // line on stderr and exit code 1.
 import { availableParallelism } from 'node:os';
 import { Duration } from 'luxon';
+import { ChainsConfigError, loadChains, rpcUrlsOf } from './chains-config.js';
+import type { Chain } from './domain/chains.js';
 import type { ReminderPolicy } from './domain/reminder-schedule.js';
 
 export class ConfigError extends Error {
@@ -83,6 +85,16 @@ export interface Config {
   reminderShards: number;
   webhooks: WebhookConfig;
   events: { retentionDays: number; pruneEvery: Duration };
+  /** CHAINS_FILE: a JSON array of chains joining or overriding the built-in ones. */
+  chainsFile: string | null;
+  /** RPC_URL_<chainId>: URLs by chain id, tried in order. */
+  rpcUrls: Record<number, string[]>;
+  /** Every chain in use (built in + CHAINS_FILE + RPC_URL_*); those with RPC URLs are watched. */
+  chains: Chain[];
+  /** How often a worker scans each watched chain. */
+  chainPollIntervalMs: number;
+  /** Widest eth_getLogs range asked for; a provider's refusal shrinks it for a while. */
+  chainGetLogsMaxBlocks: number;
 }
 
 export interface WebhookConfig {
@@ -227,6 +239,16 @@ export function loadConfig(env: Env = process.env): Config {
   if (clusterNodes !== null && queueBackend !== 'redis') {
     throw new ConfigError('REDIS_CLUSTER_NODES', `needs QUEUE_BACKEND=redis (got ${queueBackend}): unset one of them`);
   }
+  const chainsFile = optional(env, 'CHAINS_FILE');
+  let rpcUrls: Record<number, string[]>;
+  let chains: Chain[];
+  try {
+    rpcUrls = rpcUrlsOf(env);
+    chains = loadChains(chainsFile, rpcUrls);
+  } catch (err) {
+    if (err instanceof ChainsConfigError) throw new ConfigError(err.variable, err.message);
+    throw err;
+  }
   const config: Config = {
     databaseUrl: databaseUrlOf(env),
     embeddedPostgresDir: str(env, 'EMBEDDED_POSTGRES_DIR', 'var/postgres'),
@@ -286,6 +308,11 @@ export function loadConfig(env: Env = process.env): Config {
       retentionDays: int(env, 'EVENTS_RETENTION_DAYS', 30, 30, 3650),
       pruneEvery: duration(env, 'EVENTS_PRUNE_EVERY', 'PT1H'),
     },
+    chainsFile,
+    rpcUrls,
+    chains,
+    chainPollIntervalMs: int(env, 'CHAIN_POLL_INTERVAL_MS', 2000, 50, 3_600_000),
+    chainGetLogsMaxBlocks: int(env, 'CHAIN_GETLOGS_MAX_BLOCKS', 2000, 1, 1_000_000),
   };
   return Object.freeze(config);
 }

@@ -1,4 +1,5 @@
 import type { Queryable } from './pool.js';
+import type { Scope } from './scope.js';
 
 export interface AccountRow {
   id: string;
@@ -6,30 +7,53 @@ export interface AccountRow {
   email: string | null;
   time_zone: string;
   platform_fee_bps: number;
-  /** The merchant's own address that payments go to (0x + 40 hex), if published. */
-  settlement_address?: string | null;
 }
 
 export async function findAccount(db: Queryable, id: string): Promise<AccountRow | null> {
-  const { rows } = await db.query<AccountRow>(
-    'select id, name, email, time_zone, platform_fee_bps, settlement_address from accounts where id = $1',
-    [id],
-  );
+  const { rows } = await db.query<AccountRow>('select id, name, email, time_zone, platform_fee_bps from accounts where id = $1', [id]);
   return rows[0] ?? null;
-}
-
-/** Sets the account's settlement address unless it already has one. */
-export async function ensureSettlementAddress(db: Queryable, accountId: string, address: string): Promise<void> {
-  await db.query('update accounts set settlement_address = coalesce(settlement_address, $2) where id = $1', [accountId, address]);
 }
 
 export async function upsertAccount(db: Queryable, a: AccountRow): Promise<AccountRow> {
   const { rows } = await db.query<AccountRow>(
-    `insert into accounts (id, name, email, time_zone, platform_fee_bps, settlement_address) values ($1, $2, $3, $4, $5, $6)
-     on conflict (id) do update set name = excluded.name, email = excluded.email, time_zone = excluded.time_zone,
-       settlement_address = coalesce(excluded.settlement_address, accounts.settlement_address), updated_at = now()
-     returning id, name, email, time_zone, platform_fee_bps, settlement_address`,
-    [a.id, a.name, a.email, a.time_zone, a.platform_fee_bps, a.settlement_address ?? null],
+    `insert into accounts (id, name, email, time_zone, platform_fee_bps) values ($1, $2, $3, $4, $5)
+     on conflict (id) do update set name = excluded.name, email = excluded.email, time_zone = excluded.time_zone, updated_at = now()
+     returning id, name, email, time_zone, platform_fee_bps`,
+    [a.id, a.name, a.email, a.time_zone, a.platform_fee_bps],
   );
   return rows[0];
+}
+
+/** The account as GET /v1/account shows it: its settlement address in the key's environment. */
+export interface AccountView extends AccountRow {
+  settlement_address: string | null;
+  settlement_address_updated_at: Date | null;
+}
+
+export async function findAccountView(db: Queryable, scope: Scope): Promise<AccountView | null> {
+  const { rows } = await db.query<AccountView>(
+    `select a.id, a.name, a.email, a.time_zone, a.platform_fee_bps, s.address as settlement_address, s.updated_at as settlement_address_updated_at
+     from accounts a left join settlement_addresses s on s.account_id = a.id and s.environment = $2
+     where a.id = $1`,
+    [scope.accountId, scope.environment],
+  );
+  return rows[0] ?? null;
+}
+
+/** Where the scope's payments go (checksummed), or null when the merchant has set none. */
+export async function findSettlementAddress(db: Queryable, scope: Scope): Promise<string | null> {
+  const { rows } = await db.query<{ address: string }>('select address from settlement_addresses where account_id = $1 and environment = $2', [
+    scope.accountId, scope.environment,
+  ]);
+  return rows[0]?.address ?? null;
+}
+
+/** Sets (or replaces) the scope's settlement address; `onlyIfUnset` keeps one already set. */
+export async function setSettlementAddress(db: Queryable, scope: Scope, address: string, onlyIfUnset = false): Promise<void> {
+  await db.query(
+    `insert into settlement_addresses (account_id, environment, address) values ($1, $2, $3)
+     on conflict (account_id, environment) do update set address = excluded.address, updated_at = now()
+       where not $4 and settlement_addresses.address is distinct from excluded.address`,
+    [scope.accountId, scope.environment, address, onlyIfUnset],
+  );
 }

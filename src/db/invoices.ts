@@ -42,6 +42,13 @@ export interface InvoiceRow {
   /** Input-only, like memo: the language of the invoice's documents. */
   customer_locale: string;
   voided_at: Date | null;
+  /** Fixed at send: where this invoice is paid, and the reference its proxy payments carry. */
+  settlement_address: string | null;
+  payment_reference: string | null;
+  /** The account's fee rate when the invoice was made. */
+  fee_bps: number | null;
+  /** What applied on-chain payments add up to (integer string). */
+  amount_paid_atomic: string;
   created_at: Date;
   updated_at: Date;
 }
@@ -58,7 +65,8 @@ const COLUMNS = `id, account_id, environment, customer_id, code, reference, stat
   amount::text as amount, amount_atomic::text as amount_atomic, fee_atomic::text as fee_atomic,
   currency, network, chain_id, token_address, token_decimals, period_start, period_end,
   attempt_count, next_attempt_at, paid_at, sent_at, reminders_enabled, last_reminder_at,
-  failure_code, failure_message, metadata, due_at, memo, footer, tax_id, customer_locale, voided_at, created_at, updated_at`;
+  failure_code, failure_message, metadata, due_at, memo, footer, tax_id, customer_locale, voided_at,
+  settlement_address, payment_reference, fee_bps, amount_paid_atomic::text as amount_paid_atomic, created_at, updated_at`;
 
 /**
  * The invoice and the presented key's credential in one statement, for the hot GET: the key is
@@ -123,19 +131,20 @@ export interface NewInvoice {
   footer: string | null;
   taxId: string | null;
   customerLocale: string;
+  feeBps: number;
 }
 
 export async function insertInvoice(db: Queryable, inv: NewInvoice): Promise<InvoiceRow> {
   const { rows } = await db.query<InvoiceRow>(
     `insert into invoices (id, account_id, environment, customer_id, reference, amount, amount_atomic, fee_atomic,
        currency, network, chain_id, token_address, token_decimals, reminders_enabled, metadata, due_at, memo, footer, tax_id,
-       customer_locale)
-     values ($1, $2, $3, $4, $5, $6::numeric, $7::numeric, $8::numeric, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
+       customer_locale, fee_bps)
+     values ($1, $2, $3, $4, $5, $6::numeric, $7::numeric, $8::numeric, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)
      returning ${COLUMNS}`,
     [
       inv.id, inv.scope.accountId, inv.scope.environment, inv.customerId, inv.reference, inv.amount, inv.amountAtomic,
       inv.feeAtomic, inv.currency, inv.network, inv.chainId, inv.tokenAddress, inv.tokenDecimals, inv.remindersEnabled,
-      JSON.stringify(inv.metadata), inv.dueAt, inv.memo, inv.footer, inv.taxId, inv.customerLocale,
+      JSON.stringify(inv.metadata), inv.dueAt, inv.memo, inv.footer, inv.taxId, inv.customerLocale, inv.feeBps,
     ],
   );
   return rows[0];
@@ -203,15 +212,24 @@ export async function nextInvoiceNumber(db: Queryable, scope: Scope): Promise<nu
   return rows[0].last_number;
 }
 
+/** Where and how a sent invoice is paid on-chain, fixed at send (null: no settlement address yet). */
+export interface PaymentTarget {
+  settlementAddress: string;
+  salt: string;
+  reference: string;
+  referenceTopic: string;
+}
+
 /** draft -> open. Conditional on the status, so two racing sends cannot both win. */
-export async function markSent(db: Queryable, id: string, code: string): Promise<InvoiceRow | null> {
+export async function markSent(db: Queryable, id: string, code: string, target: PaymentTarget | null = null): Promise<InvoiceRow | null> {
   // clock_timestamp(), not now(): now() is when the transaction began, possibly before it waited
   // for the row lock behind an edit; sent_at must come after that edit's updated_at.
   const { rows } = await db.query<InvoiceRow>(
-    `update invoices set status = 'open', code = $2, sent_at = c.t, updated_at = c.t
+    `update invoices set status = 'open', code = $2, sent_at = c.t, updated_at = c.t,
+       settlement_address = $3, reference_salt = $4, payment_reference = $5, payment_reference_topic = $6
      from (select clock_timestamp() as t) c
      where id = $1 and status = 'draft' returning ${COLUMNS}`,
-    [id, code],
+    [id, code, target?.settlementAddress ?? null, target?.salt ?? null, target?.reference ?? null, target?.referenceTopic ?? null],
   );
   return rows[0] ?? null;
 }

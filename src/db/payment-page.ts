@@ -31,9 +31,11 @@ export async function findInvoiceByReference(db: Queryable, reference: string): 
     name: 'page-invoice',
     text: `select i.id, i.account_id, i.environment, i.code, i.reference, i.status, i.amount::text as amount,
          i.amount_atomic::text as amount_atomic, i.currency, i.network, i.chain_id, i.token_address, i.token_decimals,
-         i.due_at, i.paid_at, i.customer_locale, a.name as merchant_name, a.settlement_address,
+         i.due_at, i.paid_at, i.customer_locale, a.name as merchant_name,
+         coalesce(i.settlement_address, s.address) as settlement_address,
          coalesce(c.time_zone, a.time_zone) as time_zone
        from invoices i join accounts a on a.id = i.account_id join customers c on c.id = i.customer_id
+         left join settlement_addresses s on s.account_id = i.account_id and s.environment = i.environment
        where i.reference = $1`,
     values: [reference],
   });

@@ -1,5 +1,6 @@
 // Builds the HTTP API: plugins in a fixed order (parsers, error envelope, auth), then routes.
 // Every dependency is passed in, so tests build the same app over their own pool and queues.
+import { useChains } from '../domain/chains.js';
 import { randomUUID } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
@@ -113,6 +114,8 @@ function windowText(ms: number): string {
 }
 
 export async function buildApp(deps: AppDeps): Promise<Api> {
+  // The deployment's chains (CHAINS_FILE, RPC_URL_<chainId>) are the registry tokens resolve against.
+  useChains(deps.config.chains);
   const app = Fastify({
     loggerInstance: deps.log,
     bodyLimit: deps.config.bodyLimitBytes,

@@ -75,6 +75,24 @@ export const LineItem = Type.Object(
   { additionalProperties: false },
 );
 
+const Address = Type.String({ pattern: '^0x[0-9a-fA-F]{40}$' });
+const AtomicAmount = Type.String({ pattern: '^(0|[1-9][0-9]*)$' });
+
+/** How to pay what remains through the chain's ERC20FeeProxy (docs/payments.md). */
+export const PaymentInstructionsSchema = Type.Object({
+  chain_id: Type.Integer(),
+  network: Type.String(),
+  token_address: Address,
+  token_decimals: Type.Integer(),
+  to: Address,
+  amount_atomic: AtomicAmount,
+  fee_atomic: AtomicAmount,
+  total_atomic: AtomicAmount,
+  fee_address: Address,
+  proxy_address: Address,
+  payment_reference: Type.String({ pattern: '^0x[0-9a-f]{16}$' }),
+});
+
 export const Invoice = Type.Object(
   {
     id: Type.String(),
@@ -98,6 +116,9 @@ export const Invoice = Type.Object(
     failure_code: Nullable(Type.String()),
     failure_message: Nullable(Type.String()),
     metadata: Type.Record(Type.String(), Type.String()),
+    amount_paid_atomic: Type.String({ description: 'what confirmed on-chain payments applied to this invoice add up to (integer string, atomic units)' }),
+    amount_remaining_atomic: Nullable(Type.String({ description: 'what remains to pay (integer string, atomic units; 0 once paid)' })),
+    payment_instructions: Nullable(PaymentInstructionsSchema),
     created_at: DateTime,
     updated_at: DateTime,
   }

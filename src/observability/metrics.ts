@@ -19,6 +19,41 @@ export interface Metrics {
   reminderLateness: Histogram;
   webhookDeliveries: Counter<'outcome'>;
   webhookLatency: Histogram;
+  chain: ChainMetrics;
+}
+
+/** The payment detector's view of each watched chain (label chain_id). */
+export interface ChainMetrics {
+  headBlock: Gauge<'chain_id'>;
+  safeBlock: Gauge<'chain_id'>;
+  cursorBlock: Gauge<'chain_id'>;
+  lagBlocks: Gauge<'chain_id'>;
+  lagSeconds: Gauge<'chain_id'>;
+  rpcCalls: Counter<'chain_id' | 'method' | 'outcome'>;
+  payments: Counter<'chain_id' | 'kind' | 'status'>;
+}
+
+function chainMetrics(registry: Registry): ChainMetrics {
+  const gauge = (name: string, help: string) => new Gauge({ name, help, labelNames: ['chain_id'], registers: [registry] });
+  return {
+    headBlock: gauge('chain_head_block', 'The chain head last read from its RPC'),
+    safeBlock: gauge('chain_safe_block', 'The newest block whose payments count (head - confirmations)'),
+    cursorBlock: gauge('chain_cursor_block', 'The last block scanned up to the safe head'),
+    lagBlocks: gauge('chain_lag_blocks', 'Blocks between the safe head and the cursor: confirmed payments not scanned yet'),
+    lagSeconds: gauge('chain_lag_seconds', 'Seconds since the time of the cursor block: how late confirmed payments are found'),
+    rpcCalls: new Counter({
+      name: 'chain_rpc_calls_total',
+      help: 'RPC calls of the payment detector by method and outcome (ok, error, range_refused)',
+      labelNames: ['chain_id', 'method', 'outcome'],
+      registers: [registry],
+    }),
+    payments: new Counter({
+      name: 'chain_payments_total',
+      help: 'Payments the detector recorded, by kind (proxy, transfer) and status (pending, confirmed, removed)',
+      labelNames: ['chain_id', 'kind', 'status'],
+      registers: [registry],
+    }),
+  };
 }
 
 export function createMetrics(opts: { queues: AppQueue[]; db: Queryable; defaultMetrics?: boolean }): Metrics {
@@ -71,6 +106,7 @@ export function createMetrics(opts: { queues: AppQueue[]; db: Queryable; default
 
   return {
     registry,
+    chain: chainMetrics(registry),
     httpDuration: new Histogram({
       name: 'http_request_duration_seconds',
       help: 'HTTP request duration by route and status',

@@ -11,6 +11,7 @@ export const QUEUES = {
   send: 'invoice-send',
   reminders: 'invoice-reminders',
   webhooks: 'webhooks',
+  chain: 'chain-watch',
 } as const;
 export type QueueRole = keyof typeof QUEUES;
 export type QueueName = (typeof QUEUES)[QueueRole];
@@ -47,6 +48,11 @@ export interface WebhookDeliverPayload {
   endpointId: string;
 }
 
+/** One scan of a watched chain for payments (src/chain/watcher.ts). */
+export interface ChainWatchPayload {
+  chainId: number;
+}
+
 /** Backoff type of webhook deliveries: WEBHOOK_BACKOFF_BASE_MS doubling, capped (domain/webhooks.ts). */
 export const WEBHOOK_BACKOFF = 'webhook-backoff';
 
@@ -61,6 +67,7 @@ export interface JobPayloads {
   'webhook.fanout': WebhookFanoutPayload;
   'webhook.deliver': WebhookDeliverPayload;
   'events.prune': Record<string, never>;
+  'chain.watch': ChainWatchPayload;
 }
 export type JobName = keyof JobPayloads;
 
@@ -173,6 +180,14 @@ export const JOBS: { readonly [N in JobName]: JobSpec<N> } = {
     producedBy: 'scheduler',
     options: { removeOnComplete: 24, removeOnFail: 24 },
   },
+  // Made by one job scheduler per watched chain every CHAIN_POLL_INTERVAL_MS, on a queue of its
+  // own so a slow RPC never holds a send or a webhook. A run that fails is not retried: the next
+  // tick is the retry (the watcher backs off between runs by itself).
+  'chain.watch': {
+    queue: QUEUES.chain,
+    producedBy: 'scheduler',
+    options: { attempts: 1, removeOnComplete: 100, removeOnFail: 100 },
+  },
 };
 
 export const JOB_NAMES = Object.keys(JOBS) as JobName[];
@@ -204,7 +219,13 @@ export const SCHEDULERS = {
   idempotencyPrune: 'idempotency-prune',
   eventsPrune: 'events-prune',
   reminderPrefix: 'rem-',
+  chainWatchPrefix: 'chain-watch-',
 } as const;
+
+/** The job scheduler of one watched chain. */
+export function chainWatchSchedulerId(chainId: number): string {
+  return `${SCHEDULERS.chainWatchPrefix}${chainId}`;
+}
 
 /** How often expired Idempotency-Key records are deleted. */
 export const IDEMPOTENCY_PRUNE_EVERY_MS = 3_600_000;

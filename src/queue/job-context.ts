@@ -24,6 +24,8 @@ export interface JobContext {
   /** Records how late a reminder fired against its planned slot (metrics). */
   observeReminderLateness?(seconds: number): void;
   webhooks: WebhookServices;
+  /** One scan of a watched chain (src/chain/watcher.ts); unset when the process watches none. */
+  watchChain?(chainId: number): Promise<string>;
 }
 
 export type WebhookDeliveryOutcome = 'succeeded' | 'retrying' | 'failed' | 'skipped';

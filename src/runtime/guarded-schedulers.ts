@@ -3,13 +3,14 @@
 // nothing would run them again until a worker restarts.
 import type { Logger } from '../log.js';
 import type { AppQueue } from '../queue/backend.js';
-import { JOBS, type JobName } from '../queue/catalogue.js';
+import { JOBS, SCHEDULERS, type JobName } from '../queue/catalogue.js';
 
 export interface GuardedSchedule {
   /** The scheduler id (catalogue SCHEDULERS). */
   id: string;
-  /** A catalogue job with an empty payload. */
+  /** A catalogue job: its payload is `data` (empty when not given). */
   job: JobName;
+  data?: object;
   everyMs: number;
   /** For the log lines, e.g. 'reconciler'. */
   what: string;
@@ -21,7 +22,7 @@ export interface GuardedSchedulers {
 
 /** Upserts each schedule now, then checks every `guardEveryMs` that each is still there. */
 export async function startGuardedSchedulers(queue: AppQueue, schedules: GuardedSchedule[], guardEveryMs: number, log: Logger): Promise<GuardedSchedulers> {
-  const upsert = (s: GuardedSchedule) => queue.upsertJobScheduler(s.id, { every: s.everyMs }, { name: s.job, data: {}, opts: JOBS[s.job].options });
+  const upsert = (s: GuardedSchedule) => queue.upsertJobScheduler(s.id, { every: s.everyMs }, { name: s.job, data: s.data ?? {}, opts: JOBS[s.job].options });
   for (const s of schedules) {
     await upsert(s).catch((err) => log.warn({ err }, `could not set up the ${s.what} scheduler; will retry`));
   }
@@ -35,4 +36,20 @@ export async function startGuardedSchedulers(queue: AppQueue, schedules: Guarded
   }, guardEveryMs);
   guard.unref();
   return { stop: () => clearInterval(guard) };
+}
+
+/** Removes the chain-watch schedulers of chains this deployment no longer watches. */
+export async function removeStaleChainSchedulers(queue: AppQueue, keep: string[], log: Logger): Promise<void> {
+  try {
+    const schedulers = await queue.getJobSchedulers(0, -1);
+    for (const s of schedulers) {
+      const id = s.key;
+      if (id.startsWith(SCHEDULERS.chainWatchPrefix) && !keep.includes(id)) {
+        await queue.removeJobScheduler(id);
+        log.info({ scheduler: id }, 'chain no longer watched: its scheduler is removed');
+      }
+    }
+  } catch (err) {
+    log.warn({ err }, 'could not list the chain schedulers; a stale one only runs to say "not watched"');
+  }
 }

@@ -1,7 +1,7 @@
 // Creates a merchant account with keys for both environments. Used by `npm run demo` and by
 // operators bootstrapping a merchant; the API has no account sign-up of its own.
 import { issueApiKey } from '../db/credentials.js';
-import { upsertAccount } from '../db/accounts.js';
+import { setSettlementAddress, upsertAccount } from '../db/accounts.js';
 import type { Queryable } from '../db/pool.js';
 import type { Environment, Permission } from '../domain/environment.js';
 
@@ -21,7 +21,7 @@ export async function provisionMerchant(
     timeZone?: string;
     platformFeeBps?: number;
     keyNamePrefix?: string;
-    /** Where payments go; the payment page offers an EIP-681 request to it. */
+    /** Where payments go in both environments, unless the account already has one (checksummed). */
     settlementAddress?: string;
   },
   /** What an account gets when not told otherwise: PLATFORM_FEE_BPS and REMINDERS_DEFAULT_TIME_ZONE. */
@@ -33,8 +33,12 @@ export async function provisionMerchant(
     email: account.email,
     time_zone: account.timeZone ?? defaults.timeZone,
     platform_fee_bps: account.platformFeeBps ?? defaults.platformFeeBps,
-    settlement_address: account.settlementAddress ?? null,
   });
+  if (account.settlementAddress) {
+    for (const environment of ['sandbox', 'live'] as const) {
+      await setSettlementAddress(db, { accountId: account.id, environment }, account.settlementAddress, true);
+    }
+  }
   const issue = async (environment: Environment, permission: Permission, name: string) =>
     (await issueApiKey(db, { accountId: account.id, environment }, `${account.keyNamePrefix ?? ''}${name}`, permission)).secret;
   return {

@@ -25,6 +25,8 @@ export interface QueueWorkerOptions {
   backend: QueueBackend;
   /** Webhook deliveries in flight at once (I/O bound: more than the email jobs). */
   webhookConcurrency: number;
+  /** Chain scans in flight at once: one per watched chain (a chain's runs serialise on its cursor). */
+  chainConcurrency: number;
   concurrency: number;
   lockDuration: number;
   stalledInterval: number;
@@ -39,7 +41,7 @@ export function startQueueWorkers(
   observer: JobObserver,
   reminderShards: number,
 ): QueueWorkers {
-  const { backend, webhookConcurrency, ...workerOpts } = opts;
+  const { backend, webhookConcurrency, chainConcurrency, ...workerOpts } = opts;
   const common: WorkerExtras = { ...workerOpts, maxStalledCount: 5 };
   const perQueue: Record<QueueRole, Partial<WorkerExtras>> = {
     send: { settings: backoffSettings },
@@ -50,6 +52,7 @@ export function startQueueWorkers(
       concurrency: webhookConcurrency,
       settings: { backoffStrategy: (attemptsMade: number) => retryDelayMs(ctx.webhooks.retry, attemptsMade) },
     },
+    chain: { concurrency: chainConcurrency },
   };
   const handlersOf = (role: QueueRole): Record<string, JobHandler<never, JobContext>> =>
     Object.fromEntries(jobsOfQueue(QUEUES[role]).map((name) => [name, handlers[name] as JobHandler<never, JobContext>]));
@@ -96,7 +99,11 @@ export function startQueueWorkers(
     ...common,
     ...perQueue.webhooks,
   });
-  const workers: AppWorker[] = [sendWorker, webhookWorker];
+  const chainWorker = backend.worker(QUEUES.chain, createProcessor(handlersOf('chain'), ctx, log, plannedAtOfDelayed, observer), {
+    ...common,
+    ...perQueue.chain,
+  });
+  const workers: AppWorker[] = [sendWorker, webhookWorker, chainWorker];
   const consumed = new Set<number>();
   const watch = (w: AppWorker) => w.on('error', (err) => log.warn({ err, queue: w.name }, 'worker error'));
   for (const w of workers) watch(w);

@@ -16,11 +16,13 @@ import { allQueues, openQueues, type QueueSet } from '../queue/queues.js';
 import { claimQueueStorage, queueBackendOf, type AppQueue, type AppWorker } from '../queue/backend.js';
 import { createReminderService, type ReminderService } from '../queue/reminder-service.js';
 import { createReminderShardSet } from '../queue/reminder-shard-set.js';
-import { IDEMPOTENCY_PRUNE_EVERY_MS, JOBS, jobIdOf, SCHEDULERS } from '../queue/catalogue.js';
+import { chainWatchSchedulerId, IDEMPOTENCY_PRUNE_EVERY_MS, JOBS, jobIdOf, SCHEDULERS } from '../queue/catalogue.js';
 import { listen } from '../db/listen.js';
 import { presentEvent } from '../http/presenters.js';
 import { createWebhookSender } from '../webhooks/sender.js';
-import { startGuardedSchedulers } from './guarded-schedulers.js';
+import { removeStaleChainSchedulers, startGuardedSchedulers } from './guarded-schedulers.js';
+import { createChainWatcher } from '../chain/watcher.js';
+import { useChains } from '../domain/chains.js';
 import { startOutboxRelayLoop } from './outbox-relay-loop.js';
 import { startQueueWorkers } from './queue-workers.js';
 import { startReminderUpkeep } from './reminder-upkeep.js';
@@ -53,6 +55,7 @@ export interface WorkerRuntimeOptions {
 
 /** `handlers`: the job registry (jobs/index.ts), handed in by the entrypoint. */
 export async function createWorkerRuntime(config: Config, log: Logger, handlers: JobHandlers, opts: WorkerRuntimeOptions = {}): Promise<WorkerRuntime> {
+  useChains(config.chains);
   // Compile the email templates now: a missing or broken one fails the start, not a send.
   loadEmailTemplates();
   // Postgres queue backend: its bullmq schema must be this database's (a ConfigError otherwise).
@@ -103,9 +106,12 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
   };
   const pdf = config.pdfRenderThreads > 0 ? createPdfRenderPool(config.pdfRenderThreads, { warm: true }) : null;
   const sender = createWebhookSender({ timeoutMs: config.webhooks.timeoutMs, allowPrivate: config.webhooks.allowPrivateNetworks });
+  const watched = config.chains.filter((c) => c.rpcUrls.length > 0);
+  const chainWatcher = watched.length > 0 ? createChainWatcher({ pool, chains: config.chains, maxBlocks: config.chainGetLogsMaxBlocks, log, metrics: metrics.chain }) : null;
   const ctx: JobContext = {
     config,
     pool,
+    ...(chainWatcher ? { watchChain: (chainId: number) => chainWatcher.run(chainId) } : {}),
     mail,
     reminders,
     ...(pdf ? { renderPdf: (doc, kind) => pdf.render(doc, kind) } : {}),
@@ -136,6 +142,7 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
       lockDuration: config.workerLockDurationMs,
       stalledInterval: config.workerStalledIntervalMs,
       webhookConcurrency: config.webhooks.concurrency,
+      chainConcurrency: Math.max(1, watched.length),
     },
     log,
     observer,
@@ -157,6 +164,14 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
   const eventSchedulers = await startGuardedSchedulers(
     queues.webhooks,
     [{ id: SCHEDULERS.eventsPrune, job: 'events.prune', everyMs: config.events.pruneEvery.toMillis(), what: 'events prune' }],
+    reconcileEveryMs,
+    log,
+  );
+  // One scheduler per watched chain; a chain no longer watched loses its scheduler.
+  await removeStaleChainSchedulers(queues.chain, watched.map((c) => chainWatchSchedulerId(c.chainId)), log);
+  const chainSchedulers = await startGuardedSchedulers(
+    queues.chain,
+    watched.map((c) => ({ id: chainWatchSchedulerId(c.chainId), job: 'chain.watch', data: { chainId: c.chainId }, everyMs: config.chainPollIntervalMs, what: `chain ${c.chainId} watch` })),
     reconcileEveryMs,
     log,
   );
@@ -198,6 +213,7 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
       port: httpPort,
       // What the schedules of this worker follow; a change moves open invoices at the next reconcile.
       reminder_policy: describePolicy(config.reminders),
+      watched_chains: watched.length > 0 ? watched.map((c) => `${c.network} (${c.chainId}, ${c.confirmations} confirmations)`) : 'none (set CHAINS_FILE or RPC_URL_<chainId>)',
     },
     'worker started',
   );
@@ -217,6 +233,7 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
       await outboxListener.close();
       schedulers.stop();
       eventSchedulers.stop();
+      chainSchedulers.stop();
       clearInterval(claimGuard);
       await http.close();
       // Worker.close() lets active jobs finish; the caller bounds the total time.

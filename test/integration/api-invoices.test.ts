@@ -4,11 +4,12 @@ import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { expectError as expectApiError, useApiFixture, type ApiResponse, type JsonBody } from '../helpers/http.js';
 
-// Spec 2.1, exactly.
+// Spec 2.1, plus the on-chain payment fields (docs/payments.md): what is paid, what remains, how to pay it.
 const INVOICE_FIELDS = [
   'id', 'code', 'reference', 'status', 'amount', 'amount_atomic', 'fee_atomic', 'currency', 'network', 'chain_id',
   'period_start', 'period_end', 'attempt_count', 'next_attempt_at', 'paid_at', 'sent_at', 'reminders_enabled',
   'last_reminder_at', 'failure_code', 'failure_message', 'metadata', 'created_at', 'updated_at',
+  'amount_paid_atomic', 'amount_remaining_atomic', 'payment_instructions',
 ].sort();
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/;
 

@@ -51,7 +51,7 @@ describe.skipIf(!CHROMIUM)(`payment page in Chromium${CHROMIUM ? '' : ` (${NO_CH
     const overrides = { SMTP_URL: sink.url, PORT: String(port), PAYMENT_PAGE_BASE: `${origin}/pay`, OUTBOX_RELAY_INTERVAL_MS: '100' };
     fx = await startApiFixture(overrides);
     await fx.api.app.listen({ port, host: '127.0.0.1' });
-    await fx.api.pool.query('update accounts set settlement_address = $2 where id = $1', [fx.merchant.accountId, SETTLEMENT]);
+    await fx.api.pool.query("insert into settlement_addresses (account_id, environment, address) values ($1, 'sandbox', $2) on conflict (account_id, environment) do update set address = excluded.address", [fx.merchant.accountId, SETTLEMENT]);
     worker = await startWorker(fx.env.config(overrides));
     browser = await launchChromium(CHROMIUM!);
   });

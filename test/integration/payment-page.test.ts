@@ -67,7 +67,7 @@ describe('invoice page', () => {
   });
 
   it('with a settlement address: an EIP-681 URI for the exact atomic amount', async () => {
-    await ctx.fx.api.pool.query('update accounts set settlement_address = $2 where id = $1', [ctx.fx.merchant.accountId, SETTLEMENT]);
+    await ctx.fx.api.pool.query("insert into settlement_addresses (account_id, environment, address) values ($1, 'sandbox', $2) on conflict (account_id, environment) do update set address = excluded.address", [ctx.fx.merchant.accountId, SETTLEMENT]);
     try {
       const inv = await sentInvoice(ctx.keys.sandbox, { amount: '0.000001' });
       const { html } = await page(`/pay/${inv.reference}`);
@@ -77,7 +77,7 @@ describe('invoice page', () => {
       expect(text(html)).toContain('Send exactly 0.000001 USDC (1 in the token\'s smallest unit) on base-sepolia (chain id 84532).');
       expect(html).toMatch(/<div class="qr" id="wallet-qr"><svg/);
     } finally {
-      await ctx.fx.api.pool.query('update accounts set settlement_address = null where id = $1', [ctx.fx.merchant.accountId]);
+      await ctx.fx.api.pool.query('delete from settlement_addresses where account_id = $1', [ctx.fx.merchant.accountId]);
     }
   });
 

@@ -1,4 +1,5 @@
 import type { Decimal } from 'decimal.js';
+import { findSettlementAddress } from '../../db/accounts.js';
 import { setCustomerLocale, upsertCustomer } from '../../db/customers.js';
 import { emitInvoiceEvent } from '../../db/events.js';
 import { upsertDelivery } from '../../db/deliveries.js';
@@ -18,6 +19,7 @@ import { withTransaction } from '../../db/pool.js';
 import { formatInvoiceCode, newId, newInvoiceReference } from '../../domain/ids.js';
 import { nextStatus, resolveAmountEdit, type ParsedLine } from '../../domain/invoice-rules.js';
 import { feeAtomic, formatDecimal, Money, toAtomic } from '../../domain/money.js';
+import { newPaymentTarget } from '../../domain/payments.js';
 import { resolveToken } from '../../domain/tokens.js';
 import { DEFAULT_LOCALE, parseLocale, SUPPORTED_LANGUAGES } from '../../domain/locale.js';
 import { ApiError, notFound } from '../../errors.js';
@@ -100,6 +102,7 @@ export async function invoiceRoutes(app: Api, deps: AppDeps): Promise<void> {
           taxId: body.tax_id ?? null,
           // The customer's stored locale (just updated when one was given) is the default.
           customerLocale: customer.locale ?? DEFAULT_LOCALE,
+          feeBps: req.auth.platformFeeBps,
         });
         if (edit.lines) await replaceLines(tx, inv.id, linesForDb(edit.lines));
         return inv;
@@ -176,7 +179,10 @@ export async function invoiceRoutes(app: Api, deps: AppDeps): Promise<void> {
           throw new ApiError('invoice_amount_missing', 'This invoice has no amount; set amount or line_items before sending it.');
         }
         const code = formatInvoiceCode(req.auth.environment, await nextInvoiceNumber(tx, req.auth));
-        const sent = await markSent(tx, inv.id, code);
+        // The address it is paid to and its payment reference are fixed now: a later change of
+        // the settlement address concerns invoices sent after it.
+        const settlement = await findSettlementAddress(tx, req.auth);
+        const sent = await markSent(tx, inv.id, code, settlement === null ? null : newPaymentTarget(inv.id, settlement));
         if (!sent) throw new ApiError('invoice_already_sent', 'This invoice was already sent.');
         // The email is owed from this commit on: the delivery and its outbox row are written in
         // the same transaction as the status change, so a crash cannot lose the send.

@@ -1,0 +1,69 @@
+// A payment row as the API shows it (GET /v1/payments/{id}, its events): the issue's fields, plus
+// what the merchant needs to act on it (outcome, the fee the rule expected, where to see it).
+import { explorerTxUrl } from '../domain/chains.js';
+import { confirmationsAt, type PaymentKind, type PaymentOutcome, type PaymentStatus } from '../domain/payments.js';
+import type { PaymentRow } from '../db/payments.js';
+
+export interface PaymentObject {
+  id: string;
+  object: 'payment';
+  invoice_id: string | null;
+  chain_id: number;
+  network: string;
+  tx_hash: string;
+  log_index: number;
+  block_number: number;
+  block_hash: string;
+  token_address: string;
+  from: string | null;
+  to: string;
+  amount_atomic: string;
+  fee_atomic: string;
+  /** What the payment counts toward its invoice: amount_atomic + fee_atomic. */
+  total_atomic: string;
+  fee_address: string | null;
+  /** The fee the account's rate asks of a proxy payment of this size; null for a transfer. */
+  fee_expected_atomic: string | null;
+  /** False for a plain transfer: no fee was collected on-chain. */
+  fee_collected: boolean;
+  payment_reference: string | null;
+  kind: PaymentKind;
+  status: PaymentStatus;
+  outcome: PaymentOutcome | null;
+  confirmations: number;
+  explorer_url: string | null;
+  created_at: string;
+  confirmed_at: string | null;
+}
+
+/** `head`: the chain's head as last seen (confirmations are counted from it). */
+export function presentPayment(p: PaymentRow, head: bigint | null = p.head_block === null ? null : BigInt(p.head_block)): PaymentObject {
+  return {
+    id: p.id,
+    object: 'payment',
+    invoice_id: p.invoice_id,
+    chain_id: p.chain_id,
+    network: p.network,
+    tx_hash: p.tx_hash,
+    log_index: p.log_index,
+    block_number: Number(p.block_number),
+    block_hash: p.block_hash,
+    token_address: p.token_address,
+    from: p.from_address,
+    to: p.to_address,
+    amount_atomic: p.amount_atomic,
+    fee_atomic: p.fee_atomic,
+    total_atomic: (BigInt(p.amount_atomic) + BigInt(p.fee_atomic)).toString(),
+    fee_address: p.fee_address,
+    fee_expected_atomic: p.fee_expected_atomic,
+    fee_collected: p.kind === 'proxy',
+    payment_reference: p.payment_reference,
+    kind: p.kind,
+    status: p.status,
+    outcome: p.outcome,
+    confirmations: p.status === 'removed' || head === null ? 0 : confirmationsAt(head, BigInt(p.block_number)),
+    explorer_url: explorerTxUrl(p.chain_id, p.tx_hash),
+    created_at: p.created_at.toISOString(),
+    confirmed_at: p.confirmed_at ? p.confirmed_at.toISOString() : null,
+  };
+}

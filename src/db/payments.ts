@@ -1,0 +1,374 @@
+// SQL of on-chain payments: the payment rows, the chain cursors, and the invoice reads and writes
+// the detector needs (docs/payments.md). Batches go through jsonb_to_recordset so a scanned range
+// costs a handful of statements however many payments it holds.
+import type { Environment } from '../domain/environment.js';
+import type { InvoiceStatus } from '../domain/invoice-rules.js';
+import type { PaymentKind, PaymentOutcome, PaymentStatus } from '../domain/payments.js';
+import { listPage, type PageRequest, type PageResult } from './page.js';
+import type { Queryable } from './pool.js';
+import type { Scope } from './scope.js';
+
+export interface PaymentRow {
+  id: string;
+  account_id: string;
+  environment: Environment;
+  invoice_id: string | null;
+  chain_id: number;
+  network: string;
+  tx_hash: string;
+  log_index: number;
+  block_number: string;
+  block_hash: string;
+  block_time: Date | null;
+  token_address: string;
+  from_address: string | null;
+  to_address: string;
+  amount_atomic: string;
+  fee_atomic: string;
+  fee_address: string | null;
+  fee_expected_atomic: string | null;
+  payment_reference: string | null;
+  kind: PaymentKind;
+  status: PaymentStatus;
+  outcome: PaymentOutcome | null;
+  created_at: Date;
+  confirmed_at: Date | null;
+  removed_at: Date | null;
+  /** The chain's head as last seen by a worker (confirmations are counted from it). */
+  head_block: string | null;
+}
+
+const COLUMNS = `p.id, p.account_id, p.environment, p.invoice_id, p.chain_id, p.network, p.tx_hash, p.log_index,
+  p.block_number::text as block_number, p.block_hash, p.block_time, p.token_address, p.from_address, p.to_address,
+  p.amount_atomic::text as amount_atomic, p.fee_atomic::text as fee_atomic, p.fee_address,
+  p.fee_expected_atomic::text as fee_expected_atomic, p.payment_reference, p.kind, p.status, p.outcome,
+  p.created_at, p.confirmed_at, p.removed_at, cc.head_block::text as head_block`;
+const FROM = 'from payments p left join chain_cursors cc on cc.chain_id = p.chain_id';
+
+// ---- the detector's side --------------------------------------------------------------------
+
+export interface ChainCursorRow {
+  chain_id: number;
+  block_number: string;
+  block_hash: string | null;
+  block_time: Date | null;
+  /** Recent [block, hash] pairs, newest last. */
+  checkpoints: [string, string][];
+  head_block: string | null;
+  safe_block: string | null;
+  head_seen_at: Date | null;
+}
+
+export async function findCursor(db: Queryable, chainId: number, forUpdate = false): Promise<ChainCursorRow | null> {
+  const { rows } = await db.query<ChainCursorRow>(
+    `select chain_id, block_number::text as block_number, block_hash, block_time, checkpoints,
+       head_block::text as head_block, safe_block::text as safe_block, head_seen_at
+     from chain_cursors where chain_id = $1 ${forUpdate ? 'for update' : ''}`,
+    [chainId],
+  );
+  return rows[0] ?? null;
+}
+
+/** The cursor row, created at `startBlock - 1` the first time, locked for the caller's transaction. */
+export async function lockCursor(db: Queryable, chainId: number, initialBlock: bigint): Promise<ChainCursorRow> {
+  await db.query('insert into chain_cursors (chain_id, block_number) values ($1, $2) on conflict (chain_id) do nothing', [chainId, initialBlock.toString()]);
+  return (await findCursor(db, chainId, true))!;
+}
+
+export async function moveCursor(
+  db: Queryable,
+  chainId: number,
+  to: { block: bigint; hash: string | null; time: Date | null; checkpoints: [string, string][] },
+): Promise<void> {
+  await db.query(
+    `update chain_cursors set block_number = $2, block_hash = $3, block_time = $4, checkpoints = $5::jsonb, updated_at = clock_timestamp()
+     where chain_id = $1`,
+    [chainId, to.block.toString(), to.hash, to.time, JSON.stringify(to.checkpoints)],
+  );
+}
+
+export async function recordHead(db: Queryable, chainId: number, head: bigint, safe: bigint): Promise<void> {
+  await db.query('update chain_cursors set head_block = $2, safe_block = $3, head_seen_at = clock_timestamp() where chain_id = $1', [
+    chainId, head.toString(), safe.toString(),
+  ]);
+}
+
+/**
+ * The addresses whose incoming token transfers are watched on a chain: every settlement address
+ * of its environment, and the address each open invoice on it was sent with. Lower case.
+ */
+export async function watchedAddresses(db: Queryable, chainId: number, environment: Environment): Promise<string[]> {
+  const { rows } = await db.query<{ address: string }>(
+    `select lower(address) as address from settlement_addresses where environment = $2
+     union
+     select lower(settlement_address) from invoices
+     where chain_id = $1 and status in ('open', 'overdue') and settlement_address is not null`,
+    [chainId, environment],
+  );
+  return rows.map((r) => r.address);
+}
+
+/** An invoice as the detector matches and applies payments to it. */
+export interface PayableInvoiceRow {
+  id: string;
+  account_id: string;
+  environment: Environment;
+  status: InvoiceStatus;
+  chain_id: number;
+  token_address: string;
+  settlement_address: string | null;
+  payment_reference: string | null;
+  payment_reference_topic: string | null;
+  amount_atomic: string;
+  amount_paid_atomic: string;
+  fee_bps: number | null;
+}
+
+const PAYABLE = `i.id, i.account_id, i.environment, i.status, i.chain_id, i.token_address, i.settlement_address, i.payment_reference,
+  i.payment_reference_topic, i.amount_atomic::text as amount_atomic, i.amount_paid_atomic::text as amount_paid_atomic, i.fee_bps`;
+
+/**
+ * The invoices a range's payments may concern, row-locked in id order (no deadlock with the API's
+ * void): those whose reference topic appeared, and the open ones sent to an address that received
+ * a plain transfer.
+ */
+export async function lockPayableInvoices(db: Queryable, chainId: number, topics: string[], transferTargets: string[]): Promise<PayableInvoiceRow[]> {
+  if (topics.length === 0 && transferTargets.length === 0) return [];
+  const { rows } = await db.query<PayableInvoiceRow>(
+    `select ${PAYABLE} from invoices i
+     where i.chain_id = $1 and i.amount_atomic is not null
+       and (i.payment_reference_topic = any($2::text[])
+         or (i.status in ('open', 'overdue') and lower(i.settlement_address) = any($3::text[])))
+     order by i.id
+     for update`,
+    [chainId, topics, transferTargets],
+  );
+  return rows;
+}
+
+export async function lockPayableInvoice(db: Queryable, scope: Scope, id: string): Promise<PayableInvoiceRow | null> {
+  const { rows } = await db.query<PayableInvoiceRow>(
+    `select ${PAYABLE} from invoices i where i.id = $1 and i.account_id = $2 and i.environment = $3 for update`,
+    [id, scope.accountId, scope.environment],
+  );
+  return rows[0] ?? null;
+}
+
+/** Which account an address is the settlement address of (for payments no invoice claims). */
+export async function ownersOfAddresses(db: Queryable, chainId: number, environment: Environment, addresses: string[]): Promise<Map<string, string>> {
+  if (addresses.length === 0) return new Map();
+  // The account whose current address it is first; else the latest invoice sent to it.
+  const { rows } = await db.query<{ address: string; account_id: string }>(
+    `select distinct on (address) address, account_id from (
+       select lower(s.address) as address, s.account_id, 0 as rank, s.updated_at as at
+       from settlement_addresses s where s.environment = $2 and lower(s.address) = any($3::text[])
+       union all
+       select lower(i.settlement_address), i.account_id, 1, i.sent_at
+       from invoices i where i.chain_id = $1 and lower(i.settlement_address) = any($3::text[])
+     ) o order by address, rank, at desc, account_id`,
+    [chainId, environment, addresses],
+  );
+  return new Map(rows.map((r) => [r.address, r.account_id]));
+}
+
+export interface ExistingPayment {
+  id: string;
+  tx_hash: string;
+  log_index: number;
+  status: PaymentStatus;
+  block_hash: string;
+  created_at: Date;
+}
+
+export async function lockExistingPayments(db: Queryable, chainId: number, keys: { txHash: string; logIndex: number }[]): Promise<ExistingPayment[]> {
+  if (keys.length === 0) return [];
+  const { rows } = await db.query<ExistingPayment>(
+    `select p.id, p.tx_hash, p.log_index, p.status, p.block_hash, p.created_at from payments p
+     join unnest($2::text[], $3::int[]) as k (tx_hash, log_index) on k.tx_hash = p.tx_hash and k.log_index = p.log_index
+     where p.chain_id = $1
+     order by p.id
+     for update of p`,
+    [chainId, keys.map((k) => k.txHash), keys.map((k) => k.logIndex)],
+  );
+  return rows;
+}
+
+/** A payment row as the detector writes it (numbers as strings, instants as ISO strings). */
+export interface PaymentWrite {
+  id: string;
+  account_id: string;
+  environment: Environment;
+  invoice_id: string | null;
+  chain_id: number;
+  network: string;
+  tx_hash: string;
+  log_index: number;
+  block_number: string;
+  block_hash: string;
+  block_time: string | null;
+  token_address: string;
+  from_address: string | null;
+  to_address: string;
+  amount_atomic: string;
+  fee_atomic: string;
+  fee_address: string | null;
+  fee_expected_atomic: string | null;
+  payment_reference: string | null;
+  kind: PaymentKind;
+  status: PaymentStatus;
+  outcome: PaymentOutcome | null;
+  created_at: string;
+  confirmed_at: string | null;
+}
+
+const RECORD = `x (id text, account_id text, environment environment, invoice_id text, chain_id integer, network text, tx_hash text,
+  log_index integer, block_number bigint, block_hash text, block_time timestamptz, token_address text, from_address text,
+  to_address text, amount_atomic numeric, fee_atomic numeric, fee_address text, fee_expected_atomic numeric,
+  payment_reference text, kind text, status text, outcome text, created_at timestamptz, confirmed_at timestamptz)`;
+
+/** Inserts new payment rows; a row whose (chain, tx, log) exists already is skipped. Returns the ids inserted. */
+export async function insertPayments(db: Queryable, rows: PaymentWrite[]): Promise<Set<string>> {
+  if (rows.length === 0) return new Set();
+  const { rows: inserted } = await db.query<{ id: string }>(
+    `insert into payments (id, account_id, environment, invoice_id, chain_id, network, tx_hash, log_index, block_number, block_hash,
+       block_time, token_address, from_address, to_address, amount_atomic, fee_atomic, fee_address, fee_expected_atomic,
+       payment_reference, kind, status, outcome, created_at, updated_at, confirmed_at)
+     select id, account_id, environment, invoice_id, chain_id, network, tx_hash, log_index, block_number, block_hash,
+       block_time, token_address, from_address, to_address, amount_atomic, fee_atomic, fee_address, fee_expected_atomic,
+       payment_reference, kind, status, outcome, created_at, created_at, confirmed_at
+     from jsonb_to_recordset($1::jsonb) as ${RECORD}
+     on conflict (chain_id, tx_hash, log_index) do nothing
+     returning id`,
+    [JSON.stringify(rows)],
+  );
+  return new Set(inserted.map((r) => r.id));
+}
+
+/**
+ * A known row seen again: its block (a reorg may have moved it), its match, and pending ->
+ * confirmed. Only rows not confirmed yet change. Returns the ids changed.
+ */
+export async function updatePayments(db: Queryable, rows: PaymentWrite[]): Promise<Set<string>> {
+  if (rows.length === 0) return new Set();
+  const { rows: updated } = await db.query<{ id: string }>(
+    `update payments p set
+       invoice_id = x.invoice_id, account_id = x.account_id, environment = x.environment, block_number = x.block_number,
+       block_hash = x.block_hash, block_time = x.block_time, fee_expected_atomic = x.fee_expected_atomic,
+       payment_reference = x.payment_reference, status = x.status, outcome = x.outcome, confirmed_at = x.confirmed_at,
+       removed_at = null, updated_at = clock_timestamp()
+     from jsonb_to_recordset($1::jsonb) as ${RECORD}
+     where p.id = x.id and p.status <> 'confirmed'
+     returning p.id`,
+    [JSON.stringify(rows)],
+  );
+  return new Set(updated.map((r) => r.id));
+}
+
+/**
+ * Pending payments of the chain within [from, to] (to null: no upper bound) that the chain no
+ * longer holds (`keep`: the (tx, log) keys it still holds): removed. Returns them.
+ */
+export async function removeVanishedPayments(
+  db: Queryable,
+  chainId: number,
+  from: bigint,
+  to: bigint | null,
+  keep: { txHash: string; logIndex: number }[],
+): Promise<PaymentRow[]> {
+  const { rows } = await db.query<PaymentRow>(
+    `with gone as (
+       update payments p set status = 'removed', removed_at = clock_timestamp(), updated_at = clock_timestamp()
+       where p.chain_id = $1 and p.status = 'pending' and p.block_number >= $2 and ($3::bigint is null or p.block_number <= $3)
+         and not exists (select 1 from unnest($4::text[], $5::int[]) as k (tx_hash, log_index)
+                         where k.tx_hash = p.tx_hash and k.log_index = p.log_index)
+       returning p.*
+     )
+     select ${COLUMNS} from gone p left join chain_cursors cc on cc.chain_id = p.chain_id`,
+    [chainId, from.toString(), to?.toString() ?? null, keep.map((k) => k.txHash), keep.map((k) => k.logIndex)],
+  );
+  return rows;
+}
+
+/** A confirmed payment's effect on an invoice: its new total paid, and paid (with the block's time) when it is. */
+export interface InvoiceBalanceWrite {
+  id: string;
+  amount_paid_atomic: string;
+  status: InvoiceStatus;
+  paid_at: string | null;
+}
+
+/** The status change fires the invoice triggers: invoice.paid, the receipt, the reminders' stop. */
+export async function writeInvoiceBalances(db: Queryable, rows: InvoiceBalanceWrite[]): Promise<void> {
+  if (rows.length === 0) return;
+  await db.query(
+    `update invoices i set amount_paid_atomic = x.amount_paid_atomic, status = x.status::invoice_status,
+       paid_at = coalesce(x.paid_at, i.paid_at),
+       attempt_count = i.attempt_count + case when x.status = 'paid' and i.status <> 'paid' then 1 else 0 end,
+       updated_at = clock_timestamp()
+     from jsonb_to_recordset($1::jsonb) as x (id text, amount_paid_atomic numeric, status text, paid_at timestamptz)
+     where i.id = x.id`,
+    [JSON.stringify(rows)],
+  );
+}
+
+/** Payment events, each with the object as the API presents it, in the order given. */
+export async function emitPaymentEvents(db: Queryable, events: { accountId: string; environment: Environment; type: string; id: string; object: object }[]): Promise<void> {
+  if (events.length === 0) return;
+  await db.query(
+    `select emit_event(x.account_id, x.environment, x.type, 'payment', x.id, x.object, null)
+     from jsonb_to_recordset($1::jsonb) with ordinality as x (account_id text, environment environment, type text, id text, object jsonb, n bigint)
+     order by n`,
+    [JSON.stringify(events.map((e) => ({ account_id: e.accountId, environment: e.environment, type: e.type, id: e.id, object: e.object })))],
+  );
+}
+
+/** invoice.partially_paid for each invoice, as its row stands now. */
+export async function emitPartiallyPaid(db: Queryable, invoiceIds: string[]): Promise<void> {
+  if (invoiceIds.length === 0) return;
+  await db.query(`select emit_invoice_event(id, 'invoice.partially_paid') from unnest($1::text[]) with ordinality as t (id, n) order by n`, [invoiceIds]);
+}
+
+// ---- the API's side -------------------------------------------------------------------------
+
+export async function findPayment(db: Queryable, scope: Scope, id: string, forUpdate = false): Promise<PaymentRow | null> {
+  const { rows } = await db.query<PaymentRow>(
+    `select ${COLUMNS} ${FROM} where p.id = $1 and p.account_id = $2 and p.environment = $3 ${forUpdate ? 'for update of p' : ''}`,
+    [id, scope.accountId, scope.environment],
+  );
+  return rows[0] ?? null;
+}
+
+export interface PaymentFilters {
+  unmatched?: boolean;
+  invoiceId?: string;
+  status?: PaymentStatus;
+}
+
+export async function listPayments(db: Queryable, scope: Scope, filters: PaymentFilters, page: PageRequest): Promise<PageResult<PaymentRow>> {
+  const conditions: string[] = [];
+  const values: unknown[] = [];
+  if (filters.unmatched !== undefined) conditions.push(filters.unmatched ? `p.outcome = 'unmatched'` : `p.outcome is distinct from 'unmatched'`);
+  if (filters.invoiceId !== undefined) {
+    values.push(filters.invoiceId);
+    conditions.push(`p.invoice_id = $${4 + values.length}`);
+  }
+  if (filters.status !== undefined) {
+    values.push(filters.status);
+    conditions.push(`p.status = $${4 + values.length}`);
+  }
+  return listPage<PaymentRow>(db, scope, { table: 'payments', alias: 'p', select: `select ${COLUMNS} ${FROM}`, filters: conditions, values }, page);
+}
+
+/** Every payment of an invoice, oldest first (an invoice has few). */
+export async function paymentsOfInvoice(db: Queryable, invoiceId: string): Promise<PaymentRow[]> {
+  const { rows } = await db.query<PaymentRow>(`select ${COLUMNS} ${FROM} where p.invoice_id = $1 order by p.created_at, p.id`, [invoiceId]);
+  return rows;
+}
+
+/** A merchant's choice: an unmatched confirmed payment now belongs to an invoice, with what it did to it. */
+export async function attachPayment(db: Queryable, id: string, invoiceId: string, outcome: PaymentOutcome, feeExpected: string | null): Promise<void> {
+  await db.query(
+    `update payments set invoice_id = $2, outcome = $3, fee_expected_atomic = $4, updated_at = clock_timestamp() where id = $1`,
+    [id, invoiceId, outcome, feeExpected],
+  );
+}

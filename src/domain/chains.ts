@@ -1,0 +1,167 @@
+// The chains the service knows: the built-in ones (their tokens, Request Network's ERC20FeeProxy
+// where it is deployed, and how many confirmations make a payment final), and those a deployment
+// adds or overrides with CHAINS_FILE / RPC_URL_<chainId> (src/chains-config.ts). Test chains serve
+// the sandbox, production chains serve live; a key of one environment never names a chain of the
+// other. Pure: the registry in use is installed once at start (`useChains`) and read everywhere.
+import type { Environment } from './environment.js';
+
+export interface ChainToken {
+  currency: string;
+  /** EIP-55 checksummed. */
+  address: string;
+  decimals: number;
+}
+
+export interface Chain {
+  chainId: number;
+  network: string;
+  environment: Environment;
+  /** Empty: not watched (invoices on it are still created and sent; nothing detects payments). */
+  rpcUrls: string[];
+  /** Blocks built on top of a payment's block before it counts: the safe head is head - confirmations. */
+  confirmations: number;
+  /** ERC20FeeProxy; null where none is deployed (no payment instructions, plain transfers only). */
+  feeProxy: string | null;
+  /** Where the proxy sends the platform's fee; null: no payment instructions on this chain. */
+  feeAddress: string | null;
+  /** The first block worth scanning (the proxy's deployment). */
+  startBlock: number;
+  /** Base URL of a block explorer (`<url>/tx/<hash>`), or null. */
+  explorerUrl: string | null;
+  tokens: ChainToken[];
+}
+
+/** Subscription contracts the platform deployed per chain (the subscription API reads them). */
+const SUBSCRIPTION_CONTRACTS: Record<number, string> = {
+  84532: '0x5e1b0b0A8e5ce4C9E8B1f6C1a3B3a1d8d2F0c001',
+  11155111: '0x5e1b0b0A8e5ce4C9E8B1f6C1a3B3a1d8d2F0c002',
+  80002: '0x5e1b0b0A8e5ce4C9E8B1f6C1a3B3a1d8d2F0c003',
+  8453: '0x7a3F0d3c4B2e1A9c8D7e6F5a4B3c2D1e0F9a8001',
+  1: '0x7a3F0d3c4B2e1A9c8D7e6F5a4B3c2D1e0F9a8002',
+  137: '0x7a3F0d3c4B2e1A9c8D7e6F5a4B3c2D1e0F9a8003',
+};
+const NO_CONTRACT = '0x0000000000000000000000000000000000000000';
+
+const usdc = (address: string): ChainToken => ({ currency: 'USDC', address, decimals: 6 });
+
+/**
+ * Default confirmations (docs/payments.md says why): Ethereum and Sepolia 12 blocks (~2.4 min;
+ * reorgs past 2 blocks are rare since the merge, 12 is the custom of exchanges), Base and Base
+ * Sepolia 20 blocks (~40 s; the sequencer's head only reorgs on a sequencer fault), Polygon and
+ * Amoy 64 blocks (~2 min; Polygon PoS had reorgs of dozens of blocks before its milestones).
+ */
+export const BUILT_IN_CHAINS: readonly Chain[] = [
+  {
+    chainId: 84532, network: 'base-sepolia', environment: 'sandbox', rpcUrls: [], confirmations: 20, feeProxy: null, feeAddress: null,
+    startBlock: 0, explorerUrl: 'https://sepolia.basescan.org', tokens: [usdc('0x036CbD53842c5426634e7929541eC2318f3dCF7e')],
+  },
+  {
+    chainId: 11155111, network: 'sepolia', environment: 'sandbox', rpcUrls: [], confirmations: 12,
+    feeProxy: '0x399F5EE127ce7432E4921a61b8CF52b0af52cbfE', feeAddress: null, startBlock: 4733364, explorerUrl: 'https://sepolia.etherscan.io',
+    tokens: [usdc('0x1c7D4B196Cb0C7B01d743Fbc6116a902379C7238'), { currency: 'DAI', address: '0x3e622317f8C93f7328350cF0B56d9eD4C620C5d6', decimals: 18 }],
+  },
+  {
+    chainId: 80002, network: 'polygon-amoy', environment: 'sandbox', rpcUrls: [], confirmations: 64, feeProxy: null, feeAddress: null,
+    startBlock: 0, explorerUrl: 'https://amoy.polygonscan.com', tokens: [usdc('0x41E94Eb019C0762f9Bfcf9Fb1E58725BfB0e7582')],
+  },
+  {
+    chainId: 8453, network: 'base', environment: 'live', rpcUrls: [], confirmations: 20,
+    feeProxy: '0x1892196E80C4c17ea5100Da765Ab48c1fE2Fb814', feeAddress: null, startBlock: 10827274, explorerUrl: 'https://basescan.org',
+    tokens: [usdc('0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913')],
+  },
+  {
+    chainId: 1, network: 'ethereum', environment: 'live', rpcUrls: [], confirmations: 12,
+    feeProxy: '0x370DE27fdb7D1Ff1e1BaA7D11c5820a324Cf623C', feeAddress: null, startBlock: 10774767, explorerUrl: 'https://etherscan.io',
+    tokens: [
+      usdc('0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48'),
+      { currency: 'USDT', address: '0xdAC17F958D2ee523a2206206994597C13D831ec7', decimals: 6 },
+      { currency: 'DAI', address: '0x6B175474E89094C44Da98b954EedeAC495271d0F', decimals: 18 },
+    ],
+  },
+  {
+    chainId: 137, network: 'polygon', environment: 'live', rpcUrls: [], confirmations: 64,
+    feeProxy: '0x2171a0dc12a9E5b1659feF2BB20E54c84Fa7dB0C', feeAddress: null, startBlock: 14163521, explorerUrl: 'https://polygonscan.com',
+    tokens: [usdc('0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359')],
+  },
+];
+
+/** What CHAINS_FILE (or RPC_URL_<chainId>) says of one chain: a whole new chain, or fields of a built-in one. */
+export type ChainOverride = Partial<Omit<Chain, 'chainId'>> & { chainId: number };
+
+/**
+ * The built-in chains with the deployment's chains joined: a chain id already known takes the
+ * given fields (and adds its tokens, a currency given again replacing the built-in one), a new one
+ * must be complete. Throws RangeError naming the chain when the result is inconsistent.
+ */
+export function mergeChains(builtIn: readonly Chain[], overrides: readonly ChainOverride[]): Chain[] {
+  const byId = new Map<number, Chain>(builtIn.map((c) => [c.chainId, { ...c, tokens: [...c.tokens] }]));
+  for (const o of overrides) {
+    const known = byId.get(o.chainId);
+    if (known) {
+      const tokens = [...known.tokens.filter((t) => !(o.tokens ?? []).some((n) => n.currency === t.currency)), ...(o.tokens ?? [])];
+      byId.set(o.chainId, { ...known, ...definedFields(o), tokens });
+      continue;
+    }
+    const missing = (['network', 'environment', 'confirmations', 'tokens'] as const).filter((k) => o[k] === undefined);
+    if (missing.length > 0) throw new RangeError(`chain ${o.chainId} is not built in, so it needs ${missing.join(', ')}`);
+    byId.set(o.chainId, {
+      chainId: o.chainId,
+      network: o.network!,
+      environment: o.environment!,
+      rpcUrls: o.rpcUrls ?? [],
+      confirmations: o.confirmations!,
+      feeProxy: o.feeProxy ?? null,
+      feeAddress: o.feeAddress ?? null,
+      startBlock: o.startBlock ?? 0,
+      explorerUrl: o.explorerUrl ?? null,
+      tokens: o.tokens!,
+    });
+  }
+  const chains = [...byId.values()];
+  const networks = new Map<string, number>();
+  for (const c of chains) {
+    const other = networks.get(c.network);
+    if (other !== undefined) throw new RangeError(`chains ${other} and ${c.chainId} both use the network name ${c.network}`);
+    networks.set(c.network, c.chainId);
+    const currencies = new Set<string>();
+    for (const t of c.tokens) {
+      if (currencies.has(t.currency)) throw new RangeError(`chain ${c.chainId} lists the token ${t.currency} twice`);
+      currencies.add(t.currency);
+    }
+  }
+  return chains;
+}
+
+function definedFields(o: ChainOverride): Partial<Chain> {
+  return Object.fromEntries(Object.entries(o).filter(([k, v]) => v !== undefined && k !== 'tokens')) as Partial<Chain>;
+}
+
+let active: readonly Chain[] = BUILT_IN_CHAINS;
+
+/** Installs the deployment's chains (the entrypoints do, once, from the configuration). */
+export function useChains(chains: readonly Chain[]): void {
+  active = chains;
+}
+
+export function allChains(): readonly Chain[] {
+  return active;
+}
+
+export function chainById(chainId: number): Chain | undefined {
+  return active.find((c) => c.chainId === chainId);
+}
+
+/** The chains a worker watches: those with RPC URLs. */
+export function watchedChains(): Chain[] {
+  return active.filter((c) => c.rpcUrls.length > 0);
+}
+
+export function subscriptionContractOf(chainId: number): string {
+  return SUBSCRIPTION_CONTRACTS[chainId] ?? NO_CONTRACT;
+}
+
+/** `<explorer>/tx/<hash>`, or null when the chain names no explorer. */
+export function explorerTxUrl(chainId: number, txHash: string): string | null {
+  const url = chainById(chainId)?.explorerUrl;
+  return url ? `${url.replace(/\/+$/, '')}/tx/${txHash}` : null;
+}

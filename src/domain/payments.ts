@@ -1,0 +1,185 @@
+// On-chain payment rules: the payment reference (derived as Request Network does), what an
+// invoice's payer is asked to pay, how a payment counts toward an invoice and what it does to it,
+// and which invoice a plain transfer pays. Amounts are atomic integers (bigint), never floats.
+import { randomBytes } from 'node:crypto';
+import { getAddress, isAddress, keccak256, stringToHex } from 'viem';
+import type { InvoiceStatus } from './invoice-rules.js';
+import { feeAtomic } from './money.js';
+
+export const PAYMENT_KINDS = ['proxy', 'transfer'] as const;
+export type PaymentKind = (typeof PAYMENT_KINDS)[number];
+export const PAYMENT_STATUSES = ['pending', 'confirmed', 'removed'] as const;
+export type PaymentStatus = (typeof PAYMENT_STATUSES)[number];
+/**
+ * What a confirmed payment did: `applied` to its invoice's amounts (and status), recorded against
+ * an invoice that was already `paid` or `void` (nothing changes, the merchant refunds off-system),
+ * or `unmatched` (no invoice: the merchant may apply it). Null while pending or removed.
+ */
+export const PAYMENT_OUTCOMES = ['applied', 'invoice_already_paid', 'invoice_void', 'unmatched'] as const;
+export type PaymentOutcome = (typeof PAYMENT_OUTCOMES)[number];
+
+/** 8 random bytes as 16 lower-case hex characters, kept on the invoice. */
+export function newReferenceSalt(): string {
+  return randomBytes(8).toString('hex');
+}
+
+/**
+ * Request Network's payment reference: last8Bytes(keccak256(lowercase(requestId + salt +
+ * address))), here with the invoice id as the request id. `0x` + 16 lower-case hex.
+ */
+export function derivePaymentReference(invoiceId: string, salt: string, settlementAddress: string): string {
+  const hash = keccak256(stringToHex(`${invoiceId}${salt}${settlementAddress}`.toLowerCase()));
+  return `0x${hash.slice(-16)}`;
+}
+
+/** The indexed topic of TransferWithReferenceAndFee: keccak256 of the reference's bytes. */
+export function referenceTopic(reference: string): string {
+  return keccak256(reference as `0x${string}`);
+}
+
+export type AddressCheck = { ok: true; address: string } | { ok: false; message: string };
+
+/** An EVM address as EIP-55 (checksummed) or all lower case; returned checksummed. */
+export function parseAddress(raw: string, field: string): AddressCheck {
+  if (!/^0x[0-9a-fA-F]{40}$/.test(raw)) return { ok: false, message: `${field} must be an address: 0x and 40 hexadecimal characters.` };
+  if (raw !== raw.toLowerCase() && !isAddress(raw, { strict: true })) {
+    return { ok: false, message: `${field} has mixed case that is not a valid EIP-55 checksum; give it checksummed or all in lower case.` };
+  }
+  return { ok: true, address: getAddress(raw) };
+}
+
+export function sameAddress(a: string | null, b: string | null): boolean {
+  return a !== null && b !== null && a.toLowerCase() === b.toLowerCase();
+}
+
+export interface InvoiceBalance {
+  status: InvoiceStatus;
+  /** The invoice's total, atomic. */
+  amountAtomic: bigint;
+  /** What applied payments have added up to. */
+  paidAtomic: bigint;
+}
+
+/** What remains to pay: never below zero (an over-payment leaves nothing to pay). */
+export function remainingAtomic(b: Pick<InvoiceBalance, 'amountAtomic' | 'paidAtomic'>): bigint {
+  return b.paidAtomic >= b.amountAtomic ? 0n : b.amountAtomic - b.paidAtomic;
+}
+
+/** The two amounts of a proxy call for `totalAtomic`: the platform's fee (the rule, half up) and the merchant's share. */
+export function splitFee(totalAtomic: bigint, feeBps: number): { amountAtomic: bigint; feeAtomic: bigint } {
+  const fee = BigInt(feeAtomic(totalAtomic.toString(), feeBps));
+  return { amountAtomic: totalAtomic - fee, feeAtomic: fee };
+}
+
+/** What a payment counts toward its invoice: a proxy's amount plus its fee; a transfer's value. */
+export function countedAtomic(p: { amountAtomic: bigint; feeAtomic: bigint }): bigint {
+  return p.amountAtomic + p.feeAtomic;
+}
+
+/** The fee the rule asks of a proxy payment of this size; a transfer collects none on-chain. */
+export function expectedFeeAtomic(kind: PaymentKind, counted: bigint, feeBps: number): bigint {
+  return kind === 'transfer' ? 0n : BigInt(feeAtomic(counted.toString(), feeBps));
+}
+
+export type Application =
+  | { outcome: 'applied'; paidAtomic: bigint; status: InvoiceStatus; fullyPaid: boolean }
+  | { outcome: 'invoice_already_paid' | 'invoice_void' };
+
+/**
+ * A confirmed payment against an invoice. Open or overdue: the payments add up; paid in full (or
+ * more: the excess stays visible in paidAtomic) turns it paid, less keeps its status. Paid or
+ * void: recorded against it, nothing changes. A draft has no reference and no address to be paid.
+ */
+export function applyPayment(inv: InvoiceBalance, counted: bigint): Application {
+  if (inv.status === 'void') return { outcome: 'invoice_void' };
+  if (inv.status === 'paid' || inv.status === 'draft') return { outcome: 'invoice_already_paid' };
+  const paidAtomic = inv.paidAtomic + counted;
+  const fullyPaid = paidAtomic >= inv.amountAtomic;
+  return { outcome: 'applied', paidAtomic, status: fullyPaid ? 'paid' : inv.status, fullyPaid };
+}
+
+/**
+ * A plain transfer carries no reference: it pays the one open or overdue invoice sent to that
+ * address in that token whose remaining amount is exactly its value. None or several: unmatched.
+ */
+export function matchTransfer<T extends { remainingAtomic: bigint }>(candidates: readonly T[], value: bigint): T | null {
+  const exact = candidates.filter((c) => c.remainingAtomic === value);
+  return exact.length === 1 ? exact[0] : null;
+}
+
+/** Confirmations of a log in `block` when the chain's head is `head`: its own block counts as the first. */
+export function confirmationsAt(head: bigint, block: bigint): number {
+  return head < block ? 0 : Number(head - block + 1n);
+}
+
+/** The newest block whose payments count: `confirmations` blocks are built on top of it. */
+export function safeHead(head: bigint, confirmations: number): bigint {
+  return head - BigInt(confirmations);
+}
+
+/** What an invoice is fixed with at send when its account has a settlement address. */
+export function newPaymentTarget(invoiceId: string, settlementAddress: string): { settlementAddress: string; salt: string; reference: string; referenceTopic: string } {
+  const salt = newReferenceSalt();
+  const reference = derivePaymentReference(invoiceId, salt, settlementAddress);
+  return { settlementAddress, salt, reference, referenceTopic: referenceTopic(reference) };
+}
+
+export interface PaymentInstructions {
+  chain_id: number;
+  network: string;
+  token_address: string;
+  token_decimals: number;
+  /** The merchant's settlement address (the proxy call's `to`). */
+  to: string;
+  /** The merchant's share: the proxy call's `amount`. */
+  amount_atomic: string;
+  /** The platform's share: the proxy call's `feeAmount`. */
+  fee_atomic: string;
+  /** What remains to pay: amount_atomic + fee_atomic. */
+  total_atomic: string;
+  fee_address: string;
+  proxy_address: string;
+  payment_reference: string;
+}
+
+export interface PayableInvoice {
+  status: InvoiceStatus;
+  chainId: number;
+  network: string;
+  tokenAddress: string;
+  tokenDecimals: number;
+  settlementAddress: string | null;
+  paymentReference: string | null;
+  amountAtomic: bigint;
+  paidAtomic: bigint;
+  /** The fee of the whole amount, as stored at creation. */
+  feeAtomic: bigint;
+  feeBps: number | null;
+}
+
+/**
+ * What the payer is asked to pay through the chain's fee proxy: what remains, split into the
+ * merchant's share and the platform's fee. Null when nothing can be paid that way: a draft, a
+ * paid or void invoice, no settlement address or reference, a chain without a proxy or fee address.
+ */
+export function paymentInstructions(inv: PayableInvoice, chain: { feeProxy: string | null; feeAddress: string | null } | undefined): PaymentInstructions | null {
+  if (inv.status !== 'open' && inv.status !== 'overdue') return null;
+  if (!inv.settlementAddress || !inv.paymentReference || !chain?.feeProxy || !chain.feeAddress) return null;
+  const total = remainingAtomic({ amountAtomic: inv.amountAtomic, paidAtomic: inv.paidAtomic });
+  if (total === 0n) return null;
+  // Nothing paid yet: the fee stored with the invoice (the same rule, computed when it was made).
+  const fee = inv.paidAtomic === 0n ? inv.feeAtomic : splitFee(total, inv.feeBps ?? 0).feeAtomic;
+  return {
+    chain_id: inv.chainId,
+    network: inv.network,
+    token_address: inv.tokenAddress,
+    token_decimals: inv.tokenDecimals,
+    to: inv.settlementAddress,
+    amount_atomic: (total - fee).toString(),
+    fee_atomic: fee.toString(),
+    total_atomic: total.toString(),
+    fee_address: chain.feeAddress,
+    proxy_address: chain.feeProxy,
+    payment_reference: inv.paymentReference,
+  };
+}
