@@ -53,7 +53,7 @@ module.exports = {
       name: 'base-below-db',
       severity: 'error',
       comment: 'config, log and errors sit just above the domain.',
-      from: { path: '^src/(config|log|errors)[.]ts$' },
+      from: { path: '^src/(config|config-schema|log|errors)[.]ts$' },
       to: { path: '^src/(db|queue|mail|pdf|observability|http|runtime)/' },
     },
     {
