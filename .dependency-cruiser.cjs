@@ -54,7 +54,7 @@ module.exports = {
       name: 'base-below-db',
       severity: 'error',
       comment: 'config, log and errors sit just above the domain.',
-      from: { path: '^src/(config|chains-config|log|errors)[.]ts$' },
+      from: { path: '^src/(config|config-schema|chains-config|log|errors)[.]ts$' },
       to: { path: '^src/(db|queue|chain|mail|pdf|observability|http|runtime)/' },
     },
     {

@@ -121,21 +121,6 @@ function readChainsFile(file: string): ChainOverride[] {
   }
 }
 
-/** RPC_URL_<chainId> variables: chain id -> URLs in order of preference. */
-export function rpcUrlsOf(env: Record<string, string | undefined>): Record<number, string[]> {
-  const out: Record<number, string[]> = {};
-  for (const [name, value] of Object.entries(env)) {
-    const m = /^RPC_URL_(\d+)$/.exec(name);
-    if (!m || value === undefined || value === '') continue;
-    try {
-      out[Number(m[1])] = value.split(',').map((u) => u.trim()).filter((u) => u !== '').map((u, i) => rpcUrl(u, `URL ${i + 1}`));
-    } catch (err) {
-      throw new ChainsConfigError(name, (err as Error).message);
-    }
-  }
-  return out;
-}
-
 /** The chains in use: built in, joined by CHAINS_FILE, with RPC_URL_<chainId> over both. */
 export function loadChains(chainsFile: string | null, rpcUrls: Record<number, string[]>): Chain[] {
   const fromFile = chainsFile === null ? [] : readChainsFile(chainsFile);

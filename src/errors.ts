@@ -1,5 +1,5 @@
 // The error catalogue: every stable `code` the API returns, with its type and HTTP status, in one
-// place (the README's table is written from it). Routes throw ApiError; one Fastify error handler
+// place (docs/api.md's table is generated from it, with ERROR_WHEN below). Routes throw ApiError; one Fastify error handler
 // turns it into the spec's envelope.
 
 export type ErrorType = 'invalid_request_error' | 'authentication_error' | 'permission_error' | 'api_error';
@@ -62,6 +62,60 @@ const CATALOGUE = {
 } as const satisfies Record<string, readonly [number, ErrorType]>;
 
 export type ErrorCode = keyof typeof CATALOGUE;
+
+/** When each code is answered: one line each, the "When" column of docs/api.md's generated table. */
+export const ERROR_WHEN: Record<ErrorCode, string> = {
+  validation_failed:
+    'a body, path or query does not match the schema; the message names the field and the rule (`line_items[2].quantity must be an integer`, `unknown field "max_amount"`, `customer_email is required`)',
+  too_many_line_items: 'more line items than the cap (100)',
+  invalid_json: 'the body is not valid JSON',
+  amount_invalid: 'a decimal string is malformed',
+  amount_too_precise: 'an amount has more decimals than the token',
+  amount_too_large: 'an amount is >= 10^15',
+  amount_not_positive: 'an amount (or a total) is zero',
+  amount_mismatch: "`amount` disagrees with the line items (or a fixed-price link's price)",
+  amount_out_of_range: "a payment outside a custom link's min/max",
+  network_not_allowed: "the network is not in the key's environment (a sandbox key naming a production chain, or the reverse)",
+  unknown_network: "the network is not in the key's environment's registry",
+  unsupported_token: "the token is not in the key's environment's registry for that network",
+  invalid_time_zone: '`customer_time_zone` is not an IANA zone',
+  unsupported_locale: '`customer_locale` is not a language the documents are written in (`en`, `de`, `fr`, `es`, optionally with a region)',
+  invoice_not_editable: 'PATCH on an invoice that is no longer a draft',
+  invoice_already_sent: 'send on an invoice that is not a draft',
+  invoice_amount_missing: 'send on a draft without amount',
+  invoice_not_payable: 'pay (test helper) on an invoice that is not open/overdue',
+  invoice_reminders_closed: 'reminders on a paid or void invoice',
+  invoice_not_voidable: 'void on an invoice that is not open/overdue (a draft is deleted instead)',
+  invoice_not_deletable: 'delete of an invoice that is not a draft',
+  invalid_cursor: '`starting_after`/`ending_before` names no object of that list in this account and environment',
+  idempotency_key_reused: 'an `Idempotency-Key` already used with a different request (method, path or body) in the last 24 h',
+  price_not_found: 'the price named does not exist in this account and environment',
+  price_inactive: 'the price named is inactive',
+  price_not_recurring: 'a subscription names a one-time price',
+  product_inactive: "the price named belongs to an inactive product",
+  cadence_interval_mismatch: '`cadence` and `interval_seconds` disagree',
+  payment_link_invalid: 'contradictory link fields (e.g. `redirect` without `redirect_url`)',
+  payment_link_inactive: 'a payment on a closed link',
+  payment_link_exhausted: 'a payment past `max_payments`',
+  webhook_url_invalid: 'a webhook URL that is not absolute http(s), carries credentials or a fragment, or is not https in live',
+  webhook_url_not_public:
+    'a webhook URL whose host resolves to a loopback, private, link-local or otherwise non-public address (or does not resolve)',
+  resource_missing: 'no such object in this account and environment',
+  route_not_found: 'no such route',
+  payment_link_has_payments: 'delete of a link that took payments',
+  product_not_deletable: 'delete of a product one of whose prices is used by a subscription or a payment link',
+  idempotency_key_in_use: 'a retry while the first request with that `Idempotency-Key` is still running',
+  request_timeout: "the request's headers and body did not arrive within `HTTP_REQUEST_TIMEOUT_MS`; the connection is closed",
+  body_too_large: 'body over `BODY_LIMIT_BYTES`',
+  unsupported_media_type: 'a body that is not `application/json`',
+  rate_limited: 'too many requests for this key, or too many failed authentications from this address',
+  api_key_missing: 'no key',
+  api_key_invalid: 'an unknown or malformed key',
+  api_key_revoked: 'a revoked key',
+  permission_denied: 'a read-only key on a write',
+  live_mode_forbidden: 'a live key on a sandbox test helper',
+  internal_error: 'our fault (details in our logs, never in the message); retry later',
+};
 export type ErrorStatus = (typeof CATALOGUE)[ErrorCode][0];
 
 /** Statuses only some routes answer (409: a conflict of one resource); those routes list them in their own schema. */

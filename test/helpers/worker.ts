@@ -4,7 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { Queue } from 'bullmq';
 import { jobHandlers } from '../../jobs/index.js';
-import type { Config } from '../../src/config.js';
+import { environmentOf, type Config } from '../../src/config.js';
 import { createLogger } from '../../src/log.js';
 import { createWorkerRuntime, type WorkerRuntimeOptions, type WorkerRuntime } from '../../src/runtime/worker-runtime.js';
 
@@ -108,16 +108,9 @@ export async function waitUntil(check: () => Promise<boolean>, timeoutMs = 10_00
 /** The environment a child worker process needs to join a test's database, prefix and SMTP sink. */
 export function workerProcessEnv(config: Config, extra: Record<string, string> = {}): Record<string, string> {
   return {
-    DATABASE_URL: config.databaseUrl,
-    QUEUE_BACKEND: config.queueBackend,
-    ...(config.redisUrl ? { REDIS_URL: config.redisUrl } : {}),
-    ...(config.redisClusterNodes ? { REDIS_CLUSTER_NODES: config.redisClusterNodes.map((n) => `${n.host}:${n.port}`).join(',') } : {}),
-    REDIS_PREFIX: config.redisPrefix,
-    PAYMENT_PAGE_BASE: config.paymentPageBase,
-    MAIL_FROM: config.mailFrom,
-    WORKER_PORT: '0',
-    ...(config.smtpUrl ? { SMTP_URL: config.smtpUrl } : {}),
-    ...(config.sandboxSmtpUrl ? { SANDBOX_SMTP_URL: config.sandboxSmtpUrl } : {}),
+    ...environmentOf(config, ['databaseUrl', 'queueBackend', 'redisUrl', 'redisClusterNodes', 'redisPrefix', 'paymentPageBase', 'mailFrom', 'smtpUrl', 'sandboxSmtpUrl']),
+    // Any free port: several workers of one test share the host.
+    ...environmentOf({ ...config, workerPort: 0 }, ['workerPort']),
     ...extra,
   };
 }

@@ -1,6 +1,6 @@
 // No Docker engine runs in CI, so the container setup is checked statically: docker-compose.yml
 // against the compose specification's JSON schema, and its services, ports and environment
-// against what src/config.ts reads; .env.example and the Dockerfile likewise. The healthcheck
+// against the configuration schema (src/config-schema.ts); .env.example and the Dockerfile likewise. The healthcheck
 // scripts of api and worker are run for real against a throwaway HTTP server.
 import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
@@ -14,6 +14,7 @@ import addFormats from 'ajv-formats';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { loadConfig } from '../../src/config.js';
+import { configVariables, isConfigVariable } from '../../src/config-schema.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const read = (file: string) => readFileSync(path.join(ROOT, file), 'utf8');
@@ -22,16 +23,8 @@ const read = (file: string) => readFileSync(path.join(ROOT, file), 'utf8');
 // What the code reads
 // ---------------------------------------------------------------------------------------------
 
-/** Names src/config.ts reads: `reader(env, 'NAME', ...)`, `env.NAME`, `env['NAME']`. */
-function parseConfigVariables(source: string): Set<string> {
-  const names = new Set<string>();
-  for (const re of [/\(\s*env\s*,\s*['"]([A-Z][A-Z0-9_]*)['"]/g, /\benv\.([A-Z][A-Z0-9_]*)\b/g, /\benv\[\s*['"]([A-Z][A-Z0-9_]*)['"]\s*\]/g]) {
-    for (const m of source.matchAll(re)) names.add(m[1]);
-  }
-  return names;
-}
-
-const CONFIG_VARS = parseConfigVariables(read('src/config.ts'));
+/** The variables the service reads: the configuration schema's names and name families (RPC_URL_<chainId>). */
+const CONFIG_VARS = { has: isConfigVariable, names: configVariables().map((v) => v.env) };
 const REQUIRED_APP_VARS = ['DATABASE_URL', 'REDIS_URL', 'SMTP_URL', 'PAYMENT_PAGE_BASE'];
 // The compose services always set DATABASE_URL (unset, the commands would run an embedded PostgreSQL).
 const DEFAULTS = loadConfig({ DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/invoices' });
@@ -233,8 +226,8 @@ function composeValidator() {
 // ---------------------------------------------------------------------------------------------
 
 describe('what src/config.ts reads', () => {
-  it('is found by the source parser', () => {
-    // Every variable a default load touches must be one the parser found: guards the parser.
+  it('is the schema: a load reads no variable the schema does not name', () => {
+    // Every variable a default load touches must be in the schema, so no variable escapes the docs.
     const touched = new Set<string>();
     loadConfig(
       new Proxy({} as Record<string, string | undefined>, {
@@ -247,7 +240,7 @@ describe('what src/config.ts reads', () => {
     );
     expect([...touched].filter((n) => !CONFIG_VARS.has(n))).toEqual([]);
     for (const name of [...REQUIRED_APP_VARS, 'PORT', 'WORKER_PORT', 'LOG_LEVEL', 'MAIL_FROM', 'ADMIN_USER', 'ADMIN_PASSWORD', 'WORKER_CONCURRENCY']) {
-      expect(CONFIG_VARS, name).toContain(name);
+      expect(CONFIG_VARS.names, name).toContain(name);
     }
   });
 });
@@ -322,7 +315,7 @@ describe('docker-compose.yml', () => {
   it('names only variables the code reads, and gives api and worker the required ones', () => {
     for (const name of ['migrate', 'api', 'worker']) {
       const env = environmentOf(COMPOSE.services[name]);
-      expect(Object.keys(env).filter((n) => !CONFIG_VARS.has(n)), `${name}: variables src/config.ts does not read`).toEqual([]);
+      expect(Object.keys(env).filter((n) => !CONFIG_VARS.has(n)), `${name}: variables the configuration schema does not name`).toEqual([]);
     }
     for (const name of ['api', 'worker']) {
       const env = environmentOf(COMPOSE.services[name]);

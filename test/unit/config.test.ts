@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, embeddedPostgresDirOf, loadConfig as load } from '../../src/config.js';
+import { ConfigError, embeddedPostgresDirOf, environmentOf, loadConfig as load } from '../../src/config.js';
 
 // The entrypoints always load the configuration with a DATABASE_URL (an embedded server's when unset).
 const DB = 'postgres://postgres@db.internal:5432/invoices';
@@ -169,5 +169,58 @@ describe('loadConfig refuses bad values, naming the variable', () => {
   it('quotes the bad value', () => {
     expect(configError({ PORT: 'abc' }).message).toContain('"abc"');
     expect(configError({ REMINDERS_BEFORE_START: '3 days' }).message).toContain('"3 days"');
+  });
+});
+
+describe('chain variables', () => {
+  it('default to no chains file, a 2 s poll, 2,000-block log ranges and no RPC override', () => {
+    expect(loadConfig({})).toMatchObject({ chainsFile: null, chainPollIntervalMs: 2000, chainGetLogsMaxBlocks: 2000, rpcUrls: {} });
+  });
+
+  it('reads CHAINS_FILE, the intervals and RPC_URL_<chainId> lists', () => {
+    const c = loadConfig({
+      CHAINS_FILE: 'config/chains.json',
+      CHAIN_POLL_INTERVAL_MS: '500',
+      CHAIN_GETLOGS_MAX_BLOCKS: '10000',
+      RPC_URL_84532: 'https://sepolia.base.org, wss://base-sepolia.example/ws',
+      RPC_URL_31337: 'http://127.0.0.1:8545',
+      RPC_URL_1: '',
+    });
+    expect(c).toMatchObject({ chainsFile: 'config/chains.json', chainPollIntervalMs: 500, chainGetLogsMaxBlocks: 10000 });
+    expect(c.rpcUrls).toEqual({ 84532: ['https://sepolia.base.org', 'wss://base-sepolia.example/ws'], 31337: ['http://127.0.0.1:8545'] });
+  });
+
+  it.each([
+    ['CHAIN_POLL_INTERVAL_MS', '49'],
+    ['CHAIN_POLL_INTERVAL_MS', '3600001'],
+    ['CHAIN_GETLOGS_MAX_BLOCKS', '0'],
+    ['CHAIN_GETLOGS_MAX_BLOCKS', 'many'],
+    ['RPC_URL_84532', 'ftp://node.example'],
+    ['RPC_URL_84532', 'https://ok.example,not a url'],
+    ['RPC_URL_84532', ' , '],
+    ['RPC_URL_base', 'https://node.example'],
+    ['RPC_URL_0', 'https://node.example'],
+  ])('refuses %s=%j naming it', (variable, value) => {
+    const err = configError({ [variable]: value });
+    expect(err.variable).toBe(variable);
+    expect(err.message).toMatch(new RegExp(`^invalid configuration: ${variable} `));
+    expect(err.message).not.toContain('\n');
+  });
+});
+
+describe('environmentOf', () => {
+  it('gives back the variables that load the same fields', () => {
+    const c = loadConfig({ REDIS_CLUSTER_NODES: 'r1:7000,[::1]:7001', REDIS_PREFIX: 't1', MAIL_FROM: 'Billing <b@example.com>', RPC_URL_31337: 'http://127.0.0.1:8545' });
+    const env = environmentOf(c, ['databaseUrl', 'queueBackend', 'redisUrl', 'redisClusterNodes', 'redisPrefix', 'mailFrom', 'smtpUrl', 'rpcUrls']);
+    expect(env).toEqual({
+      DATABASE_URL: DB,
+      QUEUE_BACKEND: 'redis',
+      REDIS_URL: 'redis://127.0.0.1:6379',
+      REDIS_CLUSTER_NODES: 'r1:7000,[::1]:7001',
+      REDIS_PREFIX: 't1',
+      MAIL_FROM: 'Billing <b@example.com>',
+      RPC_URL_31337: 'http://127.0.0.1:8545',
+    });
+    expect(load(env)).toMatchObject({ redisClusterNodes: c.redisClusterNodes, redisPrefix: 't1', rpcUrls: c.rpcUrls });
   });
 });
