@@ -1,9 +1,33 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { getAddress } from 'viem';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, embeddedPostgresDirOf, environmentOf, loadConfig as load } from '../../src/config.js';
 
 // The entrypoints always load the configuration with a DATABASE_URL (an embedded server's when unset).
 const DB = 'postgres://postgres@db.internal:5432/invoices';
 const loadConfig = (env: Record<string, string>) => load({ DATABASE_URL: DB, ...env });
+
+// A local chain as `npm run chain` writes it (addresses in lower case: the loader checksums them).
+const LOCAL_CHAIN = {
+  chain_id: 31337,
+  network: 'local',
+  environment: 'sandbox',
+  rpc_urls: ['http://127.0.0.1:8545'],
+  confirmations: 2,
+  fee_proxy: '0x5fbdb2315678afecb367f032d93f642f64180aa3',
+  fee_address: '0xa0Ee7A142d267C1f36714E4a8F75612F20a79720',
+  start_block: 0,
+  explorer_url: null,
+  tokens: [{ currency: 'USDC', address: '0xe7f1725e7734ce288f8367e1bb143e90bb3f0512', decimals: 6 }],
+};
+
+function chainsFile(chains: object[]): string {
+  const dir = mkdtempSync(path.join(tmpdir(), 'chains-'));
+  writeFileSync(path.join(dir, 'chains.json'), JSON.stringify(chains));
+  return path.join(dir, 'chains.json');
+}
 
 function configError(env: Record<string, string>): ConfigError {
   try {
@@ -178,16 +202,58 @@ describe('chain variables', () => {
   });
 
   it('reads CHAINS_FILE, the intervals and RPC_URL_<chainId> lists', () => {
+    const file = chainsFile([{ ...LOCAL_CHAIN, rpc_urls: [] }]);
     const c = loadConfig({
-      CHAINS_FILE: 'config/chains.json',
+      CHAINS_FILE: file,
       CHAIN_POLL_INTERVAL_MS: '500',
       CHAIN_GETLOGS_MAX_BLOCKS: '10000',
       RPC_URL_84532: 'https://sepolia.base.org, wss://base-sepolia.example/ws',
       RPC_URL_31337: 'http://127.0.0.1:8545',
       RPC_URL_1: '',
     });
-    expect(c).toMatchObject({ chainsFile: 'config/chains.json', chainPollIntervalMs: 500, chainGetLogsMaxBlocks: 10000 });
+    expect(c).toMatchObject({ chainsFile: file, chainPollIntervalMs: 500, chainGetLogsMaxBlocks: 10000 });
     expect(c.rpcUrls).toEqual({ 84532: ['https://sepolia.base.org', 'wss://base-sepolia.example/ws'], 31337: ['http://127.0.0.1:8545'] });
+    // The file's chain joins the built-in ones; RPC_URL_<id> gives it (and Base Sepolia) their URLs.
+    const local = c.chains.find((x) => x.chainId === 31337)!;
+    expect(local).toMatchObject({ network: 'local', environment: 'sandbox', confirmations: 2, rpcUrls: ['http://127.0.0.1:8545'], feeAddress: LOCAL_CHAIN.fee_address });
+    expect(local.feeProxy).toBe(getAddress(LOCAL_CHAIN.fee_proxy));
+    expect(c.chains.find((x) => x.chainId === 84532)!.rpcUrls).toHaveLength(2);
+    expect(c.chains.filter((x) => x.rpcUrls.length > 0).map((x) => x.chainId).sort()).toEqual([31337, 84532]);
+  });
+
+  it('lets CHAINS_FILE override a built-in chain: its confirmations, RPC URLs, fee address and a token', () => {
+    const c = loadConfig({
+      CHAINS_FILE: chainsFile([{ chain_id: 8453, confirmations: 5, rpc_urls: ['https://base.example'], fee_address: LOCAL_CHAIN.fee_address, tokens: [{ currency: 'EURC', address: LOCAL_CHAIN.tokens[0].address, decimals: 6 }] }]),
+    });
+    const base = c.chains.find((x) => x.chainId === 8453)!;
+    expect(base).toMatchObject({ network: 'base', environment: 'live', confirmations: 5, rpcUrls: ['https://base.example'], feeProxy: '0x1892196E80C4c17ea5100Da765Ab48c1fE2Fb814' });
+    expect(base.tokens.map((t) => t.currency)).toEqual(['USDC', 'EURC']);
+  });
+
+  it.each([
+    ['not JSON', '{', /is not JSON/],
+    ['not an array', '{}', /must hold a JSON array/],
+    ['a bad address', JSON.stringify([{ ...LOCAL_CHAIN, fee_proxy: '0x1234' }]), /\[0\]\.fee_proxy must be an address/],
+    ['a bad checksum', JSON.stringify([{ ...LOCAL_CHAIN, fee_address: '0x70997970c51812dc3A010C7d01b50e0d17dc79C8' }]), /\[0\]\.fee_address has mixed case/],
+    ['a bad environment', JSON.stringify([{ ...LOCAL_CHAIN, environment: 'prod' }]), /\[0\]\.environment must be "sandbox" or "live"/],
+    ['an unknown field', JSON.stringify([{ ...LOCAL_CHAIN, rpc: 'x' }]), /unknown field "rpc"/],
+    ['a new chain without tokens', JSON.stringify([{ chain_id: 5, network: 'goerli', environment: 'sandbox', confirmations: 1 }]), /chain 5 is not built in, so it needs tokens/],
+    ['a network name taken', JSON.stringify([{ ...LOCAL_CHAIN, network: 'base' }]), /both use the network name base/],
+    ['a bad RPC URL', JSON.stringify([{ ...LOCAL_CHAIN, rpc_urls: ['ftp://x'] }]), /rpc_urls\[0\] must be an absolute http\(s\) or ws\(s\) URL/],
+  ])('refuses a CHAINS_FILE with %s, naming CHAINS_FILE and what is wrong', (_what, text, message) => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'chains-'));
+    writeFileSync(path.join(dir, 'chains.json'), text);
+    const err = configError({ CHAINS_FILE: path.join(dir, 'chains.json') });
+    expect(err.variable).toBe('CHAINS_FILE');
+    expect(err.message).toMatch(message);
+    expect(err.message).not.toContain('\n');
+  });
+
+  it('refuses a missing CHAINS_FILE and an RPC_URL_<chainId> of an unknown chain', () => {
+    expect(configError({ CHAINS_FILE: '/nonexistent/chains.json' }).message).toMatch(/CHAINS_FILE \/nonexistent\/chains.json cannot be read \(ENOENT\)/);
+    const err = configError({ RPC_URL_999: 'https://node.example' });
+    expect(err.variable).toBe('RPC_URL_999');
+    expect(err.message).toMatch(/names chain 999, which is neither built in nor in CHAINS_FILE/);
   });
 
   it.each([
@@ -210,7 +276,7 @@ describe('chain variables', () => {
 
 describe('environmentOf', () => {
   it('gives back the variables that load the same fields', () => {
-    const c = loadConfig({ REDIS_CLUSTER_NODES: 'r1:7000,[::1]:7001', REDIS_PREFIX: 't1', MAIL_FROM: 'Billing <b@example.com>', RPC_URL_31337: 'http://127.0.0.1:8545' });
+    const c = loadConfig({ REDIS_CLUSTER_NODES: 'r1:7000,[::1]:7001', REDIS_PREFIX: 't1', MAIL_FROM: 'Billing <b@example.com>', RPC_URL_8453: 'http://127.0.0.1:8545' });
     const env = environmentOf(c, ['databaseUrl', 'queueBackend', 'redisUrl', 'redisClusterNodes', 'redisPrefix', 'mailFrom', 'smtpUrl', 'rpcUrls']);
     expect(env).toEqual({
       DATABASE_URL: DB,
@@ -219,7 +285,7 @@ describe('environmentOf', () => {
       REDIS_CLUSTER_NODES: 'r1:7000,[::1]:7001',
       REDIS_PREFIX: 't1',
       MAIL_FROM: 'Billing <b@example.com>',
-      RPC_URL_31337: 'http://127.0.0.1:8545',
+      RPC_URL_8453: 'http://127.0.0.1:8545',
     });
     expect(load(env)).toMatchObject({ redisClusterNodes: c.redisClusterNodes, redisPrefix: 't1', rpcUrls: c.rpcUrls });
   });
