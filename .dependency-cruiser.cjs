@@ -21,6 +21,13 @@ module.exports = {
       to: { circular: true },
     },
     {
+      name: 'devchain-is-dev-tooling',
+      severity: 'error',
+      comment: 'src/devchain (anvil, the test contracts, the local chains file) serves `npm run chain`, the tests and the benchmarks: the service never depends on it.',
+      from: { path: '^(src|jobs)/', pathNot: '^src/devchain/' },
+      to: { path: '^src/devchain/' },
+    },
+    {
       name: 'src-not-to-jobs',
       severity: 'error',
       comment: 'src/ is the engine; the handlers in jobs/ are handed to the worker runtime by the entrypoint.',

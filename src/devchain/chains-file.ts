@@ -1,0 +1,87 @@
+// The CHAINS_FILE entry of a local chain (the format the chain watcher reads: a JSON array of
+// chains). Written by `npm run chain` to var/chain/chains.json and by the test harness.
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { getAddress, isAddress, type Address } from 'viem';
+import { WELL_KNOWN_ACCOUNTS, FEE_ACCOUNT_INDEX } from './accounts.js';
+import { ANVIL_CHAIN_ID } from './anvil.js';
+import { TEST_USDC_SYMBOL } from './contracts.js';
+import type { DevChainContracts } from './deploy.js';
+
+/** Confirmations on a local chain: enough to see "confirming 1 of 2", few enough to wait 2 s at one block a second. */
+export const LOCAL_CONFIRMATIONS = 2;
+
+export interface ChainsFileToken {
+  currency: string;
+  address: Address;
+  decimals: number;
+}
+
+/** One chain of a CHAINS_FILE (snake_case: the file's format). */
+export interface ChainsFileEntry {
+  chain_id: number;
+  network: string;
+  environment: 'sandbox' | 'live';
+  rpc_urls: string[];
+  confirmations: number;
+  fee_proxy: Address;
+  fee_address: Address;
+  start_block: number;
+  explorer_url: string | null;
+  tokens: ChainsFileToken[];
+}
+
+export interface LocalChain extends DevChainContracts {
+  rpcUrl: string;
+  chainId?: number;
+  /** Default: well-known account 9 (FEE_ACCOUNT_INDEX), never a payer. */
+  feeAddress?: Address;
+}
+
+/** The entry for a local chain: network `local`, environment `sandbox`, EIP-55 addresses; overrides win. */
+export function localChainsFileEntry(chain: LocalChain, overrides: Partial<ChainsFileEntry> = {}): ChainsFileEntry {
+  return {
+    chain_id: chain.chainId ?? ANVIL_CHAIN_ID,
+    network: 'local',
+    environment: 'sandbox',
+    rpc_urls: [chain.rpcUrl],
+    confirmations: LOCAL_CONFIRMATIONS,
+    fee_proxy: getAddress(chain.feeProxy),
+    fee_address: getAddress(chain.feeAddress ?? WELL_KNOWN_ACCOUNTS[FEE_ACCOUNT_INDEX].address),
+    start_block: 0,
+    explorer_url: null,
+    tokens: [{ currency: TEST_USDC_SYMBOL, address: getAddress(chain.token), decimals: chain.tokenDecimals }],
+    ...overrides,
+  };
+}
+
+/** Writes the file (a JSON array) atomically: a reader never sees half of it. */
+export function writeChainsFile(file: string, entries: readonly ChainsFileEntry[]): void {
+  mkdirSync(path.dirname(file), { recursive: true });
+  const tmp = `${file}.${process.pid}.tmp`;
+  writeFileSync(tmp, `${JSON.stringify(entries, null, 2)}\n`);
+  renameSync(tmp, file);
+}
+
+/**
+ * The local chain's contracts as a previous run wrote them, or null when the file is missing,
+ * unreadable or has no entry for chainId (then the chain is deployed afresh).
+ */
+export function readLocalContracts(file: string, chainId: number = ANVIL_CHAIN_ID): DevChainContracts | null {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(file, 'utf8'));
+  } catch {
+    return null;
+  }
+  if (!Array.isArray(parsed)) return null;
+  const entry: unknown = parsed.find((e: unknown) => typeof e === 'object' && e !== null && (e as { chain_id?: unknown }).chain_id === chainId);
+  if (typeof entry !== 'object' || entry === null) return null;
+  const { fee_proxy: feeProxy, tokens } = entry as { fee_proxy?: unknown; tokens?: unknown };
+  const token: unknown = Array.isArray(tokens) ? tokens.find((t: unknown) => (t as { currency?: unknown })?.currency === TEST_USDC_SYMBOL) : undefined;
+  const { address, decimals } = (token ?? {}) as { address?: unknown; decimals?: unknown };
+  if (typeof feeProxy !== 'string' || !isAddress(feeProxy) || typeof address !== 'string' || !isAddress(address) || typeof decimals !== 'number') {
+    return null;
+  }
+  return { feeProxy: getAddress(feeProxy), token: getAddress(address), tokenDecimals: decimals };
+}

@@ -1,0 +1,23 @@
+// The contracts of a local chain: Request Network's ERC20FeeProxy (ABI and creation bytecode
+// copied from @requestnetwork/smart-contracts 0.48.0) and the test USDC compiled from
+// contracts/TestUSDC.sol (`npm run contracts:compile`). The ABIs are typed here with parseAbi so
+// viem checks every call; test/unit/devchain-contracts.test.ts checks they equal the artifacts'.
+import { erc20Abi, parseAbi, type Hex } from 'viem';
+import feeProxyArtifact from '../../contracts/artifacts/ERC20FeeProxy.json' with { type: 'json' };
+import testUsdcArtifact from '../../contracts/artifacts/TestUSDC.json' with { type: 'json' };
+
+export const ERC20_FEE_PROXY_ABI = parseAbi([
+  'function transferFromWithReferenceAndFee(address _tokenAddress, address _to, uint256 _amount, bytes _paymentReference, uint256 _feeAmount, address _feeAddress)',
+  'event TransferWithReferenceAndFee(address tokenAddress, address to, uint256 amount, bytes indexed paymentReference, uint256 feeAmount, address feeAddress)',
+]);
+
+export const TEST_USDC_ABI = [...erc20Abi, ...parseAbi(['function mint(address to, uint256 amount)'])] as const;
+
+export const ERC20_FEE_PROXY_BYTECODE = feeProxyArtifact.bytecode as Hex;
+export const TEST_USDC_BYTECODE = testUsdcArtifact.bytecode as Hex;
+
+/** The artifacts' own ABIs (JSON), for the test that compares them with the typed ones. */
+export const ARTIFACT_ABIS = { feeProxy: feeProxyArtifact.abi, testUsdc: testUsdcArtifact.abi } as const;
+
+export const TEST_USDC_DECIMALS = 6;
+export const TEST_USDC_SYMBOL = 'USDC';

@@ -1,0 +1,114 @@
+// The local chain's pieces that need no chain: the committed contract artifact is what the source
+// compiles to, the typed ABIs are the artifacts', the well-known accounts are anvil's, and the
+// chains file reads back what it wrote.
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import type { Abi } from 'viem';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FEE_ACCOUNT_INDEX, PAYER_INDICES, WELL_KNOWN_ACCOUNTS } from '../../src/devchain/accounts.js';
+import { anvilArgs, anvilBinary } from '../../src/devchain/anvil.js';
+import { localChainsFileEntry, readLocalContracts, writeChainsFile } from '../../src/devchain/chains-file.js';
+import { ARTIFACT_ABIS, ERC20_FEE_PROXY_ABI, TEST_USDC_ABI } from '../../src/devchain/contracts.js';
+
+const root = path.resolve(import.meta.dirname, '../..');
+
+/** Each function and event of an ABI as `kind name(type [indexed], ...) -> outputs`, sorted: what decoding depends on. */
+function signatures(abi: Abi): string[] {
+  return abi
+    .flatMap((item) => {
+      if (item.type === 'event') return [`event ${item.name}(${item.inputs.map((i) => `${i.type}${i.indexed ? ' indexed' : ''}`).join(',')})`];
+      if (item.type === 'function') return [`function ${item.name}(${item.inputs.map((i) => i.type).join(',')}) -> (${item.outputs.map((o) => o.type).join(',')})`];
+      return [];
+    })
+    .sort();
+}
+
+describe('contracts', () => {
+  it('contracts/artifacts/TestUSDC.json is what contracts/TestUSDC.sol compiles to (not stale)', async () => {
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, [path.join(root, 'scripts/compile-contracts.mjs'), '--check'], { cwd: root }).catch(
+      (err: { stdout: string; stderr: string; code: number }) => {
+        throw new Error(`compile --check exited ${err.code}: ${err.stderr}`);
+      },
+    );
+    expect(stderr).toBe('');
+    expect(stdout).toBe('');
+  });
+
+  it('the typed ABIs are the artifacts\' (the proxy entirely; the token for what is called)', () => {
+    expect(signatures(ERC20_FEE_PROXY_ABI)).toEqual(signatures(ARTIFACT_ABIS.feeProxy as Abi));
+    const artifact = signatures(ARTIFACT_ABIS.testUsdc as Abi);
+    for (const sig of signatures(TEST_USDC_ABI)) expect(artifact).toContain(sig);
+    expect(artifact).toContain('function mint(address,uint256) -> ()');
+    expect(signatures(ERC20_FEE_PROXY_ABI)).toContain('event TransferWithReferenceAndFee(address,address,uint256,bytes indexed,uint256,address)');
+  });
+});
+
+describe('well-known accounts', () => {
+  it('are anvil\'s default accounts; 0 to 8 pay, 9 takes the fees', () => {
+    expect(WELL_KNOWN_ACCOUNTS).toHaveLength(10);
+    expect(WELL_KNOWN_ACCOUNTS[0]).toEqual({
+      index: 0,
+      address: '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266',
+      privateKey: '0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80',
+    });
+    expect(WELL_KNOWN_ACCOUNTS[9].address).toBe('0xa0Ee7A142d267C1f36714E4a8F75612F20a79720');
+    expect(FEE_ACCOUNT_INDEX).toBe(9);
+    expect(PAYER_INDICES).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8]);
+  });
+});
+
+describe('anvil', () => {
+  it('runs the platform package\'s binary with the given options', () => {
+    expect(anvilBinary()).toMatch(/@foundry-rs\/anvil-linux-amd64\/bin\/anvil$/);
+    expect(anvilArgs({ port: 8545, blockTime: 1, statePath: 'var/chain/state.json' })).toEqual([
+      '--host', '127.0.0.1', '--port', '8545', '--chain-id', '31337', '--block-time', '1', '--state', 'var/chain/state.json',
+    ]);
+    expect(anvilArgs({ port: 0, chainId: 5 })).toEqual(['--host', '127.0.0.1', '--port', '0', '--chain-id', '5']);
+  });
+});
+
+describe('chains file', () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'chains-file-'));
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  const contracts = { feeProxy: '0x5fbdb2315678afecb367f032d93f642f64180aa3', token: '0xe7f1725e7734ce288f8367e1bb143e90bb3f0512', tokenDecimals: 6 } as const;
+
+  it('builds the local entry with EIP-55 addresses and account 9 as fee address', () => {
+    expect(localChainsFileEntry({ rpcUrl: 'http://127.0.0.1:8545', ...contracts })).toEqual({
+      chain_id: 31337,
+      network: 'local',
+      environment: 'sandbox',
+      rpc_urls: ['http://127.0.0.1:8545'],
+      confirmations: 2,
+      fee_proxy: '0x5FbDB2315678afecb367f032d93F642f64180aa3',
+      fee_address: '0xa0Ee7A142d267C1f36714E4a8F75612F20a79720',
+      start_block: 0,
+      explorer_url: null,
+      tokens: [{ currency: 'USDC', address: '0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512', decimals: 6 }],
+    });
+  });
+
+  it('reads back the contracts it wrote; null for a missing, broken or foreign file', async () => {
+    const file = path.join(dir, 'nested', 'chains.json');
+    expect(readLocalContracts(file)).toBeNull();
+    writeChainsFile(file, [localChainsFileEntry({ rpcUrl: 'http://127.0.0.1:8545', ...contracts })]);
+    expect(readLocalContracts(file)).toEqual({
+      feeProxy: '0x5FbDB2315678afecb367f032d93F642f64180aa3',
+      token: '0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512',
+      tokenDecimals: 6,
+    });
+    expect(readLocalContracts(file, 1)).toBeNull();
+    await writeFile(file, '[{"chain_id": 31337, "fee_proxy": "0x12"');
+    expect(readLocalContracts(file)).toBeNull();
+    await writeFile(file, '[{"chain_id": 31337, "fee_proxy": "not an address", "tokens": []}]');
+    expect(readLocalContracts(file)).toBeNull();
+  });
+});
