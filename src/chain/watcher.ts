@@ -202,7 +202,7 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
         if (s.failures === 1 || s.failures % 10 === 0) {
           opts.log.warn({ chain_id: chainId, failures: s.failures, retry_in_ms: waitMs, err: { message: (err as Error).message.split('\n')[0] } }, 'chain scan failed; backing off');
         }
-        return `RPC error, retry in ${waitMs} ms`;
+        return `scan failed (${(err as Error).message.split('\n')[0].slice(0, 120)}), retry in ${waitMs} ms`;
       }
     },
   };

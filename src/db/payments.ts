@@ -315,8 +315,8 @@ export async function writeInvoiceBalances(db: Queryable, rows: InvoiceBalanceWr
 export async function emitPaymentEvents(db: Queryable, events: { accountId: string; environment: Environment; type: string; id: string; object: object }[]): Promise<void> {
   if (events.length === 0) return;
   await db.query(
-    `select emit_event(x.account_id, x.environment, x.type, 'payment', x.id, x.object, null)
-     from jsonb_to_recordset($1::jsonb) with ordinality as x (account_id text, environment environment, type text, id text, object jsonb, n bigint)
+    `select emit_event(e->>'account_id', (e->>'environment')::environment, e->>'type', 'payment', e->>'id', e->'object', null)
+     from jsonb_array_elements($1::jsonb) with ordinality as t (e, n)
      order by n`,
     [JSON.stringify(events.map((e) => ({ account_id: e.accountId, environment: e.environment, type: e.type, id: e.id, object: e.object })))],
   );

@@ -17,6 +17,11 @@ export const EVENT_TYPES = [
   'product.updated',
   'subscription.created',
   'credential.revoked',
+  'invoice.partially_paid',
+  'payment.pending',
+  'payment.confirmed',
+  'payment.removed',
+  'payment.applied',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];

@@ -27,6 +27,7 @@ import { productRoutes } from './routes/products.js';
 import { subscriptionRoutes } from './routes/subscriptions.js';
 import { testHelperRoutes } from './routes/test-helpers.js';
 import { eventRoutes } from './routes/events.js';
+import { paymentRoutes } from './routes/payments.js';
 import { webhookEndpointRoutes } from './routes/webhook-endpoints.js';
 
 export type { Api as App, AppDeps } from './types.js';
@@ -281,6 +282,7 @@ export async function buildApp(deps: AppDeps): Promise<Api> {
     await credentialRoutes(v1, deps);
     await testHelperRoutes(v1, deps);
     await eventRoutes(v1, deps);
+    await paymentRoutes(v1, deps);
     await webhookEndpointRoutes(v1, deps);
   }, { prefix: '/v1' });
 
