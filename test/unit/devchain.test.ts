@@ -10,6 +10,7 @@ import type { Abi } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FEE_ACCOUNT_INDEX, PAYER_INDICES, WELL_KNOWN_ACCOUNTS } from '../../src/devchain/accounts.js';
 import { anvilArgs, anvilBinary } from '../../src/devchain/anvil.js';
+import { ChainCommandError, chainCommandOptions } from '../../src/devchain/chain-command.js';
 import { localChainsFileEntry, readLocalContracts, writeChainsFile } from '../../src/devchain/chains-file.js';
 import { ARTIFACT_ABIS, ERC20_FEE_PROXY_ABI, TEST_USDC_ABI } from '../../src/devchain/contracts.js';
 
@@ -110,5 +111,34 @@ describe('chains file', () => {
     expect(readLocalContracts(file)).toBeNull();
     await writeFile(file, '[{"chain_id": 31337, "fee_proxy": "not an address", "tokens": []}]');
     expect(readLocalContracts(file)).toBeNull();
+  });
+});
+
+describe('npm run chain options', () => {
+  it('defaults to port 8545 and var/chain', () => {
+    expect(chainCommandOptions({}, [])).toEqual({
+      port: 8545,
+      stateDir: 'var/chain',
+      statePath: path.join('var/chain', 'state.json'),
+      chainsFile: path.join('var/chain', 'chains.json'),
+      fresh: false,
+    });
+  });
+
+  it('reads CHAIN_PORT, CHAIN_STATE_DIR and --fresh', () => {
+    expect(chainCommandOptions({ CHAIN_PORT: '9545', CHAIN_STATE_DIR: '/tmp/x' }, ['--fresh'])).toMatchObject({
+      port: 9545,
+      statePath: '/tmp/x/state.json',
+      chainsFile: '/tmp/x/chains.json',
+      fresh: true,
+    });
+    expect(chainCommandOptions({ CHAIN_PORT: '', CHAIN_STATE_DIR: ' ' }, []).port).toBe(8545);
+  });
+
+  it('refuses a bad port or an unknown argument, naming it', () => {
+    for (const port of ['0', '65536', '85.45', 'x', '-1']) {
+      expect(() => chainCommandOptions({ CHAIN_PORT: port }, [])).toThrow(new ChainCommandError(`CHAIN_PORT must be a port number (1 to 65535), got "${port}"`));
+    }
+    expect(() => chainCommandOptions({}, ['--fres'])).toThrow(/unknown argument "--fres"/);
   });
 });

@@ -1,0 +1,123 @@
+// `npm run chain`: a real local chain for development and demos. anvil on 127.0.0.1:8545
+// (CHAIN_PORT), chain id 31337, a block a second, its state kept in var/chain/ (CHAIN_STATE_DIR);
+// the fee proxy and the test USDC deployed and payers funded on the first run only (later runs
+// find them on the kept chain); var/chain/chains.json written; one block printed. SIGINT/SIGTERM
+// stop anvil (which writes its state) and exit 0. `-- --fresh` deletes the state and starts over.
+import { existsSync } from 'node:fs';
+import { mkdir, rm } from 'node:fs/promises';
+import { createPublicClient, formatUnits, http } from 'viem';
+import { DEPLOYER_INDEX, FEE_ACCOUNT_INDEX, WELL_KNOWN_ACCOUNTS } from '../src/devchain/accounts.js';
+import { AnvilError, ANVIL_CHAIN_ID, startAnvil, type AnvilProcess } from '../src/devchain/anvil.js';
+import {
+  CHAIN_BLOCK_TIME_SECONDS,
+  ChainCommandError,
+  chainCommandOptions,
+  chainReadyMessage,
+  type ChainCommandOptions,
+} from '../src/devchain/chain-command.js';
+import { localChainsFileEntry, readLocalContracts, writeChainsFile } from '../src/devchain/chains-file.js';
+import { TEST_USDC_ABI } from '../src/devchain/contracts.js';
+import { deployDevContracts, hasDevContracts } from '../src/devchain/deploy.js';
+
+function fail(message: string): never {
+  process.stderr.write(`npm run chain: ${message}\n`);
+  process.exit(1);
+}
+
+let opts: ChainCommandOptions;
+try {
+  opts = chainCommandOptions(process.env, process.argv.slice(2));
+} catch (err) {
+  if (err instanceof ChainCommandError) fail(err.message);
+  throw err;
+}
+
+let anvil: Promise<AnvilProcess> | null = null;
+let stopping = false;
+// Installed before anvil starts: a Ctrl-C during the deploy still stops it and saves the state.
+const onSignal = (signal: NodeJS.Signals) => {
+  if (stopping) return; // a terminal's Ctrl-C and npm's forwarding can both deliver it
+  stopping = true;
+  process.stdout.write(`\n${signal}: stopping the chain\n`);
+  // An anvil still starting is stopped once it answers (or has failed to start).
+  const stopped = anvil ? anvil.then((a) => a.stop(), () => undefined) : Promise.resolve();
+  stopped.then(
+    () => {
+      process.stdout.write(`stopped; its state is in ${opts.statePath}\n`);
+      process.exit(0);
+    },
+    (err: unknown) => fail(`could not stop anvil: ${(err as Error).message}`),
+  );
+};
+process.on('SIGINT', onSignal);
+process.on('SIGTERM', onSignal);
+
+if (opts.fresh) {
+  await rm(opts.statePath, { force: true });
+  await rm(opts.chainsFile, { force: true });
+}
+
+const hadState = existsSync(opts.statePath);
+// anvil writes its state on exit only into a folder that exists.
+await mkdir(opts.stateDir, { recursive: true });
+anvil = startAnvil({
+  port: opts.port,
+  chainId: ANVIL_CHAIN_ID,
+  blockTime: CHAIN_BLOCK_TIME_SECONDS,
+  statePath: opts.statePath,
+  // Only this process signals anvil: one clean stop, one state dump, whatever the terminal sends.
+  ownProcessGroup: true,
+});
+let running: AnvilProcess;
+try {
+  running = await anvil;
+} catch (err) {
+  if (!(err instanceof AnvilError)) throw err;
+  const output = err.message;
+  if (/address already in use/i.test(output)) fail(`port ${opts.port} is taken (another npm run chain?): stop it or set CHAIN_PORT`);
+  if (hadState) fail(`${err.message}\n(the state in ${opts.statePath} may be damaged: npm run chain -- --fresh starts over)`);
+  fail(err.message);
+}
+running.exited.then(({ code, signal }) => {
+  if (!stopping) fail(`anvil exited on its own (code ${code}, signal ${signal}):\n${running.outputTail()}`);
+});
+
+// A failure once anvil runs (a deploy that reverts) stops it and exits 1; a signal meanwhile makes
+// the RPC calls fail too, and then onSignal's clean exit is the one that counts.
+await ready(running).catch(async (err: unknown) => {
+  if (stopping) return;
+  stopping = true;
+  await running.stop();
+  fail(`could not prepare the chain: ${(err as Error).message}`);
+});
+
+async function ready(running: AnvilProcess): Promise<void> {
+  const previous = readLocalContracts(opts.chainsFile);
+  const kept = previous !== null && (await hasDevContracts(running.rpcUrl, previous));
+  const contracts = kept ? previous : await deployDevContracts(running.rpcUrl);
+  const feeAddress = WELL_KNOWN_ACCOUNTS[FEE_ACCOUNT_INDEX].address;
+  writeChainsFile(opts.chainsFile, [localChainsFileEntry({ rpcUrl: running.rpcUrl, chainId: running.chainId, ...contracts, feeAddress })]);
+
+  const client = createPublicClient({ transport: http(running.rpcUrl) });
+  const payer = WELL_KNOWN_ACCOUNTS[DEPLOYER_INDEX];
+  const [blockNumber, payerBalance] = await Promise.all([
+    client.getBlockNumber(),
+    client.readContract({ address: contracts.token, abi: TEST_USDC_ABI, functionName: 'balanceOf', args: [payer.address] }),
+  ]);
+  if (!stopping) {
+    process.stdout.write(
+      `${chainReadyMessage({
+        rpcUrl: running.rpcUrl,
+        chainId: running.chainId,
+        chainsFile: opts.chainsFile,
+        stateDir: opts.stateDir,
+        contracts: kept ? 'kept' : 'deployed',
+        blockNumber,
+        ...contracts,
+        feeAddress,
+        payer,
+        payerBalance: formatUnits(payerBalance, contracts.tokenDecimals),
+      })}\n`,
+    );
+  }
+}

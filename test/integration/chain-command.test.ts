@@ -1,0 +1,230 @@
+// `npm run chain` as a newcomer runs it: a real npm process on a free CHAIN_PORT with a temporary
+// CHAIN_STATE_DIR. It prints its block, the contracts answer, a payer holds USDC; SIGTERM to the
+// npm process alone leaves nothing running; a restart keeps addresses, balances and blocks;
+// `-- --fresh` starts over.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createPublicClient, createWalletClient, http, type Address } from 'viem';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { WELL_KNOWN_ACCOUNTS } from '../../src/devchain/accounts.js';
+import { TEST_USDC_ABI } from '../../src/devchain/contracts.js';
+
+const root = path.resolve(import.meta.dirname, '../..');
+const MERCHANT: Address = '0x2222222222222222222222222222222222222222';
+const READY_LINE = 'Ctrl-C stops the chain';
+
+interface RunningChain {
+  npm: ChildProcess;
+  /** node and anvil, as seen below npm when the chain was ready. */
+  below: number[];
+  output(): string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** Every process below pid (from /proc), deepest last. */
+function descendants(pid: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      // The command name may hold spaces and parentheses: the fields after the last ')' are fixed.
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const out: number[] = [];
+  const walk = (p: number) => {
+    for (const c of children.get(p) ?? []) {
+      out.push(c);
+      walk(c);
+    }
+  };
+  walk(pid);
+  return out;
+}
+
+/** Running (a zombie, exited but not yet reaped by its parent, counts as gone). */
+function alive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+function commandOf(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ');
+  } catch {
+    return '';
+  }
+}
+
+async function portAcceptsConnections(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+async function waitFor(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe('npm run chain', () => {
+  let stateDir: string;
+  let port: number;
+  let rpcUrl: string;
+  const started: RunningChain[] = [];
+
+  const startChain = async (args: string[] = []): Promise<RunningChain> => {
+    const npm = spawn('npm', ['run', 'chain', ...(args.length > 0 ? ['--', ...args] : [])], {
+      cwd: root,
+      env: { ...process.env, CHAIN_PORT: String(port), CHAIN_STATE_DIR: stateDir },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    npm.stdout?.on('data', (c: Buffer) => (out += c.toString()));
+    npm.stderr?.on('data', (c: Buffer) => (out += c.toString()));
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => npm.once('exit', (code, signal) => resolve({ code, signal })));
+    const running: RunningChain = { npm, below: [], output: () => out, exited };
+    started.push(running);
+    let gone = false;
+    void exited.then(() => (gone = true));
+    await waitFor('the ready block', () => {
+      if (gone) throw new Error(`npm run chain exited early:\n${out}`);
+      return out.includes(READY_LINE);
+    }, 60_000);
+    running.below = descendants(npm.pid as number);
+    return running;
+  };
+
+  /** SIGTERM to the npm process only (not its group), as a process manager or `kill <pid>` does. */
+  const stopChain = async (chain: RunningChain) => {
+    const below = chain.below;
+    expect(below.map(commandOf).some((c) => c.includes('anvil'))).toBe(true);
+    chain.npm.kill('SIGTERM');
+    expect(await chain.exited).toEqual({ code: 0, signal: null });
+    await waitFor('node and anvil to exit', () => below.every((pid) => !alive(pid)), 15_000);
+    expect(await portAcceptsConnections(port)).toBe(false);
+  };
+
+  const client = () => createPublicClient({ transport: http(rpcUrl), cacheTime: 0 });
+  const chainsFile = async () => JSON.parse(await readFile(path.join(stateDir, 'chains.json'), 'utf8')) as [{ fee_proxy: Address; tokens: [{ address: Address }]; rpc_urls: string[] }];
+  const balanceOf = (token: Address, who: Address) => client().readContract({ address: token, abi: TEST_USDC_ABI, functionName: 'balanceOf', args: [who] });
+
+  beforeAll(async () => {
+    stateDir = await mkdtemp(path.join(tmpdir(), 'chain-state-'));
+    port = await freePort();
+    rpcUrl = `http://127.0.0.1:${port}`;
+  });
+  afterEach(async () => {
+    // A failed test must not leave a chain running: npm, then whatever it left behind, get SIGTERM.
+    for (const chain of started.splice(0)) {
+      if (chain.npm.exitCode === null && chain.npm.signalCode === null) {
+        chain.npm.kill('SIGTERM');
+        await chain.exited;
+      }
+      for (const pid of chain.below.filter(alive)) process.kill(pid, 'SIGTERM');
+      await waitFor('leftovers to exit', () => chain.below.every((pid) => !alive(pid)), 15_000);
+    }
+  });
+  afterAll(async () => {
+    await rm(stateDir, { recursive: true, force: true });
+  });
+
+  it('starts, deploys, prints one block; SIGTERM to npm stops everything; a restart keeps the chain; --fresh starts over', async () => {
+    // First run: deploys.
+    let chain = await startChain();
+    expect(chain.output()).toContain('contracts deployed now');
+    expect(chain.output()).toContain(`RPC URL        ${rpcUrl}`);
+    expect(chain.output()).toContain('Chain ID       31337');
+    expect(chain.output()).toContain('0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80');
+    expect(chain.output().match(/Local chain running/g)).toHaveLength(1);
+    const [entry] = await chainsFile();
+    expect(entry.rpc_urls).toEqual([rpcUrl]);
+    const token = entry.tokens[0].address;
+    expect(chain.output()).toContain(`Test USDC          ${token}`);
+    expect(await client().getChainId()).toBe(31337);
+    expect(await client().getCode({ address: entry.fee_proxy })).toMatch(/^0x[0-9a-f]{100,}$/);
+    expect(await client().readContract({ address: token, abi: TEST_USDC_ABI, functionName: 'decimals' })).toBe(6);
+    const payer = WELL_KNOWN_ACCOUNTS[1].address;
+    expect(await balanceOf(token, payer)).toBe(1_000_000_000_000n);
+
+    // Something to keep: a transfer, then blocks (one a second).
+    const wallet = createWalletClient({ account: payer, transport: http(rpcUrl) });
+    const hash = await wallet.writeContract({ address: token, abi: TEST_USDC_ABI, functionName: 'transfer', args: [MERCHANT, 7_000_000n], chain: null });
+    const receipt = await client().waitForTransactionReceipt({ hash, pollingInterval: 100 });
+    expect(receipt.status).toBe('success');
+    await waitFor('two blocks after the transfer', async () => (await client().getBlockNumber()) >= receipt.blockNumber + 2n, 10_000);
+    const blockBeforeStop = await client().getBlockNumber();
+    await stopChain(chain);
+
+    // Second run: the same chain.
+    chain = await startChain();
+    expect(chain.output()).toContain('chain kept from the previous run');
+    expect(chain.output()).not.toContain('contracts deployed now');
+    const [kept] = await chainsFile();
+    expect(kept.fee_proxy).toBe(entry.fee_proxy);
+    expect(kept.tokens[0].address).toBe(token);
+    expect(await balanceOf(token, MERCHANT)).toBe(7_000_000n);
+    expect(await balanceOf(token, payer)).toBe(1_000_000_000_000n - 7_000_000n);
+    expect(await client().getBlockNumber()).toBeGreaterThanOrEqual(blockBeforeStop);
+    // The old blocks and their logs are there too (a watcher rescanning from block 0 finds them).
+    const keptReceipt = await client().getTransactionReceipt({ hash });
+    expect(keptReceipt.blockHash).toBe(receipt.blockHash);
+    const transfers = await client().getLogs({ address: token, fromBlock: 0n, toBlock: receipt.blockNumber });
+    expect(transfers.map((l) => l.transactionHash)).toContain(hash);
+    await stopChain(chain);
+
+    // --fresh: a new chain from block 0 (same addresses: a fresh anvil deploys deterministically).
+    chain = await startChain(['--fresh']);
+    expect(chain.output()).toContain('contracts deployed now');
+    expect(await client().getBlockNumber()).toBeLessThan(blockBeforeStop);
+    expect(await balanceOf(token, MERCHANT)).toBe(0n);
+    expect((await chainsFile())[0].tokens[0].address).toBe(token);
+    await stopChain(chain);
+  }, 120_000);
+
+  it('refuses a bad CHAIN_PORT and an unknown argument with one line, exit 1', async () => {
+    for (const [env, args, message] of [
+      [{ CHAIN_PORT: 'eighty' }, [], 'CHAIN_PORT must be a port number'],
+      [{}, ['--frsh'], 'unknown argument "--frsh"'],
+    ] as const) {
+      const npm = spawn('npm', ['run', '--silent', 'chain', ...(args.length > 0 ? ['--', ...args] : [])], {
+        cwd: root,
+        env: { ...process.env, CHAIN_PORT: String(port), CHAIN_STATE_DIR: stateDir, ...env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let err = '';
+      npm.stderr?.on('data', (c: Buffer) => (err += c.toString()));
+      const code = await new Promise<number | null>((resolve) => npm.once('exit', resolve));
+      expect(code).toBe(1);
+      expect(err.trim().split('\n')[0]).toContain(message);
+    }
+  });
+});
