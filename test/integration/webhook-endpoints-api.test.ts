@@ -119,6 +119,28 @@ describe('webhook endpoints', () => {
     expectError(await patch(`/v1/webhook_endpoints/${ep.id}`, keys.sandbox, { url: 'http://127.0.0.1/x' }), 400, 'invalid_request_error', 'webhook_url_not_public');
   });
 
+  it('refuses IPv4-compatible IPv6 literals (all of ::/96)', async () => {
+    for (const url of ['http://[::127.0.0.1]/', 'http://[::7f00:1]/', 'http://[::2]/', 'http://[::a9fe:a9fe]/latest', 'http://[::8.8.8.8]/']) {
+      expectError(await post('/v1/webhook_endpoints', keys.sandbox, { url, enabled_events: ['*'] }), 400, 'invalid_request_error', 'webhook_url_not_public');
+    }
+  });
+
+  it('a refused host name is named, never what it resolves to (internal DNS stays internal)', async () => {
+    for (const url of ['http://localhost/hook', 'http://localhost.localdomain/', 'http://no-such-host.invalid/']) {
+      const res = await post('/v1/webhook_endpoints', keys.sandbox, { url, enabled_events: ['*'] });
+      expectError(res, 400, 'invalid_request_error', 'webhook_url_not_public');
+      const host = new URL(url).hostname;
+      expect(res.body.error.message).toBe(`url is refused: the host ${host} does not resolve to public addresses only. Webhooks are delivered to public addresses only.`);
+      expect(res.raw).not.toMatch(/127\.0\.0\.1|::1|ENOTFOUND|EAI_AGAIN/);
+    }
+  });
+
+  it('PATCH of an unknown endpoint id is 404 before the URL is looked at', async () => {
+    for (const url of ['http://localhost/hook', 'http://[::7f00:1]/', 'https://93.184.215.14/fine']) {
+      expectError(await patch('/v1/webhook_endpoints/we_doesnotexist', keys.sandbox, { url }), 404, 'invalid_request_error', 'resource_missing');
+    }
+  });
+
   it('accepts private addresses when WEBHOOK_ALLOW_PRIVATE_NETWORKS=true', async () => {
     const client = apiClient(permissive.api.app);
     const res = await client.post('/v1/webhook_endpoints', permissive.merchant.keys.sandbox, { url: 'http://127.0.0.1:8080/hook', enabled_events: ['*'] });

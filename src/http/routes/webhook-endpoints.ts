@@ -1,5 +1,6 @@
 // Webhook endpoints of the key's account and environment. Full-access keys only: an endpoint's
 // secret and deliveries are as sensitive as the key itself.
+import type { FastifyBaseLogger } from 'fastify';
 import { withTransaction } from '../../db/pool.js';
 import { listDeliveries } from '../../db/webhook-deliveries.js';
 import { deleteEndpoint, findEndpoint, insertEndpoint, listEndpoints, rotateSecret, updateEndpoint, type WebhookEndpointRow } from '../../db/webhook-endpoints.js';
@@ -41,13 +42,14 @@ export async function webhookEndpointRoutes(app: Api, deps: AppDeps): Promise<vo
   const tags = ['webhook endpoints'];
 
   /** Shape, then the host's addresses: refused when any is not public (unless private networks are allowed). */
-  async function checkUrl(raw: string, environment: Environment): Promise<string> {
+  async function checkUrl(raw: string, environment: Environment, log: FastifyBaseLogger): Promise<string> {
     const verdict = checkEndpointUrl(raw, environment);
     if (!verdict.ok) throw new ApiError('webhook_url_invalid', verdict.message, 'url');
     try {
       await resolvePublicAddresses(verdict.value.hostname, allowPrivate);
     } catch (err) {
       if (!(err instanceof AddressRefusedError)) throw err;
+      log.info({ refused: err.detail }, 'webhook url refused');
       throw new ApiError('webhook_url_not_public', `url is refused: ${err.message}. Webhooks are delivered to public addresses only.`, 'url');
     }
     return verdict.value.toString();
@@ -80,7 +82,7 @@ export async function webhookEndpointRoutes(app: Api, deps: AppDeps): Promise<vo
     async (req) => {
       requireFullAccess(req.auth);
       const events = enabledEvents(req.body.enabled_events);
-      const url = await checkUrl(req.body.url, req.auth.environment);
+      const url = await checkUrl(req.body.url, req.auth.environment, req.log);
       const secret = newWebhookSecret();
       const row = await insertEndpoint(pool, {
         id: newId('we'),
@@ -127,7 +129,9 @@ export async function webhookEndpointRoutes(app: Api, deps: AppDeps): Promise<vo
       requireFullAccess(req.auth);
       const b = req.body;
       const events = b.enabled_events === undefined ? undefined : enabledEvents(b.enabled_events);
-      const url = b.url === undefined ? undefined : await checkUrl(b.url, req.auth.environment);
+      // An unknown id is a 404 before the URL is looked at (no DNS work, nothing said about the host).
+      await load(req.auth, req.params.endpointId);
+      const url = b.url === undefined ? undefined : await checkUrl(b.url, req.auth.environment, req.log);
       const row = await withTransaction(pool, async (tx) => {
         const found = await findEndpoint(tx, req.auth, req.params.endpointId, true);
         if (!found) throw notFound('webhook endpoint', req.params.endpointId);
