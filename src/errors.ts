@@ -39,12 +39,15 @@ const CATALOGUE = {
   payment_link_exhausted: [400, 'invalid_request_error'],
   webhook_url_invalid: [400, 'invalid_request_error'],
   webhook_url_not_public: [400, 'invalid_request_error'],
+  webhook_endpoint_limit_reached: [400, 'invalid_request_error'],
+  api_key_limit_reached: [400, 'invalid_request_error'],
   // 404
   resource_missing: [404, 'invalid_request_error'],
   route_not_found: [404, 'invalid_request_error'],
   // 409, 413, 415, 429: still the caller's to fix
   payment_link_has_payments: [409, 'invalid_request_error'],
   product_not_deletable: [409, 'invalid_request_error'],
+  webhook_endpoint_exists: [409, 'invalid_request_error'],
   idempotency_key_in_use: [409, 'invalid_request_error'],
   request_timeout: [408, 'invalid_request_error'],
   body_too_large: [413, 'invalid_request_error'],

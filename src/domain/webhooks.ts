@@ -6,6 +6,12 @@ import type { Environment } from './environment.js';
 
 export type Verdict<T> = { ok: true; value: T } | { ok: false; message: string };
 
+/**
+ * Endpoints per account and environment. Each one multiplies every event (a delivery, retried for
+ * days when it fails), so the count is capped; one endpoint per URL for the same reason.
+ */
+export const MAX_WEBHOOK_ENDPOINTS = 16;
+
 /** `whsec_` + base64 of 32 random bytes: the Standard Webhooks secret format. */
 export function newWebhookSecret(): string {
   return `whsec_${randomBytes(32).toString('base64')}`;

@@ -3,11 +3,11 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { withTransaction } from '../../db/pool.js';
 import { listDeliveries } from '../../db/webhook-deliveries.js';
-import { deleteEndpoint, findEndpoint, insertEndpoint, listEndpoints, rotateSecret, updateEndpoint, type WebhookEndpointRow } from '../../db/webhook-endpoints.js';
+import { deleteEndpoint, findEndpoint, insertEndpoint, listEndpoints, lockEndpointsForWrite, rotateSecret, updateEndpoint, type WebhookEndpointRow } from '../../db/webhook-endpoints.js';
 import type { Environment } from '../../domain/environment.js';
 import { checkEnabledEvents } from '../../domain/events.js';
 import { newId } from '../../domain/ids.js';
-import { checkEndpointUrl, newWebhookSecret } from '../../domain/webhooks.js';
+import { checkEndpointUrl, MAX_WEBHOOK_ENDPOINTS, newWebhookSecret } from '../../domain/webhooks.js';
 import { ApiError, notFound } from '../../errors.js';
 import { AddressRefusedError, resolvePublicAddresses } from '../../webhooks/address-guard.js';
 import type { AppDeps } from '../types.js';
@@ -23,7 +23,7 @@ import {
 } from '../event-schemas.js';
 import { coerceLimit, DEFAULT_PAGE_SIZE } from '../pagination.js';
 import { presentWebhookDelivery, presentWebhookEndpoint } from '../presenters.js';
-import { Data, ListOf } from '../schemas.js';
+import { Data, ErrorEnvelope, ListOf } from '../schemas.js';
 import type { Api } from '../types.js';
 import { errorResponses } from '../route-helpers.js';
 
@@ -55,6 +55,9 @@ export async function webhookEndpointRoutes(app: Api, deps: AppDeps): Promise<vo
     return verdict.value.toString();
   }
 
+  const urlTaken = (id: string) =>
+    new ApiError('webhook_endpoint_exists', `The webhook endpoint ${id} already has this url; update its enabled_events instead of adding another.`, 'url');
+
   function enabledEvents(list: string[]): string[] {
     const checked = checkEnabledEvents(list);
     if (!checked.ok) throw new ApiError('validation_failed', checked.message, 'enabled_events');
@@ -76,7 +79,7 @@ export async function webhookEndpointRoutes(app: Api, deps: AppDeps): Promise<vo
         tags,
         summary: 'Register a webhook endpoint; its signing secret is returned once',
         body: CreateWebhookEndpointBody,
-        response: { 200: Data(WebhookEndpoint), ...errorResponses },
+        response: { 200: Data(WebhookEndpoint), ...errorResponses, 409: ErrorEnvelope },
       },
     },
     async (req) => {
@@ -84,13 +87,16 @@ export async function webhookEndpointRoutes(app: Api, deps: AppDeps): Promise<vo
       const events = enabledEvents(req.body.enabled_events);
       const url = await checkUrl(req.body.url, req.auth.environment, req.log);
       const secret = newWebhookSecret();
-      const row = await insertEndpoint(pool, {
-        id: newId('we'),
-        scope: req.auth,
-        url,
-        description: req.body.description ?? null,
-        enabledEvents: events,
-        secret,
+      const row = await withTransaction(pool, async (tx) => {
+        const existing = await lockEndpointsForWrite(tx, req.auth, url);
+        if (existing.sameUrlId) throw urlTaken(existing.sameUrlId);
+        if (existing.count >= MAX_WEBHOOK_ENDPOINTS) {
+          throw new ApiError(
+            'webhook_endpoint_limit_reached',
+            `This environment already has ${MAX_WEBHOOK_ENDPOINTS} webhook endpoints, the most it can have; delete one first (one endpoint can take every event: enabled_events ["*"]).`,
+          );
+        }
+        return insertEndpoint(tx, { id: newId('we'), scope: req.auth, url, description: req.body.description ?? null, enabledEvents: events, secret });
       });
       return { data: presentWebhookEndpoint(row, secret) };
     },
@@ -122,7 +128,7 @@ export async function webhookEndpointRoutes(app: Api, deps: AppDeps): Promise<vo
         summary: 'Update a webhook endpoint (url, enabled_events, description, status)',
         params: EndpointIdParams,
         body: UpdateWebhookEndpointBody,
-        response: { 200: Data(WebhookEndpoint), ...errorResponses },
+        response: { 200: Data(WebhookEndpoint), ...errorResponses, 409: ErrorEnvelope },
       },
     },
     async (req) => {
@@ -133,6 +139,10 @@ export async function webhookEndpointRoutes(app: Api, deps: AppDeps): Promise<vo
       await load(req.auth, req.params.endpointId);
       const url = b.url === undefined ? undefined : await checkUrl(b.url, req.auth.environment, req.log);
       const row = await withTransaction(pool, async (tx) => {
+        if (url !== undefined) {
+          const existing = await lockEndpointsForWrite(tx, req.auth, url);
+          if (existing.sameUrlId && existing.sameUrlId !== req.params.endpointId) throw urlTaken(existing.sameUrlId);
+        }
         const found = await findEndpoint(tx, req.auth, req.params.endpointId, true);
         if (!found) throw notFound('webhook endpoint', req.params.endpointId);
         return updateEndpoint(tx, found.id, { url, description: b.description, enabledEvents: events, status: b.status });
