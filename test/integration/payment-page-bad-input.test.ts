@@ -110,7 +110,8 @@ describe('the sandbox simulate form', () => {
 
   it('refuses cross-site posts (Sec-Fetch-Site: cross-site, a foreign Origin) with 403 and pays nothing', async () => {
     const ref = await sentInvoiceReference();
-    for (const headers of [{ 'sec-fetch-site': 'cross-site' }, { origin: 'https://evil.example' }, { origin: 'null' }, { origin: 'https://evil.example', 'sec-fetch-site': 'same-origin' }]) {
+    const crossSite: Array<Record<string, string>> = [{ 'sec-fetch-site': 'cross-site' }, { origin: 'https://evil.example' }, { origin: 'null' }, { origin: 'https://evil.example', 'sec-fetch-site': 'same-origin' }];
+    for (const headers of crossSite) {
       const res = await post(`/pay/${ref}/simulate`, headers);
       expect([headers, res.statusCode]).toEqual([headers, 403]);
       expect(res.body).toContain('This form can only be sent from its own payment page.');
@@ -121,6 +122,9 @@ describe('the sandbox simulate form', () => {
     expect((await post(`/pay/${ref}/simulate`, { origin: 'https://pay.example.test', 'sec-fetch-site': 'same-origin' })).statusCode).toBe(303);
     const ref2 = await sentInvoiceReference();
     expect((await post(`/pay/${ref2}/simulate`, { origin: 'http://localhost:80', host: 'localhost:80' })).statusCode).toBe(303);
+    // A bare POST (no body, no content type, no Origin: curl) still pays a sandbox invoice.
+    const ref3 = await sentInvoiceReference();
+    expect((await api.app.inject({ method: 'POST', url: `/pay/${ref3}/simulate`, remoteAddress: freshAddress() })).statusCode).toBe(303);
   });
 
   it('checks customer_email as the test helper does: no CRLF, at most 254 characters, an address', async () => {

@@ -185,44 +185,44 @@ export async function paymentPageRoutes(app: FastifyInstance, deps: AppDeps): Pr
       // most 254 characters); a refusal is shown on the page, not as a bare error.
       { schema: { hide: true, body: Type.Union([LinkPaymentBody, Type.Null()]) }, attachValidation: true },
       async (req, reply) => {
-      const { id } = req.params;
-      if (isCrossSite(req)) {
-        req.log.info({ origin: req.headers.origin, fetchSite: req.headers['sec-fetch-site'] }, 'payment page refused a cross-site form');
-        return sendHtml(reply, 403, renderNoticePage(visitorLocale(req), 'page.forbidden'));
-      }
-      if (!PAGE_ID.test(id)) return sendHtml(reply, 404, renderNotFoundPage(visitorLocale(req)));
-      const invalid = req.validationError ? validationError(req.validationError.validation ?? [], 'body') : null;
-      const form = req.body ?? {};
-      if (isLinkId(id)) {
-        const link = await findLinkForPage(pool, id);
-        if (!link || link.environment !== 'sandbox') return sendHtml(reply, 404, renderNotFoundPage(visitorLocale(req)));
-        try {
-          if (invalid) throw invalid;
-          const payment = await recordLinkPayment(pool, { accountId: link.account_id, environment: link.environment }, link.id, {
-            amount: form.amount,
-            customer_email: form.customer_email,
-          });
-          return reply.redirect(`${pagePath(id)}?paid=${encodeURIComponent(payment.id)}`, 303);
-        } catch (err) {
-          if (!(err instanceof ApiError)) throw err;
-          const page = await linkPage(id, visitorLocale(req), null, err.message);
-          return sendHtml(reply, page.status, page.html);
+        const { id } = req.params;
+        if (isCrossSite(req)) {
+          req.log.info({ origin: req.headers.origin, fetchSite: req.headers['sec-fetch-site'] }, 'payment page refused a cross-site form');
+          return sendHtml(reply, 403, renderNoticePage(visitorLocale(req), 'page.forbidden'));
         }
-      }
-      const inv = await findInvoiceByReference(pool, id);
-      if (!inv || inv.environment !== 'sandbox' || inv.status === 'draft') return sendHtml(reply, 404, renderNotFoundPage(visitorLocale(req)));
-      // Paid already (a second click): nothing to do, show the page.
-      if (inv.status !== 'paid') {
-        try {
-          if (invalid) throw invalid;
-          await payInvoice(deps, { accountId: inv.account_id, environment: inv.environment }, inv.id, req.log);
-        } catch (err) {
-          if (!(err instanceof ApiError)) throw err;
-          const page = await invoicePage(id, err.message);
-          return sendHtml(reply, page.status, page.html);
+        if (!PAGE_ID.test(id)) return sendHtml(reply, 404, renderNotFoundPage(visitorLocale(req)));
+        const invalid = req.validationError ? validationError(req.validationError.validation ?? [], 'body') : null;
+        const form = req.body ?? {};
+        if (isLinkId(id)) {
+          const link = await findLinkForPage(pool, id);
+          if (!link || link.environment !== 'sandbox') return sendHtml(reply, 404, renderNotFoundPage(visitorLocale(req)));
+          try {
+            if (invalid) throw invalid;
+            const payment = await recordLinkPayment(pool, { accountId: link.account_id, environment: link.environment }, link.id, {
+              amount: form.amount,
+              customer_email: form.customer_email,
+            });
+            return reply.redirect(`${pagePath(id)}?paid=${encodeURIComponent(payment.id)}`, 303);
+          } catch (err) {
+            if (!(err instanceof ApiError)) throw err;
+            const page = await linkPage(id, visitorLocale(req), null, err.message);
+            return sendHtml(reply, page.status, page.html);
+          }
         }
-      }
-      return reply.redirect(pagePath(id), 303);
+        const inv = await findInvoiceByReference(pool, id);
+        if (!inv || inv.environment !== 'sandbox' || inv.status === 'draft') return sendHtml(reply, 404, renderNotFoundPage(visitorLocale(req)));
+        // Paid already (a second click): nothing to do, show the page.
+        if (inv.status !== 'paid') {
+          try {
+            if (invalid) throw invalid;
+            await payInvoice(deps, { accountId: inv.account_id, environment: inv.environment }, inv.id, req.log);
+          } catch (err) {
+            if (!(err instanceof ApiError)) throw err;
+            const page = await invoicePage(id, err.message);
+            return sendHtml(reply, page.status, page.html);
+          }
+        }
+        return reply.redirect(pagePath(id), 303);
       },
     );
   }, { prefix: PAYMENT_PAGE_PREFIX });
