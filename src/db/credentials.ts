@@ -5,6 +5,7 @@ import type { Scope } from './invoices.js';
 import { CREDENTIAL_SELECT, type CredentialColumns } from './credential-columns.js';
 import { listPage, type PageRequest, type PageResult } from './page.js';
 import type { Queryable } from './pool.js';
+import { lockScopeFamily } from './scope.js';
 
 export interface CredentialRow {
   id: string;
@@ -66,6 +67,16 @@ export async function revokeCredential(
     [id, scope.accountId, scope.environment],
   );
   return rows[0] ?? null;
+}
+
+/** Active (unrevoked) keys of the scope, counted under the scope's key lock (taken here; call inside a transaction). */
+export async function lockCredentialsForIssue(tx: Queryable, scope: Scope): Promise<number> {
+  await lockScopeFamily(tx, 'credentials', scope);
+  const { rows } = await tx.query<{ n: number }>(
+    'select count(*)::int as n from credentials where account_id = $1 and environment = $2 and revoked_at is null',
+    [scope.accountId, scope.environment],
+  );
+  return rows[0].n;
 }
 
 /** Creates a key and returns its secret, the only time the secret exists outside the caller. */

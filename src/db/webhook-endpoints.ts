@@ -3,6 +3,7 @@
 import type { Environment } from '../domain/environment.js';
 import type { Scope } from './invoices.js';
 import type { Queryable } from './pool.js';
+import { lockScopeFamily } from './scope.js';
 
 export interface WebhookEndpointRow {
   id: string;
@@ -33,6 +34,21 @@ export async function insertEndpoint(
     [e.id, e.scope.accountId, e.scope.environment, e.url, e.description, e.enabledEvents, e.secret],
   );
   return rows[0];
+}
+
+/**
+ * How many endpoints the scope has and which one already has `url`, read under the scope's
+ * endpoint lock (taken here): the caller's insert or URL change in the same transaction cannot
+ * race another one past the cap or onto the same URL.
+ */
+export async function lockEndpointsForWrite(tx: Queryable, scope: Scope, url: string): Promise<{ count: number; sameUrlId: string | null }> {
+  await lockScopeFamily(tx, 'webhook_endpoints', scope);
+  const { rows } = await tx.query<{ count: number; same_url_id: string | null }>(
+    `select count(*)::int as count, min(id) filter (where url = $3) as same_url_id
+     from webhook_endpoints where account_id = $1 and environment = $2`,
+    [scope.accountId, scope.environment, url],
+  );
+  return { count: rows[0].count, sameUrlId: rows[0].same_url_id };
 }
 
 export async function findEndpoint(db: Queryable, scope: Scope, id: string, forUpdate = false): Promise<WebhookEndpointRow | null> {

@@ -3,6 +3,9 @@ import { KEY_MARKER, type Environment } from './environment.js';
 import { randomBase62 } from './ids.js';
 
 const SECRET_LENGTH = 40;
+
+/** Unrevoked keys per account and environment; revoking one frees its place. */
+export const MAX_ACTIVE_API_KEYS = 100;
 const KEY_RE = new RegExp(`^${KEY_MARKER}_(sandbox|live)_[0-9A-Za-z]{${SECRET_LENGTH}}$`);
 
 /** A new secret for the environment: `sp_sandbox_` + 40 base62 characters (~238 bits). */

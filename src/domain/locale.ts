@@ -7,20 +7,24 @@ export type Language = (typeof SUPPORTED_LANGUAGES)[number];
 export const DEFAULT_LOCALE = 'en';
 
 /**
- * A BCP 47 tag whose language we have templates for, canonicalised ("de-at" -> "de-AT",
- * "EN" -> "en"); null for anything else (an unknown language, a malformed tag). The region is
- * kept: it shapes dates and numbers through Intl ("de-CH" groups with an apostrophe).
+ * A BCP 47 tag whose language we have templates for, reduced to language and optional region and
+ * canonicalised ("de-at" -> "de-AT", "EN" -> "en"); null for anything else (an unknown language,
+ * a malformed tag). The region is kept: it shapes dates and numbers through Intl ("de-CH" groups
+ * with an apostrophe). Everything else is dropped: a script, variant or extension would reach
+ * Intl too, and `-u-nu-hanidec` draws digits the PDF font lacks, `-u-nu-arab` reverses them,
+ * `-u-ca-islamic` changes the calendar of every date.
  */
 export function parseLocale(input: string): string | null {
-  let canonical: string;
+  let locale: Intl.Locale;
   try {
     const tags = Intl.getCanonicalLocales(input.replace(/_/g, '-'));
     if (tags.length !== 1) return null;
-    canonical = tags[0];
+    locale = new Intl.Locale(tags[0]);
   } catch {
     return null;
   }
-  return (SUPPORTED_LANGUAGES as readonly string[]).includes(languageOf(canonical)) ? canonical : null;
+  if (!(SUPPORTED_LANGUAGES as readonly string[]).includes(locale.language)) return null;
+  return locale.region ? `${locale.language}-${locale.region}` : locale.language;
 }
 
 /** The template language of a stored locale; English for anything unknown. */

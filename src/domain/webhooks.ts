@@ -6,6 +6,12 @@ import type { Environment } from './environment.js';
 
 export type Verdict<T> = { ok: true; value: T } | { ok: false; message: string };
 
+/**
+ * Endpoints per account and environment. Each one multiplies every event (a delivery, retried for
+ * days when it fails), so the count is capped; one endpoint per URL for the same reason.
+ */
+export const MAX_WEBHOOK_ENDPOINTS = 16;
+
 /** `whsec_` + base64 of 32 random bytes: the Standard Webhooks secret format. */
 export function newWebhookSecret(): string {
   return `whsec_${randomBytes(32).toString('base64')}`;
@@ -27,18 +33,37 @@ export function checkEndpointUrl(raw: string, environment: Environment): Verdict
   return { ok: true, value: url };
 }
 
+const GLOBAL_UNICAST_V6 = ipaddr.IPv6.parseCIDR('2000::/3');
+
+/**
+ * An IPv6 address in hex groups only (the URL standard's form). ipaddr.js reads any trailing
+ * dotted quad as IPv4-mapped, so `::8.8.8.8` (IPv4-compatible, `::808:808`) would pass as 8.8.8.8.
+ */
+function canonicalV6(address: string): string {
+  if (!address.includes(':')) return address;
+  try {
+    return new URL(`http://[${address}]/`).hostname.slice(1, -1);
+  } catch {
+    return address;
+  }
+}
+
 /**
  * Only globally routable unicast addresses are public: loopback, private, link-local, unique
  * local, CGNAT, multicast, reserved, unspecified, documentation ranges and the IPv6 forms that
- * embed an IPv4 address (mapped, NAT64, 6to4, Teredo) are not.
+ * embed an IPv4 address (compatible, NAT64, 6to4, Teredo) are not. IPv4-mapped IPv6 is judged as
+ * its IPv4 address; any other IPv6 must be global unicast (2000::/3) outside the special ranges.
  */
 export function isPublicAddress(address: string): boolean {
   if (!ipaddr.isValid(address)) return false;
-  let parsed = ipaddr.parse(address);
+  let parsed = ipaddr.parse(canonicalV6(address));
   if (parsed.kind() === 'ipv6') {
     const v6 = parsed as ipaddr.IPv6;
     if (v6.isIPv4MappedAddress()) parsed = v6.toIPv4Address();
-    else return v6.range() === 'unicast';
+    // Only global unicast (2000::/3) can be public. ipaddr.js calls much outside it "unicast",
+    // e.g. all of ::/96 (IPv4-compatible, [::127.0.0.1] = [::7f00:1]) and [::2], which some
+    // stacks route to the embedded IPv4 address or the host itself.
+    else return v6.match(GLOBAL_UNICAST_V6) && v6.range() === 'unicast';
   }
   return (parsed as ipaddr.IPv4).range() === 'unicast';
 }

@@ -228,17 +228,29 @@ export async function buildApp(deps: AppDeps): Promise<Api> {
 
   await app.register(async (v1) => {
     // Failed authentications per client address, counted in memory and checked first: a client
-    // guessing keys gets 429 before any database work, and costs the others nothing.
+    // guessing keys gets 429 before any database work, and costs the others nothing. The point is
+    // taken before the lookup and given back once the key is accepted (or the request ends in
+    // anything but a 401), so concurrent bad keys cannot all pass the check at once.
     const authFailures = createFailureLimiter({ maxFailures: deps.config.authFailureLimit, windowMs: deps.config.authFailureWindowMs });
+    const holdingPoint = new WeakSet<FastifyRequest>();
+    const settleAuth = (req: FastifyRequest, outcome: 'succeeded' | 'failed') => {
+      if (holdingPoint.delete(req)) authFailures.release(req.ip, outcome);
+    };
     v1.addHook('onRequest', async (req, reply) => {
-      const waitMs = await authFailures.blockedFor(req.ip);
+      const waitMs = await authFailures.take(req.ip);
       if (waitMs > 0) {
         reply.header('retry-after', String(Math.ceil(waitMs / 1000)));
         throw new ApiError('rate_limited', 'Too many requests with a missing or invalid API key from this address; retry after the Retry-After delay.');
       }
+      holdingPoint.add(req);
     });
     v1.addHook('onResponse', async (req, reply) => {
-      if (reply.statusCode === 401) await authFailures.fail(req.ip);
+      settleAuth(req, reply.statusCode === 401 ? 'failed' : 'succeeded');
+    });
+    // A client gone before its key was decided may never get onResponse: its point must not stay
+    // in flight for ever. Counted as a failure, so aborting cannot buy checks back.
+    v1.addHook('onRequestAbort', async (req) => {
+      settleAuth(req, 'failed');
     });
     await v1.register(rateLimit, {
       max: deps.config.rateLimitMax,
@@ -270,7 +282,11 @@ export async function buildApp(deps: AppDeps): Promise<Api> {
     v1.decorateRequest('presentedKey', null as never);
     v1.addHook('onRequest', async (req) => {
       if (req.routeOptions.config.auth === 'in-query') req.presentedKey = presentKey(req);
-      else req.auth = await authenticate(deps.pool, req);
+      else {
+        req.auth = await authenticate(deps.pool, req);
+        // Accepted: the point goes back now, not at the end of a long request.
+        settleAuth(req, 'succeeded');
+      }
     });
     // After authentication (keys belong to an account and environment), for every POST below.
     registerIdempotency(v1 as unknown as FastifyInstance, deps);

@@ -90,7 +90,7 @@ export interface LinkPageData extends Common {
 
 function root(locale: string, testMode: boolean, network: string, title: string) {
   const messages = messagesFor(locale);
-  return { [MESSAGES]: messages, lang: messages.language, title, testMode, network, css: CSS, notFound: false, invoice: null, link: null };
+  return { [MESSAGES]: messages, lang: messages.language, title, testMode, network, css: CSS, notice: null as string | null, invoice: null, link: null };
 }
 
 export async function renderInvoicePage(d: InvoicePageData): Promise<string> {
@@ -175,7 +175,15 @@ export async function renderLinkPage(d: LinkPageData): Promise<string> {
   return compiled()(view);
 }
 
+/** What a page without an invoice or link can say: its phrase in the catalogues. */
+export type PageNotice = 'page.notFound' | 'page.badRequest' | 'page.forbidden' | 'page.tooManyRequests' | 'page.unavailable';
+
+/** A page that says one thing (not found, a refused request), in the visitor's language. */
+export function renderNoticePage(locale: string, notice: PageNotice): string {
+  const text = messagesFor(locale).t(notice);
+  return compiled()({ ...root(locale, false, '', text), notice: text });
+}
+
 export function renderNotFoundPage(locale: string): string {
-  const m = messagesFor(locale);
-  return compiled()({ ...root(locale, false, '', m.t('page.notFound')), notFound: true });
+  return renderNoticePage(locale, 'page.notFound');
 }

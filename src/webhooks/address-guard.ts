@@ -7,8 +7,16 @@ import type { LookupAddress, LookupOptions } from 'node:dns';
 import net from 'node:net';
 import { isPublicAddress } from '../domain/webhooks.js';
 
+/**
+ * The message is safe to show the merchant: it never names what a host name resolved to (that
+ * would map the service's internal DNS for anyone who can register an endpoint). `detail` does,
+ * for the service's own logs.
+ */
 export class AddressRefusedError extends Error {
   override readonly name = 'AddressRefusedError';
+  constructor(message: string, readonly detail: string) {
+    super(message);
+  }
 }
 
 const bare = (hostname: string) => hostname.replace(/^\[(.*)\]$/, '$1');
@@ -23,18 +31,22 @@ export async function resolvePublicAddresses(hostname: string, allowPrivate: boo
     try {
       addresses = await dns.promises.lookup(host, { all: true, verbatim: true });
     } catch (err) {
-      throw new AddressRefusedError(`the host ${host} does not resolve (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+      // Said like a private answer: "does not exist" against "exists inside" would tell names apart.
+      throw new AddressRefusedError(notPublic(host), `the host ${host} does not resolve (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
     }
   }
   check(host, addresses, allowPrivate);
   return addresses;
 }
 
+const notPublic = (host: string) =>
+  net.isIP(host) ? `the address ${host} is not a public address` : `the host ${host} does not resolve to public addresses only`;
+
 function check(host: string, addresses: LookupAddress[], allowPrivate: boolean): void {
-  if (addresses.length === 0) throw new AddressRefusedError(`the host ${host} has no address`);
+  if (addresses.length === 0) throw new AddressRefusedError(notPublic(host), `the host ${host} has no address`);
   if (allowPrivate) return;
   const refused = addresses.find((a) => !isPublicAddress(a.address));
-  if (refused) throw new AddressRefusedError(`the host ${host} resolves to ${refused.address}, which is not a public address`);
+  if (refused) throw new AddressRefusedError(notPublic(host), `the host ${host} resolves to ${refused.address}, which is not a public address`);
 }
 
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;

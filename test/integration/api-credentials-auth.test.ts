@@ -1,7 +1,10 @@
 // Authentication and API keys: both headers, every kind of bad key, read-only keys, creating and
 // revoking keys (seen at once by a second API process over the same database).
 import { describe, expect, it } from 'vitest';
+import { MAX_ACTIVE_API_KEYS } from '../../src/domain/api-keys.js';
+import { newId } from '../../src/domain/ids.js';
 import { createLogger } from '../../src/log.js';
+import { provisionMerchant } from '../../src/runtime/provision.js';
 import { createApiRuntime } from '../../src/runtime/api-runtime.js';
 import { apiClient, expectError as expectApiError, useApiFixture, type ApiResponse, type JsonBody } from '../helpers/http.js';
 
@@ -160,5 +163,24 @@ describe('credentials', () => {
     expectError(await call('POST', '/v1/credentials', as(keys.sandbox), {}), 400, 'invalid_request_error', 'validation_failed');
     expectError(await call('POST', '/v1/credentials', as(keys.sandbox), { name: 'x', permission: 'admin' }), 400, 'invalid_request_error', 'validation_failed');
     expectError(await call('POST', '/v1/credentials', as(keys.sandbox), { name: 'x', environment: 'live' }), 400, 'invalid_request_error', 'validation_failed');
+  });
+});
+
+describe('API key cap', () => {
+  it(`at most ${MAX_ACTIVE_API_KEYS} active keys per account and environment, even for concurrent requests; revoking frees a place`, async () => {
+    expect(MAX_ACTIVE_API_KEYS).toBe(100);
+    const { keys: mine, accountId } = await provisionMerchant(fx.api.pool, { id: newId('acct'), name: 'Many Keys', email: null });
+    const active = async () =>
+      (await fx.api.pool.query(`select count(*)::int as n from credentials where account_id = $1 and environment = 'sandbox' and revoked_at is null`, [accountId])).rows[0].n as number;
+    const before = await active();
+    const results = await Promise.all(Array.from({ length: 120 }, (_, i) => call('POST', '/v1/credentials', as(mine.sandbox), { name: `k${i}` })));
+    expect(results.filter((r) => r.status === 200)).toHaveLength(100 - before);
+    for (const r of results.filter((res) => res.status !== 200)) expectError(r, 400, 'invalid_request_error', 'api_key_limit_reached');
+    expect(await active()).toBe(100);
+    // Live is counted apart.
+    expect((await call('POST', '/v1/credentials', as(mine.live), { name: 'live one' })).status).toBe(200);
+    const revoke = await call('DELETE', `/v1/credentials/${results.find((r) => r.status === 200)!.body.data.id}`, as(mine.sandbox));
+    expect(revoke.status).toBe(200);
+    expect((await call('POST', '/v1/credentials', as(mine.sandbox), { name: 'after revoke' })).status).toBe(200);
   });
 });

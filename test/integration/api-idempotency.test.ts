@@ -1,9 +1,11 @@
 // Idempotency-Key on POST: replays, reuse with another request, concurrent retries, limits,
 // which responses are kept, expiry and pruning.
+import type { AddressInfo } from 'node:net';
+import { request as httpRequest } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { pruneIdempotencyKeys } from '../../src/db/idempotency-keys.js';
 import { IDEMPOTENCY_KEY_TTL_MS } from '../../src/domain/idempotency.js';
-import { expectError, request, useApiFixture, type ApiResponse } from '../helpers/http.js';
+import { expectError, request, useApiFixture, type ApiResponse, type JsonBody } from '../helpers/http.js';
 import { startWorker, waitUntil } from '../helpers/worker.js';
 
 const { fx, keys, other, get } = useApiFixture();
@@ -179,6 +181,52 @@ describe('Idempotency-Key', () => {
     // While the lease holds, it is in use.
     await fx.api.pool.query(`update idempotency_keys set response_status = null, locked_until = now() + interval '1 minute' where key = $1`, [key]);
     expectError(await postWithKey('/v1/invoices', body, key), 409, 'invalid_request_error', 'idempotency_key_in_use');
+  });
+
+  it('permission first: a read-only key is refused, neither replayed a full key\'s response nor storing its own 403', async () => {
+    const key = newKey();
+    const body = { url: 'https://93.184.215.14/idem-ro', enabled_events: ['*'] };
+    const first = await postWithKey('/v1/webhook_endpoints', body, key);
+    expect(first.status).toBe(200);
+    const replayRo = await postWithKey('/v1/webhook_endpoints', body, key, keys.sandbox_read_only);
+    expectError(replayRo, 403, 'permission_error', 'permission_denied');
+    expect(replayRo.replayed).toBeUndefined();
+    expect(replayRo.raw).not.toContain(first.body.data.id);
+    // A read-only key's refused POST stores nothing: the full key's first use of a fresh key runs.
+    const fresh = newKey();
+    const invoice = { customer_email: 'idem-ro@example.test', amount: '3' };
+    expectError(await postWithKey('/v1/invoices', invoice, fresh, keys.sandbox_read_only), 403, 'permission_error', 'permission_denied');
+    const full = await postWithKey('/v1/invoices', invoice, fresh);
+    expect([full.status, full.replayed]).toEqual([200, undefined]);
+  });
+
+  it('two Idempotency-Key headers (which Node joins into "a1, a2") are refused, naming the header; one key with ", " in it is fine', async () => {
+    await fx.api.app.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = fx.api.app.server.address() as AddressInfo;
+    const send = (idempotencyKeys: string[], email: string) =>
+      new Promise<{ status: number; body: JsonBody }>((resolve, reject) => {
+        const payload = JSON.stringify({ customer_email: email, amount: '2' });
+        const req = httpRequest(
+          {
+            host: '127.0.0.1', port, method: 'POST', path: '/v1/invoices',
+            // An array is sent as one header line per value, as a client repeating the header would.
+            headers: { 'api-key': keys.sandbox, 'content-type': 'application/json', 'idempotency-key': idempotencyKeys },
+          },
+          (res) => {
+            let text = '';
+            res.on('data', (d: Buffer) => (text += d.toString('utf8')));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) as JsonBody }));
+          },
+        );
+        req.on('error', reject);
+        req.end(payload);
+      });
+    const twice = await send(['a1', 'a2'], 'idem-two@example.test');
+    expect(twice.status).toBe(400);
+    expect(twice.body.error).toMatchObject({ code: 'validation_failed', message: 'Send one Idempotency-Key header, not several.' });
+    expect(await countInvoices('idem-two@example.test')).toBe(0);
+    const one = await send([`${newKey()}, a2`], 'idem-comma@example.test');
+    expect(one.status).toBe(200);
   });
 
   it('a worker puts the prune job on its scheduler, which deletes expired keys', async () => {

@@ -101,4 +101,13 @@ describe('customer_locale', () => {
     const { rows } = await fx.api.pool.query('select customer_locale from invoices where id = $1', [regional.body.data.id]);
     expect(rows[0].customer_locale).toBe('de-CH');
   });
+
+  it('a -u- extension (other digits, another calendar) is dropped: language and region are stored', async () => {
+    for (const [given, stored] of [['en-u-nu-hanidec', 'en'], ['de-DE-u-nu-arab', 'de-DE'], ['en-u-ca-islamic', 'en']]) {
+      const res = await api.post('/v1/invoices', key(), { customer_email: 'u@example.test', amount: '1', customer_locale: given });
+      expect(res.status).toBe(200);
+      const { rows } = await fx.api.pool.query('select customer_locale from invoices where id = $1', [res.body.data.id]);
+      expect([given, rows[0].customer_locale]).toEqual([given, stored]);
+    }
+  });
 });

@@ -52,6 +52,41 @@ describe('failed authentication is rate limited per client address', () => {
   });
 });
 
+describe('the failure limit holds under concurrency', () => {
+  it('100 simultaneous bad keys from one address: exactly AUTH_FAILURE_LIMIT (5) are looked up and answered 401, the rest 429', async () => {
+    const attacker = '203.0.113.80';
+    const pool = fx.api.pool;
+    const query = pool.query.bind(pool);
+    let lookups = 0;
+    pool.query = ((...args: Parameters<typeof query>) => {
+      lookups++;
+      return query(...args);
+    }) as typeof pool.query;
+    let statuses: number[];
+    try {
+      statuses = (
+        await Promise.all(
+          Array.from({ length: 100 }, (_, i) => call('GET', '/v1/invoices/inv_nope', undefined, { 'api-key': `sp_sandbox_${String(i).padStart(40, 'y')}` }, attacker)),
+        )
+      ).map((r) => r.status);
+    } finally {
+      pool.query = query;
+    }
+    expect(statuses.filter((st) => st === 401)).toHaveLength(5);
+    expect(statuses.filter((st) => st === 429)).toHaveLength(95);
+    expect(lookups).toBeLessThanOrEqual(5);
+  });
+
+  it('100 simultaneous requests with a good key from one address all pass: a good key gives its point back', async () => {
+    const statuses = (await Promise.all(Array.from({ length: 100 }, () => call('GET', '/v1/invoices', undefined, { 'api-key': key() }, '198.51.100.80')))).map((r) => r.status);
+    expect(statuses.filter((st) => st !== 200)).toEqual([]);
+    // And bad keys from that address still get their full budget afterwards.
+    const bad = { 'api-key': `sp_sandbox_${'z'.repeat(40)}` };
+    for (let i = 0; i < 5; i++) expect((await call('GET', '/v1/invoices/inv_nope', undefined, bad, '198.51.100.80')).status).toBe(401);
+    expect((await call('GET', '/v1/invoices/inv_nope', undefined, bad, '198.51.100.80')).status).toBe(429);
+  });
+});
+
 describe('metrics on the internal port only', () => {
   it('the public port answers 404 for /metrics; METRICS_PORT serves them', async () => {
     const res = await call('GET', '/metrics', undefined, {});
@@ -77,6 +112,19 @@ describe('dashboard logins', () => {
     expect(Number(blocked.headers['retry-after'])).toBeGreaterThan(0);
     expect((await get(basic('ops', 'right-password'))).statusCode).toBe(429);
     expect((await get(basic('ops', 'right-password'), '192.0.2.45')).statusCode).toBe(200);
+  });
+
+  it('are locked per address and account name: guessing another name from the same address does not lock the right one out', async () => {
+    const basic = (user: string, password: string) => ({ authorization: `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}` });
+    const shared = '192.0.2.60';
+    const get = (headers: Record<string, string>) => fx.api.app.inject({ method: 'GET', url: '/admin/queues', headers, remoteAddress: shared });
+    for (let i = 0; i < 10; i++) expect((await get(basic('admin', `guess-${i}`))).statusCode).toBe(401);
+    expect((await get(basic('admin', 'guess-x'))).statusCode).toBe(429);
+    expect((await get(basic('ops', 'right-password'))).statusCode).toBe(200);
+    // Made-up names cannot buy unlimited guesses: 100 failures over all names lock the address.
+    for (let n = 0; n < 9; n++) for (let i = 0; i < 10; i++) expect((await get(basic(`name-${n}`, `guess-${i}`))).statusCode).toBe(401);
+    expect((await get(basic('another', 'guess'))).statusCode).toBe(429);
+    expect((await get(basic('ops', 'right-password'))).statusCode).toBe(429);
   });
 });
 

@@ -48,6 +48,19 @@ describe('locales', () => {
     expect(parseLocale('FR_ca')).toBe('fr-CA');
     for (const bad of ['xx', 'it', 'zh-CN', '', 'de--', '../en', 'en,de']) expect(parseLocale(bad)).toBeNull();
     expect(templateLanguage('de-CH')).toBe('de');
+  });
+
+  it('keeps language and region only: extensions, scripts and variants never reach Intl', () => {
+    for (const [given, kept] of [
+      ['en-u-nu-hanidec', 'en'],
+      ['de-DE-u-nu-arab', 'de-DE'],
+      ['en-u-ca-islamic', 'en'],
+      ['fr-CA-u-ca-buddhist-nu-thai', 'fr-CA'],
+      ['es-419-x-private', 'es-419'],
+      ['de-Latn-CH-1996', 'de-CH'],
+      ['en-t-ja', 'en'],
+    ]) expect([given, parseLocale(given)]).toEqual([given, kept]);
+    expect(negotiateLocale('de-DE-u-nu-arab')).toBe('de-DE');
     expect(templateLanguage(null)).toBe('en');
   });
 

@@ -23,6 +23,15 @@ describe('error catalogue', () => {
     expect(missing).toEqual([]);
   });
 
+  it("docs/api.md's errors table gives every code its catalogue status", () => {
+    const documented = new Map<string, number>();
+    for (const row of API_DOC.matchAll(/^\| (`[a-z_]+`(?: \/ `[a-z_]+`)*) \| (\d{3}) \|/gm)) {
+      for (const code of row[1].matchAll(/`([a-z_]+)`/g)) documented.set(code[1], Number(row[2]));
+    }
+    const wrong = errorCatalogue().filter(({ code, status }) => documented.get(code) !== status).map(({ code, status }) => [code, status, documented.get(code)]);
+    expect(wrong).toEqual([]);
+  });
+
   it('builds errors with the catalogue status and type', () => {
     const err = new ApiError('payment_link_has_payments', 'has payments');
     expect([err.status, err.type, err.code, err.message]).toEqual([409, 'invalid_request_error', 'payment_link_has_payments', 'has payments']);

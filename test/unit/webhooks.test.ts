@@ -10,6 +10,21 @@ describe('public addresses', () => {
       '::1', '::', 'fe80::1', 'fd00::1', '::ffff:127.0.0.1', '::ffff:10.0.0.1', '64:ff9b::7f00:1', '2002:7f00:1::1', 'ff02::1', 'not-an-ip',
     ]) expect([a, isPublicAddress(a)]).toEqual([a, false]);
   });
+
+  it('refuses all of ::/8 but IPv4-mapped (judged as IPv4), and IPv6 outside 2000::/3', () => {
+    const table: Array<[string, boolean]> = [
+      // IPv4-compatible (::/96): ipaddr.js calls these "unicast".
+      ['::127.0.0.1', false], ['::7f00:1', false], ['::2', false], ['::8.8.8.8', false], ['::a00:1', false], ['::ffff', false],
+      // The rest of ::/8 (0000::/8) and other unassigned space outside 2000::/3.
+      ['::1:0:0:1', false], ['0:0:0:0:1::1', false], ['100::1', false], ['400::1', false], ['1000::1', false], ['4000::1', false], ['e000::1', false],
+      // IPv4-mapped: whatever the IPv4 address is.
+      ['::ffff:7f00:1', false], ['::ffff:169.254.169.254', false], ['::ffff:1.1.1.1', true],
+      // Global unicast, minus its special ranges (documentation 2001:db8::/32 and 3fff::/20, Teredo, 6to4, ORCHIDv2, benchmarking).
+      ['2606:4700:4700::1111', true], ['2a00:1450:4001::200e', true], ['2400:cb00:2048:1::c629:d7a2', true], ['3fff::1', false],
+      ['2001:db8::1', false], ['2001::1', false], ['2002:808:808::1', false], ['2001:20::1', false], ['2001:2::1', false],
+    ];
+    for (const [a, expected] of table) expect([a, isPublicAddress(a)]).toEqual([a, expected]);
+  });
 });
 
 describe('endpoint URLs', () => {

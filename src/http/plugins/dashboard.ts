@@ -10,8 +10,15 @@ import { createFailureLimiter } from '../failure-limiter.js';
 import type { QueueBackendKind } from '../../config.js';
 import type { AppQueue } from '../../queue/backend.js';
 
-/** Wrong dashboard credentials per client address before it gets 429 for the rest of the window. */
+/**
+ * Wrong dashboard passwords per client address AND account name before that pair gets 429 for
+ * the rest of the window, the right password included (were it let through, a guesser would
+ * still learn which guess was right, and the lock would not slow guessing at all). Another
+ * account name from the same address is not locked, up to DASHBOARD_MAX_FAILURES_PER_ADDRESS
+ * failures over all names, which bounds what rotating made-up names can cost.
+ */
 export const DASHBOARD_MAX_FAILURES = 10;
+export const DASHBOARD_MAX_FAILURES_PER_ADDRESS = 10 * DASHBOARD_MAX_FAILURES;
 export const DASHBOARD_FAILURE_WINDOW_MS = 10 * 60_000;
 
 export const DASHBOARD_PATH = '/admin/queues';
@@ -40,22 +47,33 @@ export async function registerDashboard(
   const options = backend === 'postgres' ? { description: POSTGRES_DASHBOARD_NOTE } : {};
   // bull-board's adapter is typed for the Redis backend's Queue; it reads the Postgres one too.
   createBullBoard({ queues: queues.map((q) => new BullMQAdapter(q as ConstructorParameters<typeof BullMQAdapter>[0], options)), serverAdapter });
-  const failures = createFailureLimiter({ maxFailures: DASHBOARD_MAX_FAILURES, windowMs: DASHBOARD_FAILURE_WINDOW_MS });
+  const byName = createFailureLimiter({ maxFailures: DASHBOARD_MAX_FAILURES, windowMs: DASHBOARD_FAILURE_WINDOW_MS });
+  const byAddress = createFailureLimiter({ maxFailures: DASHBOARD_MAX_FAILURES_PER_ADDRESS, windowMs: DASHBOARD_FAILURE_WINDOW_MS });
   await app.register(async (scope) => {
     scope.addHook('onRequest', async (req, reply) => {
-      const waitMs = await failures.blockedFor(req.ip);
-      if (waitMs > 0) {
-        return reply
+      const header = req.headers.authorization ?? '';
+      const [scheme, encoded] = header.split(' ');
+      const [user = '', ...rest] = scheme === 'Basic' && encoded ? Buffer.from(encoded, 'base64').toString('utf8').split(':') : [];
+      // NUL cannot occur in a basic-auth user name's header text: it separates address and name.
+      const nameKey = `${req.ip}\u0000${user.slice(0, 128)}`;
+      const tooMany = (waitMs: number) =>
+        reply
           .status(429)
           .header('retry-after', String(Math.ceil(waitMs / 1000)))
           .send({ error: { type: 'invalid_request_error', code: 'rate_limited', message: 'Too many failed dashboard logins from this address; retry after the Retry-After delay.' } });
+      const addressWait = await byAddress.take(req.ip);
+      if (addressWait > 0) return tooMany(addressWait);
+      const nameWait = await byName.take(nameKey);
+      if (nameWait > 0) {
+        byAddress.release(req.ip, 'succeeded');
+        return tooMany(nameWait);
       }
-      const header = req.headers.authorization ?? '';
-      const [scheme, encoded] = header.split(' ');
-      const [user, ...rest] = scheme === 'Basic' && encoded ? Buffer.from(encoded, 'base64').toString('utf8').split(':') : [];
-      if (!user || !safeEqual(user, credentials.user) || !safeEqual(rest.join(':'), credentials.password)) {
-        // A browser's first request carries no credentials: only a wrong pair counts as a failure.
-        if (header !== '') await failures.fail(req.ip);
+      const ok = user !== '' && safeEqual(user, credentials.user) && safeEqual(rest.join(':'), credentials.password);
+      // A browser's first request carries no credentials: only a wrong pair counts as a failure.
+      const outcome = ok || header === '' ? 'succeeded' : 'failed';
+      byName.release(nameKey, outcome);
+      byAddress.release(req.ip, outcome);
+      if (!ok) {
         return reply
           .status(401)
           .header('www-authenticate', 'Basic realm="queues", charset="UTF-8"')

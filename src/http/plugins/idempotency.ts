@@ -20,6 +20,7 @@ import {
   requestFingerprint,
 } from '../../domain/idempotency.js';
 import { ApiError } from '../../errors.js';
+import { requireWrite } from '../auth.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -46,6 +47,16 @@ function withoutFields(body: string, fields: string[] | undefined): string {
 export const IDEMPOTENCY_KEY_HEADER = 'idempotency-key';
 export const IDEMPOTENT_REPLAYED_HEADER = 'idempotent-replayed';
 
+/**
+ * Every value of a header as sent. Node joins repeated unknown headers with ", " ("a1, a2"),
+ * which is also a valid single key: only the raw list tells one header from two.
+ */
+function headerValues(rawHeaders: string[], name: string): string[] {
+  const values: string[] = [];
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) if (rawHeaders[i].toLowerCase() === name) values.push(rawHeaders[i + 1]);
+  return values;
+}
+
 interface Claimed {
   scope: Scope;
   key: string;
@@ -61,10 +72,13 @@ export function registerIdempotency(scope: FastifyInstance, deps: { pool: Pool }
 
   scope.addHook('preValidation', async (req: FastifyRequest, reply: FastifyReply) => {
     if (req.method !== 'POST') return;
-    const raw = req.headers[IDEMPOTENCY_KEY_HEADER];
-    if (raw === undefined || !req.auth) return;
-    const checked = checkIdempotencyKey(raw);
+    const sent = headerValues(req.raw.rawHeaders, IDEMPOTENCY_KEY_HEADER);
+    if (sent.length === 0 || !req.auth) return;
+    const checked = checkIdempotencyKey(sent.length === 1 ? sent[0] : sent);
     if (!checked.ok) throw new ApiError('validation_failed', checked.message, 'Idempotency-Key');
+    // Every POST under /v1 is a write. Permission first: a read-only key must neither be handed
+    // the stored response of a full key's request (a replay) nor store its own 403 under the key.
+    requireWrite(req.auth);
     const owner: Scope = { accountId: req.auth.accountId, environment: req.auth.environment };
     const fingerprint = requestFingerprint(req.method, req.url.split('?')[0], req.body);
     const claim = await claimIdempotencyKey(deps.pool, owner, checked.key, fingerprint, {

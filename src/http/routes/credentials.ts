@@ -1,7 +1,8 @@
-import { issueApiKey, listCredentials, revokeCredential } from '../../db/credentials.js';
+import { issueApiKey, listCredentials, lockCredentialsForIssue, revokeCredential } from '../../db/credentials.js';
 import { emitEvent } from '../../db/events.js';
 import { withTransaction } from '../../db/pool.js';
-import { notFound } from '../../errors.js';
+import { MAX_ACTIVE_API_KEYS } from '../../domain/api-keys.js';
+import { ApiError, notFound } from '../../errors.js';
 import type { AppDeps } from '../types.js';
 import { requireWrite } from '../auth.js';
 import { presentCredential } from '../presenters.js';
@@ -26,7 +27,15 @@ export async function credentialRoutes(app: Api, deps: AppDeps): Promise<void> {
     },
     async (req) => {
       requireWrite(req.auth);
-      const { row, secret } = await issueApiKey(deps.pool, req.auth, req.body.name, req.body.permission ?? 'full');
+      const { row, secret } = await withTransaction(deps.pool, async (tx) => {
+        if ((await lockCredentialsForIssue(tx, req.auth)) >= MAX_ACTIVE_API_KEYS) {
+          throw new ApiError(
+            'api_key_limit_reached',
+            `This environment already has ${MAX_ACTIVE_API_KEYS} active API keys, the most it can have; revoke one you no longer use first.`,
+          );
+        }
+        return issueApiKey(tx, req.auth, req.body.name, req.body.permission ?? 'full');
+      });
       return { data: presentCredential(row, secret) };
     },
   );

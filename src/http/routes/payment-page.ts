@@ -5,12 +5,16 @@
 // In the sandbox a "Simulate payment" button (a plain form POST, no script) pays through
 // exactly the path of the test helpers (sandbox-payments.ts), then redirects back to the page
 // (POST/redirect/GET), which shows the new state.
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import rateLimit from '@fastify/rate-limit';
+import { Type } from 'typebox';
 import { findInvoiceByReference, findLinkForPage, findLinkPayment } from '../../db/payment-page.js';
 import { negotiateLocale } from '../../domain/locale.js';
 import { resolveToken } from '../../domain/tokens.js';
 import { ApiError } from '../../errors.js';
-import { PAYMENT_PAGE_CSP, renderInvoicePage, renderLinkPage, renderNotFoundPage } from '../../page/render-payment-page.js';
+import { PAYMENT_PAGE_CSP, renderInvoicePage, renderLinkPage, renderNoticePage, renderNotFoundPage, type PageNotice } from '../../page/render-payment-page.js';
+import { LinkPaymentBody } from '../schemas.js';
+import { validationError } from '../validation-message.js';
 import type { AppDeps } from '../types.js';
 import { payInvoice, recordLinkPayment } from '../sandbox-payments.js';
 
@@ -46,20 +50,63 @@ export function sendPageNotFound(reply: FastifyReply, acceptLanguage: string | u
 const simulatePath = (id: string) => `${PAYMENT_PAGE_PREFIX}/${encodeURIComponent(id)}/simulate`;
 const pagePath = (id: string) => `${PAYMENT_PAGE_PREFIX}/${encodeURIComponent(id)}`;
 
+/** The simulate form's body: two short fields; a longer body is 413. */
+const FORM_BODY_LIMIT_BYTES = 4096;
+
+const NOTICE_BY_STATUS: Partial<Record<number, PageNotice>> = { 403: 'page.forbidden', 404: 'page.notFound', 429: 'page.tooManyRequests' };
+
+/** The 4xx of a request refused for what it is (input, media type, size, rate); null for a failure of ours. */
+function refusalStatus(err: FastifyError): number | null {
+  if (err instanceof ApiError) return err.status < 500 ? err.status : null;
+  return err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : null;
+}
+
 export async function paymentPageRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
   const { pool, config } = deps;
+  const ownOrigin = new URL(config.paymentPageBase).origin;
+  /**
+   * The simulate form is posted by its own page only. A browser says where a form comes from
+   * (Sec-Fetch-Site, Origin); a request without either (curl, an old browser) is let through,
+   * since the form is a sandbox convenience with no secret to steal, only a payment to forge.
+   */
+  const isCrossSite = (req: FastifyRequest): boolean => {
+    if (req.headers['sec-fetch-site'] === 'cross-site') return true;
+    const origin = req.headers.origin;
+    if (origin === undefined) return false;
+    return origin !== ownOrigin && origin !== `${req.protocol}://${req.host}`;
+  };
   const pageUrl = (id: string) => `${config.paymentPageBase}/${id}`;
   const visitorLocale = (req: FastifyRequest) => negotiateLocale(req.headers['accept-language']) ?? 'en';
 
   await app.register(async (pages) => {
     // Pages are HTML for people, not part of the v1 API: left out of the OpenAPI document (hide).
     // The simulate form posts application/x-www-form-urlencoded; nothing else is accepted here.
-    pages.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 4096 }, (_req, body, done) => {
-      done(null, Object.fromEntries(new URLSearchParams(typeof body === 'string' ? body : body.toString('utf8'))));
+    // Fields trimmed, blank ones dropped (an empty optional input is "not given", not "").
+    pages.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: FORM_BODY_LIMIT_BYTES }, (_req, body, done) => {
+      const fields: Record<string, string> = {};
+      for (const [name, value] of new URLSearchParams(typeof body === 'string' ? body : body.toString('utf8'))) {
+        if (value.trim() !== '') fields[name] = value.trim();
+      }
+      done(null, fields);
     });
-    pages.setErrorHandler((err, req, reply) => {
-      req.log.error({ err }, 'payment page failed');
-      return sendHtml(reply, 500, renderNotFoundPage(visitorLocale(req)));
+    // Per client address, with the API's budget (RATE_LIMIT_MAX per RATE_LIMIT_WINDOW_MS): the
+    // pages are public, so the address is all there is to count by.
+    await pages.register(rateLimit, {
+      max: config.rateLimitMax,
+      timeWindow: config.rateLimitWindowMs,
+      keyGenerator: (req) => req.ip,
+      errorResponseBuilder: () => new ApiError('rate_limited', 'Too many requests from this address.'),
+    });
+    // A refused request (bad input, a foreign form, too many requests) is the visitor's: its own
+    // 4xx as a page, logged below error level. Only what is left is a 500 with a stack.
+    pages.setErrorHandler((err: FastifyError, req, reply) => {
+      const status = refusalStatus(err);
+      if (status === null) {
+        req.log.error({ err }, 'payment page failed');
+        return sendHtml(reply, 500, renderNoticePage(visitorLocale(req), 'page.unavailable'));
+      }
+      req.log.info({ status, code: err.code, reason: err.message }, 'payment page refused the request');
+      return sendHtml(reply, status, renderNoticePage(visitorLocale(req), NOTICE_BY_STATUS[status] ?? 'page.badRequest'));
     });
 
     async function invoicePage(reference: string, error: string | null): Promise<{ status: number; html: string }> {
@@ -132,39 +179,51 @@ export async function paymentPageRoutes(app: FastifyInstance, deps: AppDeps): Pr
       return sendHtml(reply, page.status, page.html);
     });
 
-    pages.post<{ Params: Params; Body: Record<string, string> | undefined }>('/:id/simulate', { schema: { hide: true } }, async (req, reply) => {
-      const { id } = req.params;
-      if (!PAGE_ID.test(id)) return sendHtml(reply, 404, renderNotFoundPage(visitorLocale(req)));
-      const form = req.body ?? {};
-      const field = (name: string) => (typeof form[name] === 'string' && form[name].trim() !== '' ? form[name].trim() : undefined);
-      if (isLinkId(id)) {
-        const link = await findLinkForPage(pool, id);
-        if (!link || link.environment !== 'sandbox') return sendHtml(reply, 404, renderNotFoundPage(visitorLocale(req)));
-        try {
-          const payment = await recordLinkPayment(pool, { accountId: link.account_id, environment: link.environment }, link.id, {
-            amount: field('amount'),
-            customer_email: field('customer_email'),
-          });
-          return reply.redirect(`${pagePath(id)}?paid=${encodeURIComponent(payment.id)}`, 303);
-        } catch (err) {
-          if (!(err instanceof ApiError)) throw err;
-          const page = await linkPage(id, visitorLocale(req), null, err.message);
-          return sendHtml(reply, page.status, page.html);
+    pages.post<{ Params: Params; Body: LinkPaymentBody | null | undefined }>(
+      '/:id/simulate',
+      // The form is checked against the test helper's own body schema (amount, an email of at
+      // most 254 characters); a refusal is shown on the page, not as a bare error.
+      { schema: { hide: true, body: Type.Union([LinkPaymentBody, Type.Null()]) }, attachValidation: true },
+      async (req, reply) => {
+        const { id } = req.params;
+        if (isCrossSite(req)) {
+          req.log.info({ origin: req.headers.origin, fetchSite: req.headers['sec-fetch-site'] }, 'payment page refused a cross-site form');
+          return sendHtml(reply, 403, renderNoticePage(visitorLocale(req), 'page.forbidden'));
         }
-      }
-      const inv = await findInvoiceByReference(pool, id);
-      if (!inv || inv.environment !== 'sandbox' || inv.status === 'draft') return sendHtml(reply, 404, renderNotFoundPage(visitorLocale(req)));
-      // Paid already (a second click): nothing to do, show the page.
-      if (inv.status !== 'paid') {
-        try {
-          await payInvoice(deps, { accountId: inv.account_id, environment: inv.environment }, inv.id, req.log);
-        } catch (err) {
-          if (!(err instanceof ApiError)) throw err;
-          const page = await invoicePage(id, err.message);
-          return sendHtml(reply, page.status, page.html);
+        if (!PAGE_ID.test(id)) return sendHtml(reply, 404, renderNotFoundPage(visitorLocale(req)));
+        const invalid = req.validationError ? validationError(req.validationError.validation ?? [], 'body') : null;
+        const form = req.body ?? {};
+        if (isLinkId(id)) {
+          const link = await findLinkForPage(pool, id);
+          if (!link || link.environment !== 'sandbox') return sendHtml(reply, 404, renderNotFoundPage(visitorLocale(req)));
+          try {
+            if (invalid) throw invalid;
+            const payment = await recordLinkPayment(pool, { accountId: link.account_id, environment: link.environment }, link.id, {
+              amount: form.amount,
+              customer_email: form.customer_email,
+            });
+            return reply.redirect(`${pagePath(id)}?paid=${encodeURIComponent(payment.id)}`, 303);
+          } catch (err) {
+            if (!(err instanceof ApiError)) throw err;
+            const page = await linkPage(id, visitorLocale(req), null, err.message);
+            return sendHtml(reply, page.status, page.html);
+          }
         }
-      }
-      return reply.redirect(pagePath(id), 303);
-    });
+        const inv = await findInvoiceByReference(pool, id);
+        if (!inv || inv.environment !== 'sandbox' || inv.status === 'draft') return sendHtml(reply, 404, renderNotFoundPage(visitorLocale(req)));
+        // Paid already (a second click): nothing to do, show the page.
+        if (inv.status !== 'paid') {
+          try {
+            if (invalid) throw invalid;
+            await payInvoice(deps, { accountId: inv.account_id, environment: inv.environment }, inv.id, req.log);
+          } catch (err) {
+            if (!(err instanceof ApiError)) throw err;
+            const page = await invoicePage(id, err.message);
+            return sendHtml(reply, page.status, page.html);
+          }
+        }
+        return reply.redirect(pagePath(id), 303);
+      },
+    );
   }, { prefix: PAYMENT_PAGE_PREFIX });
 }

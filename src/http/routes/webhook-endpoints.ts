@@ -1,12 +1,13 @@
 // Webhook endpoints of the key's account and environment. Full-access keys only: an endpoint's
 // secret and deliveries are as sensitive as the key itself.
+import type { FastifyBaseLogger } from 'fastify';
 import { withTransaction } from '../../db/pool.js';
 import { listDeliveries } from '../../db/webhook-deliveries.js';
-import { deleteEndpoint, findEndpoint, insertEndpoint, listEndpoints, rotateSecret, updateEndpoint, type WebhookEndpointRow } from '../../db/webhook-endpoints.js';
+import { deleteEndpoint, findEndpoint, insertEndpoint, listEndpoints, lockEndpointsForWrite, rotateSecret, updateEndpoint, type WebhookEndpointRow } from '../../db/webhook-endpoints.js';
 import type { Environment } from '../../domain/environment.js';
 import { checkEnabledEvents } from '../../domain/events.js';
 import { newId } from '../../domain/ids.js';
-import { checkEndpointUrl, newWebhookSecret } from '../../domain/webhooks.js';
+import { checkEndpointUrl, MAX_WEBHOOK_ENDPOINTS, newWebhookSecret } from '../../domain/webhooks.js';
 import { ApiError, notFound } from '../../errors.js';
 import { AddressRefusedError, resolvePublicAddresses } from '../../webhooks/address-guard.js';
 import type { AppDeps } from '../types.js';
@@ -22,7 +23,7 @@ import {
 } from '../event-schemas.js';
 import { coerceLimit, DEFAULT_PAGE_SIZE } from '../pagination.js';
 import { presentWebhookDelivery, presentWebhookEndpoint } from '../presenters.js';
-import { Data, ListOf } from '../schemas.js';
+import { Data, ErrorEnvelope, ListOf } from '../schemas.js';
 import type { Api } from '../types.js';
 import { errorResponses } from '../route-helpers.js';
 
@@ -41,17 +42,21 @@ export async function webhookEndpointRoutes(app: Api, deps: AppDeps): Promise<vo
   const tags = ['webhook endpoints'];
 
   /** Shape, then the host's addresses: refused when any is not public (unless private networks are allowed). */
-  async function checkUrl(raw: string, environment: Environment): Promise<string> {
+  async function checkUrl(raw: string, environment: Environment, log: FastifyBaseLogger): Promise<string> {
     const verdict = checkEndpointUrl(raw, environment);
     if (!verdict.ok) throw new ApiError('webhook_url_invalid', verdict.message, 'url');
     try {
       await resolvePublicAddresses(verdict.value.hostname, allowPrivate);
     } catch (err) {
       if (!(err instanceof AddressRefusedError)) throw err;
+      log.info({ refused: err.detail }, 'webhook url refused');
       throw new ApiError('webhook_url_not_public', `url is refused: ${err.message}. Webhooks are delivered to public addresses only.`, 'url');
     }
     return verdict.value.toString();
   }
+
+  const urlTaken = (id: string) =>
+    new ApiError('webhook_endpoint_exists', `The webhook endpoint ${id} already has this url; update its enabled_events instead of adding another.`, 'url');
 
   function enabledEvents(list: string[]): string[] {
     const checked = checkEnabledEvents(list);
@@ -74,21 +79,24 @@ export async function webhookEndpointRoutes(app: Api, deps: AppDeps): Promise<vo
         tags,
         summary: 'Register a webhook endpoint; its signing secret is returned once',
         body: CreateWebhookEndpointBody,
-        response: { 200: Data(WebhookEndpoint), ...errorResponses },
+        response: { 200: Data(WebhookEndpoint), ...errorResponses, 409: ErrorEnvelope },
       },
     },
     async (req) => {
       requireFullAccess(req.auth);
       const events = enabledEvents(req.body.enabled_events);
-      const url = await checkUrl(req.body.url, req.auth.environment);
+      const url = await checkUrl(req.body.url, req.auth.environment, req.log);
       const secret = newWebhookSecret();
-      const row = await insertEndpoint(pool, {
-        id: newId('we'),
-        scope: req.auth,
-        url,
-        description: req.body.description ?? null,
-        enabledEvents: events,
-        secret,
+      const row = await withTransaction(pool, async (tx) => {
+        const existing = await lockEndpointsForWrite(tx, req.auth, url);
+        if (existing.sameUrlId) throw urlTaken(existing.sameUrlId);
+        if (existing.count >= MAX_WEBHOOK_ENDPOINTS) {
+          throw new ApiError(
+            'webhook_endpoint_limit_reached',
+            `This environment already has ${MAX_WEBHOOK_ENDPOINTS} webhook endpoints, the most it can have; delete one first (one endpoint can take every event: enabled_events ["*"]).`,
+          );
+        }
+        return insertEndpoint(tx, { id: newId('we'), scope: req.auth, url, description: req.body.description ?? null, enabledEvents: events, secret });
       });
       return { data: presentWebhookEndpoint(row, secret) };
     },
@@ -120,15 +128,21 @@ export async function webhookEndpointRoutes(app: Api, deps: AppDeps): Promise<vo
         summary: 'Update a webhook endpoint (url, enabled_events, description, status)',
         params: EndpointIdParams,
         body: UpdateWebhookEndpointBody,
-        response: { 200: Data(WebhookEndpoint), ...errorResponses },
+        response: { 200: Data(WebhookEndpoint), ...errorResponses, 409: ErrorEnvelope },
       },
     },
     async (req) => {
       requireFullAccess(req.auth);
       const b = req.body;
       const events = b.enabled_events === undefined ? undefined : enabledEvents(b.enabled_events);
-      const url = b.url === undefined ? undefined : await checkUrl(b.url, req.auth.environment);
+      // An unknown id is a 404 before the URL is looked at (no DNS work, nothing said about the host).
+      await load(req.auth, req.params.endpointId);
+      const url = b.url === undefined ? undefined : await checkUrl(b.url, req.auth.environment, req.log);
       const row = await withTransaction(pool, async (tx) => {
+        if (url !== undefined) {
+          const existing = await lockEndpointsForWrite(tx, req.auth, url);
+          if (existing.sameUrlId && existing.sameUrlId !== req.params.endpointId) throw urlTaken(existing.sameUrlId);
+        }
         const found = await findEndpoint(tx, req.auth, req.params.endpointId, true);
         if (!found) throw notFound('webhook endpoint', req.params.endpointId);
         return updateEndpoint(tx, found.id, { url, description: b.description, enabledEvents: events, status: b.status });
