@@ -1,0 +1,101 @@
+// The npm scripts as a newcomer, a supervisor (`CMD npm start`) or a CI runner uses them: a
+// SIGTERM sent to the npm process alone must reach the service, which drains and stops its
+// embedded PostgreSQL, leaving nothing running and the folder free for the next `npm start`.
+import { mkdtemp, readFile, rm, chmod } from 'node:fs/promises';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { freePort } from '../helpers/services.js';
+import { ROOT, spawnWorker, type WorkerProcess } from '../helpers/worker.js';
+
+const cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()!().catch(() => undefined);
+});
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function refused(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.once('error', () => resolve(true));
+  });
+}
+
+/** The scripts that start a process of the service (`chain` is another's and follows the same rule). */
+const SERVICE_SCRIPTS = ['start', 'api', 'worker', 'migrate', 'demo'] as const;
+
+describe('npm scripts', () => {
+  it('every script that starts the service replaces the shell with node (npm signals the shell, which passes nothing on)', async () => {
+    const pkg = JSON.parse(await readFile(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+    for (const name of SERVICE_SCRIPTS) expect(pkg.scripts[name], name).toBe(`exec node --import tsx main/${name}.ts`);
+    // Any other script running an entrypoint (a later `chain`) too.
+    for (const [name, script] of Object.entries(pkg.scripts)) if (/\bmain\//.test(script)) expect(script, name).toMatch(/^exec /);
+  });
+
+  it('SIGTERM to the npm process of `npm start`: the service and its embedded PostgreSQL stop, the port is free, a second `npm start` works', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'npm-start-'));
+    // As root the server runs as the `postgres` user, which must reach the data folder.
+    await chmod(dir, 0o755);
+    cleanups.push(() => rm(dir, { recursive: true, force: true }));
+    const port = await freePort();
+    const env = {
+      EMBEDDED_POSTGRES_DIR: path.join(dir, 'pg'),
+      MAIL_OUTBOX_DIR: path.join(dir, 'outbox'),
+      PORT: String(port),
+      METRICS_PORT: '0',
+      WORKER_PORT: '0',
+      PDF_RENDER_THREADS: '0',
+      // The embedded database and the Postgres queue backend: nothing but this folder is shared.
+      DATABASE_URL: '',
+      REDIS_URL: '',
+      REDIS_CLUSTER_NODES: '',
+      QUEUE_BACKEND: '',
+    };
+    const startNpm = async (): Promise<{ npm: WorkerProcess; servicePid: number; postgresPid: number }> => {
+      const npm = spawnWorker(env, { npm: true, command: 'start' });
+      cleanups.push(() => npm.stop('SIGKILL'));
+      const ready = await npm.waitForLine((l) => l.msg === 'API metrics on METRICS_PORT', 90_000);
+      const server = JSON.parse(await readFile(path.join(dir, 'pg', 'server.json'), 'utf8')) as { ownerPid: number; postgresPid: number };
+      // On a failure, leave nothing running behind the test either.
+      cleanups.push(async () => {
+        for (const pid of [server.ownerPid, server.postgresPid]) if (alive(pid)) process.kill(pid, 'SIGKILL');
+      });
+      expect(server.ownerPid).toBe(ready.pid);
+      // npm is not the service: the signal has to travel.
+      expect(server.ownerPid).not.toBe(npm.child.pid);
+      expect(await refused(port)).toBe(false);
+      return { npm, servicePid: server.ownerPid, postgresPid: server.postgresPid };
+    };
+
+    const first = await startNpm();
+    // The npm process alone, not its group: as supervisord or `kill <pid>` does.
+    first.npm.child.kill('SIGTERM');
+    expect(await first.npm.exited).toBe(0);
+    expect(first.npm.lines.some((l) => l.includes('"msg":"shut down cleanly"'))).toBe(true);
+    expect(first.npm.lines.some((l) => l.includes('embedded PostgreSQL stopped'))).toBe(true);
+    expect(alive(first.servicePid)).toBe(false);
+    expect(alive(first.postgresPid)).toBe(false);
+    expect(await refused(port)).toBe(true);
+    await expect(readFile(path.join(dir, 'pg', 'server.json'))).rejects.toThrow(/ENOENT/);
+
+    const second = await startNpm();
+    expect(second.npm.lines.some((l) => l.includes('already in use'))).toBe(false);
+    second.npm.child.kill('SIGTERM');
+    expect(await second.npm.exited).toBe(0);
+    expect(alive(second.servicePid)).toBe(false);
+    expect(alive(second.postgresPid)).toBe(false);
+  }, 180_000);
+});
