@@ -19,6 +19,8 @@ export interface Metrics {
   reminderLateness: Histogram;
   webhookDeliveries: Counter<'outcome'>;
   webhookLatency: Histogram;
+  /** Outbox rows the relay set aside (a job the catalogue does not know), by reason. */
+  outboxSetAside: Counter<'reason'>;
 }
 
 export function createMetrics(opts: { queues: AppQueue[]; db: Queryable; defaultMetrics?: boolean }): Metrics {
@@ -101,6 +103,12 @@ export function createMetrics(opts: { queues: AppQueue[]; db: Queryable; default
       name: 'webhook_delivery_latency_seconds',
       help: 'From the event being created to the 2xx of its delivery',
       buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 30, 300, 3600, 86_400],
+      registers: [registry],
+    }),
+    outboxSetAside: new Counter({
+      name: 'invoice_outbox_set_aside_total',
+      help: 'Outbox rows set aside by the relay, never to be handed over (reason unknown_job: a job name the catalogue does not know)',
+      labelNames: ['reason'],
       registers: [registry],
     }),
     reminderLateness: new Histogram({
