@@ -37,6 +37,7 @@ export interface Config {
   /** Prefix of every BullMQ key in Redis; tests give each run its own. */
   redisPrefix: string;
   port: number;
+  /** Listen address of the API, its METRICS_PORT and the WORKER_PORT; containers set 0.0.0.0. */
   host: string;
   /** When null, emails are written as .eml files into outboxDir instead of sent. */
   smtpUrl: string | null;
@@ -235,7 +236,7 @@ export function loadConfig(env: Env = process.env): Config {
     redisClusterNodes: clusterNodes,
     redisPrefix: prefix,
     port: int(env, 'PORT', 3000, 0, 65535),
-    host: str(env, 'HOST', '0.0.0.0'),
+    host: str(env, 'HOST', '127.0.0.1'),
     smtpUrl: url(env, 'SMTP_URL', null, ['smtp:', 'smtps:']),
     sandboxSmtpUrl: url(env, 'SANDBOX_SMTP_URL', null, ['smtp:', 'smtps:']),
     smtpPoolSize: int(env, 'SMTP_POOL_SIZE', 5, 1, 100),

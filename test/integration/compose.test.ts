@@ -385,6 +385,9 @@ describe('docker-compose.yml', () => {
         expect(redis.port || '6379', where).toBe('6379');
         expect(config.smtpUrl, where).toBe('smtp://mailpit:1025');
         expect(config.adminUser, where).toBeNull();
+        // The code's default is this machine only; a container's published ports need every interface.
+        expect(DEFAULTS.host).toBe('127.0.0.1');
+        expect(config.host, where).toBe('0.0.0.0');
       }
     }
   });
@@ -449,6 +452,7 @@ describe('docker-compose.single.yml (the app alone, Postgres queue backend)', ()
     const config = loadConfig(env);
     expect(config.queueBackend).toBe('postgres');
     expect(config.redisUrl).toBeNull();
+    expect(config.host).toBe('0.0.0.0');
     expect(new URL(config.databaseUrl).hostname).toBe('postgres');
     expect(SINGLE.services.app.depends_on).toEqual({ postgres: { condition: 'service_healthy' } });
     expect(JSON.stringify(SINGLE.services.app.healthcheck?.test)).toContain('/readyz');
@@ -550,6 +554,14 @@ describe('Dockerfile', () => {
     expect(JSON.parse(args) as string[]).toEqual(['node', 'dist/main/cli.js', 'api']);
     expectRunsBuiltScript(JSON.parse(args) as string[], 'Dockerfile CMD');
     expect(dockerfile).toMatch(/RUN npm run build/);
+  });
+
+  it('listens on every interface of the container (the code defaults to 127.0.0.1)', () => {
+    const env = Object.fromEntries(
+      final.filter((l) => /^ENV\s/i.test(l)).flatMap((l) => [...l.replace(/^ENV\s+/i, '').matchAll(/([A-Z_][A-Z0-9_]*)=("[^"]*"|\S*)/g)].map((m) => [m[1], m[2].replace(/^"|"$/g, '')])),
+    );
+    expect(env.HOST).toBe('0.0.0.0');
+    expect(loadConfig({ DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/invoices', ...env }).host).toBe('0.0.0.0');
   });
 
   it('copies from the build context only what exists and .dockerignore lets through', () => {

@@ -3,7 +3,7 @@
 // embedded PostgreSQL, leaving nothing running and the folder free for the next `npm start`.
 import { mkdtemp, readFile, rm, chmod } from 'node:fs/promises';
 import { connect } from 'node:net';
-import { tmpdir } from 'node:os';
+import { networkInterfaces, tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { freePort } from '../helpers/services.js';
@@ -23,9 +23,9 @@ function alive(pid: number): boolean {
   }
 }
 
-function refused(port: number): Promise<boolean> {
+function refused(port: number, host = '127.0.0.1'): Promise<boolean> {
   return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1');
+    const socket = connect(port, host);
     socket.once('connect', () => {
       socket.destroy();
       resolve(false);
@@ -81,6 +81,11 @@ describe('npm scripts', () => {
     };
 
     const first = await startNpm();
+    // HOST unset: the API, its metrics port and the worker port listen on this machine only.
+    const listening = first.npm.lines.map((l) => /"msg":"Server listening at http:\/\/([^"]+):\d+"/.exec(l)?.[1]).filter((h) => h !== undefined);
+    expect(listening).toEqual(['127.0.0.1', '127.0.0.1', '127.0.0.1']);
+    const external = Object.values(networkInterfaces()).flat().find((a) => a && a.family === 'IPv4' && !a.internal);
+    if (external) expect(await refused(port, external.address)).toBe(true);
     // The npm process alone, not its group: as supervisord or `kill <pid>` does.
     first.npm.child.kill('SIGTERM');
     expect(await first.npm.exited).toBe(0);

@@ -26,7 +26,8 @@ describe('loadConfig defaults', () => {
       redisUrl: null,
       redisPrefix: 'bull',
       port: 3000,
-      host: '0.0.0.0',
+      // This machine only: a quick start does not offer the sandbox payment, /metrics or the worker port to the network.
+      host: '127.0.0.1',
       smtpUrl: null,
       smtpPoolSize: 5,
       outboxDir: 'var/outbox',
