@@ -4,6 +4,7 @@
 import { availableParallelism } from 'node:os';
 import { Duration } from 'luxon';
 import type { ReminderPolicy } from './domain/reminder-schedule.js';
+import { LOG_FORMATS, type LogFormat } from './log.js';
 
 export class ConfigError extends Error {
   constructor(
@@ -48,6 +49,8 @@ export interface Config {
   mailFrom: string;
   paymentPageBase: string;
   logLevel: string;
+  /** LOG_FORMAT: readable lines (`pretty`), JSON, or `auto` (pretty on a terminal). */
+  logFormat: LogFormat;
   workerConcurrency: number;
   workerPort: number;
   /** WORKER_PORT unset: when 3001 is taken another free port will do. */
@@ -214,6 +217,8 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
 export function loadConfig(env: Env = process.env): Config {
   const logLevel = str(env, 'LOG_LEVEL', 'info');
   if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}`);
+  const logFormat = str(env, 'LOG_FORMAT', 'auto');
+  if (!(LOG_FORMATS as readonly string[]).includes(logFormat)) throw new ConfigError('LOG_FORMAT', `must be one of ${LOG_FORMATS.join(', ')}, got "${logFormat}"`);
   const adminUser = optional(env, 'ADMIN_USER');
   const adminPassword = optional(env, 'ADMIN_PASSWORD');
   if ((adminUser === null) !== (adminPassword === null)) {
@@ -244,6 +249,7 @@ export function loadConfig(env: Env = process.env): Config {
     mailFrom: str(env, 'MAIL_FROM', 'Invoices <invoices@example.com>'),
     paymentPageBase: url(env, 'PAYMENT_PAGE_BASE', 'http://localhost:3000/pay', ['http:', 'https:'])!.replace(/\/+$/, ''),
     logLevel,
+    logFormat: logFormat as LogFormat,
     workerConcurrency: int(env, 'WORKER_CONCURRENCY', 8, 1, 1000),
     workerPort: int(env, 'WORKER_PORT', 3001, 0, 65535),
     workerPortFallback: optional(env, 'WORKER_PORT') === null,

@@ -33,6 +33,8 @@ describe('loadConfig defaults', () => {
       outboxDir: 'var/outbox',
       paymentPageBase: 'http://localhost:3000/pay',
       logLevel: 'info',
+      // Readable lines on a terminal, JSON otherwise (src/log.ts prettyLogs).
+      logFormat: 'auto',
       workerConcurrency: 8,
       workerPort: 3001,
       platformFeeBps: 50,
@@ -145,6 +147,7 @@ describe('loadConfig refuses bad values, naming the variable', () => {
     ['SMTP_URL', 'https://mail'],
     ['PAYMENT_PAGE_BASE', 'ftp://pay'],
     ['LOG_LEVEL', 'verbose'],
+    ['LOG_FORMAT', 'text'],
     ['PLATFORM_FEE_BPS', '10001'],
     ['BODY_LIMIT_BYTES', '10'],
     ['WORKER_CONCURRENCY', '0'],
