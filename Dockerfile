@@ -36,6 +36,8 @@ RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 
 FROM ${NODE_IMAGE} AS runtime
 ENV NODE_ENV=production
+# Every interface of the container: the code's default (127.0.0.1) would answer no published port.
+ENV HOST=0.0.0.0
 WORKDIR /app
 COPY --from=prod-deps /app/node_modules ./node_modules
 COPY package.json package-lock.json ./

@@ -33,7 +33,7 @@ export const invoiceReminder: JobHandler<ReminderJobData, JobContext> = async (p
     ctx.countEmail?.(kind, 'skipped');
     return 'already_sent';
   }
-  const result = await emailInvoiceDocument(ctx, loaded, kind, delivery.id, (tx) => lockIfRemindersRun(tx, payload.invoiceId));
+  const result = await emailInvoiceDocument(ctx, loaded, kind, delivery.id, (tx) => lockIfRemindersRun(tx, payload.invoiceId), meta.plannedAt);
   if (!result.sent) {
     ctx.countEmail?.(kind, 'skipped');
     if (result.reason === 'no_longer_due') {

@@ -1,7 +1,7 @@
 // `invoice-lifecycle api` (`npm run api`): the HTTP API alone (migrations are `migrate`'s job in
 // a deployment). DATABASE_URL unset: the embedded PostgreSQL of a running `start`, else its own.
 import { loadConfigOrExit } from '../src/config.js';
-import { createLogger } from '../src/log.js';
+import { createLogger, prettyLogs } from '../src/log.js';
 import { createApiRuntime } from '../src/runtime/api-runtime.js';
 import { chooseDatabaseOrExit } from '../src/runtime/database.js';
 import { listenOn } from '../src/runtime/listen.js';
@@ -10,7 +10,7 @@ import { startOrExit } from '../src/runtime/startup-error.js';
 
 const database = await chooseDatabaseOrExit(process.env, 'share');
 const config = loadConfigOrExit(database.env);
-const log = createLogger(config.logLevel);
+const log = createLogger(config.logLevel, undefined, { pretty: prettyLogs(config.logFormat) });
 const api = await startOrExit(async () => {
   const runtime = await createApiRuntime(config, log);
   try {

@@ -8,7 +8,7 @@ import { setSettlementAddress } from '../src/db/accounts.js';
 import { countLiveKeys, findDemoObjects, linkHasPayments, revokeKeysNamed } from '../src/db/demo-fixtures.js';
 import { migrate } from '../src/db/migrate.js';
 import type { Pool } from '../src/db/pool.js';
-import { createLogger } from '../src/log.js';
+import { createLogger, prettyLogs } from '../src/log.js';
 import { createApiRuntime } from '../src/runtime/api-runtime.js';
 import { chooseDatabaseOrExit } from '../src/runtime/database.js';
 import { startOrExit } from '../src/runtime/startup-error.js';
@@ -24,7 +24,7 @@ const DEMO_SETTLEMENT_ADDRESS = '0xDe30000000000000000000000000000000000001';
 // Quiet by default: the last line of stdout is the JSON a newcomer copies from.
 const database = await chooseDatabaseOrExit({ LOG_LEVEL: 'warn', ...process.env }, 'share');
 const config = loadConfigOrExit(database.env);
-const log = createLogger(config.logLevel);
+const log = createLogger(config.logLevel, undefined, { pretty: prettyLogs(config.logFormat) });
 await migrate(config.databaseUrl, undefined, { queueSchema: config.queueBackend === 'postgres' });
 const api = await startOrExit(() => createApiRuntime(config, log));
 

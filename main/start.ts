@@ -1,44 +1,57 @@
 // `invoice-lifecycle start` (`npm start`): the local all-in-one mode. Applies migrations, then
 // runs the API and a worker in one process. DATABASE_URL unset: runs an embedded PostgreSQL
-// first (a second `start` on its folder refuses), stopped after the drain.
-import { jobHandlers } from '../jobs/index.js';
+// first (a second `start` on its folder refuses), stopped after the drain. Ends with one "ready"
+// block (a JSON `ready` line when stdout is not a terminal) saying where everything is.
 import { loadConfigOrExit } from '../src/config.js';
 import { migrate } from '../src/db/migrate.js';
-import { createLogger, redactUrl } from '../src/log.js';
-import { createApiRuntime } from '../src/runtime/api-runtime.js';
+import { createLogger, prettyLogs, redactUrl } from '../src/log.js';
 import { chooseDatabaseOrExit } from '../src/runtime/database.js';
-import { listenOn } from '../src/runtime/listen.js';
 import { exitOnSignals } from '../src/runtime/shutdown.js';
 import { startOrExit } from '../src/runtime/startup-error.js';
-import { createWorkerRuntime } from '../src/runtime/worker-runtime.js';
+
+// The service's modules take seconds to load (more when tsx compiles them on a first run): they
+// load while the database starts and migrates, instead of before it, in silence.
+const modules = Promise.all([
+  import('../jobs/index.js'),
+  import('../src/runtime/api-runtime.js'),
+  import('../src/runtime/worker-runtime.js'),
+  import('../src/runtime/listen.js'),
+  import('../src/runtime/ready.js'),
+]);
+// Awaited below; a failure meanwhile is not an unhandled rejection.
+modules.catch(() => undefined);
 
 const database = await chooseDatabaseOrExit(process.env, 'own');
 const config = loadConfigOrExit(database.env);
-const log = createLogger(config.logLevel);
+const pretty = prettyLogs(config.logFormat);
+const log = createLogger(config.logLevel, undefined, { pretty });
 try {
   await migrate(config.databaseUrl, (msg) => log.debug(msg), { queueSchema: config.queueBackend === 'postgres' });
 } catch (err) {
   log.error({ err, database: redactUrl(config.databaseUrl) }, 'could not apply migrations');
   process.exit(1);
 }
-const { api, worker } = await startOrExit(async () => {
+const [{ jobHandlers }, { createApiRuntime }, { createWorkerRuntime }, { boundPort, listenOn }, { announceReady, readyInfo }] = await modules;
+const { api, worker, ports } = await startOrExit(async () => {
   const worker = await createWorkerRuntime(config, log, jobHandlers);
   const api = await createApiRuntime(config, log).catch(async (err: unknown) => {
     await worker.close();
     throw err;
   });
   try {
-    await listenOn(api.app, { port: config.port, host: config.host, variable: 'PORT', fallbackToAny: false, movesWhenUnset: false }, log);
-    await api.listenMetrics();
+    const apiPort = await listenOn(api.app, { port: config.port, host: config.host, variable: 'PORT', fallbackToAny: false, movesWhenUnset: false }, log);
+    const metricsPort = await api.listenMetrics();
+    return { api, worker, ports: { apiPort, metricsPort, workerPort: boundPort(worker.http) } };
   } catch (err) {
     await api.close();
     await worker.close();
     throw err;
   }
-  return { api, worker };
 });
 exitOnSignals(log, config.shutdownTimeoutMs, async () => {
   await api.close();
   await worker.close();
   await database.stop();
 });
+// The chain watcher, once there is one, hands its chains in here (watchedChains).
+announceReady(log, readyInfo({ config, ...ports, psql: database.psql, watchedChains: [] }), pretty);

@@ -3,6 +3,7 @@
 // environment by walking it; the Config type is its Static; docs/configuration.md's table and
 // .env.example are generated from it (npm run docs:generate), and the tests read it for the names.
 import type { Chain } from './domain/chains.js';
+import { LOG_FORMATS } from './log.js';
 import type { Duration } from 'luxon';
 import { Type, type Static, type TSchema } from 'typebox';
 
@@ -129,7 +130,7 @@ export const ConfigSchema = Type.Object({
   reconcileEvery: duration({ env: 'RECONCILE_EVERY', group: DB, default: 'PT1M', description: 'how often the reconciler makes the queue (Redis or the `bullmq` schema) match Postgres' }),
 
   port: integer({ env: 'PORT', group: 'API', default: 3000, minimum: 0, maximum: 65535, description: 'API port' }),
-  host: text({ env: 'HOST', group: 'API', default: '0.0.0.0', description: 'listen address of the API and of the worker port' }),
+  host: text({ env: 'HOST', group: 'API', default: '127.0.0.1', description: 'listen address of the API, its `METRICS_PORT` and the `WORKER_PORT`; containers set 0.0.0.0 (the Dockerfile and compose files do)' }),
   paymentPageBase: url({
     env: 'PAYMENT_PAGE_BASE',
     group: 'API',
@@ -303,6 +304,7 @@ export const ConfigSchema = Type.Object({
   adminPassword: optionalText({ env: 'ADMIN_PASSWORD', group: 'Queue dashboard', description: 'password of the queue dashboard, set together with `ADMIN_USER`; unset: dashboard off' }),
 
   logLevel: oneOf(LOG_LEVELS, { env: 'LOG_LEVEL', group: 'Logs', default: 'info', description: 'pino level' }),
+  logFormat: oneOf(LOG_FORMATS, { env: 'LOG_FORMAT', group: 'Logs', default: 'auto', description: 'readable lines (`pretty`), one JSON object a line (`json`), or `auto`: pretty when stdout is a terminal' }),
 });
 
 export type Config = Static<typeof ConfigSchema>;

@@ -155,6 +155,11 @@ export class ApiError extends Error {
   }
 }
 
+/** The spec's error envelope of an ApiError, as every HTTP port of the service answers it. */
+export function errorEnvelope(err: ApiError): { error: { type: ErrorType; code: ErrorCode; message: string } } {
+  return { error: { type: err.type, code: err.code, message: err.message } };
+}
+
 export function errorCatalogue(): { code: ErrorCode; status: number; type: ErrorType }[] {
   return (Object.keys(CATALOGUE) as ErrorCode[]).map((code) => ({ code, status: CATALOGUE[code][0], type: CATALOGUE[code][1] }));
 }

@@ -1,4 +1,5 @@
 import { pino, type Logger } from 'pino';
+import pinoPretty from 'pino-pretty';
 
 export type { Logger };
 
@@ -17,12 +18,28 @@ interface LoggedRequest {
   socket?: { remotePort?: number };
 }
 
+/** LOG_FORMAT: `auto` is `pretty` when stdout is a terminal, `json` otherwise (a file, a pipe, a collector). */
+export type LogFormat = 'auto' | 'json' | 'pretty';
+export const LOG_FORMATS: readonly LogFormat[] = ['auto', 'json', 'pretty'];
+
+/** Whether a process's log lines are written for a person (pino-pretty) rather than as JSON. */
+export function prettyLogs(format: LogFormat, stdout: { isTTY?: boolean } = process.stdout): boolean {
+  return format === 'pretty' || (format === 'auto' && stdout.isTTY === true);
+}
+
+/** Readable lines on stdout: the time, the level, the message, then the fields on the same line. */
+function prettyStdout(): pino.DestinationStream {
+  // In-process and synchronous: a line is on the terminal before the next one, and before an exit.
+  return pinoPretty({ sync: true, colorize: process.stdout.isTTY === true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', singleLine: true });
+}
+
 /**
  * The root logger. Secrets never reach a log line: request lines carry the path without its
  * query string and no headers, and the key headers, SMTP and database credentials are redacted
- * wherever they appear in a logged object.
+ * wherever they appear in a logged object. `pretty` (with no destination): readable lines on
+ * stdout instead of JSON.
  */
-export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
+export function createLogger(level: string, destination?: pino.DestinationStream, opts: { pretty?: boolean } = {}): Logger {
   return pino(
     {
       level,
@@ -57,7 +74,7 @@ export function createLogger(level: string, destination?: pino.DestinationStream
         censor: '[redacted]',
       },
     },
-    destination,
+    destination ?? (opts.pretty ? prettyStdout() : undefined),
   );
 }
 

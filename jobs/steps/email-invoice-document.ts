@@ -3,7 +3,7 @@
 // (deliverOnce). A failure is counted and rethrown, so BullMQ retries it.
 import type { InvoiceForMail } from '../../src/db/invoice-for-mail.js';
 import { deliverOnce, type DeliveryGuard, type DeliveryOutcome } from '../../src/mail/deliver-once.js';
-import { invoiceEnvelope } from '../../src/mail/invoice-envelope.js';
+import { emlFileName, invoiceEnvelope } from '../../src/mail/invoice-envelope.js';
 import { renderEmail, type EmailKind } from '../../src/mail/render-email.js';
 import { issuedInvoicePdf } from '../../src/pdf/issued-invoice-pdf.js';
 import { renderDocumentPdf } from '../../src/pdf/render-invoice-pdf.js';
@@ -15,13 +15,16 @@ export async function emailInvoiceDocument(
   kind: EmailKind,
   deliveryId: string,
   guard?: DeliveryGuard,
+  /** A reminder's planned slot (in its .eml name). */
+  slotAt?: Date,
 ): Promise<DeliveryOutcome> {
   // The kept document: every email asking for payment attaches the same bytes as a download.
   const document = kind === 'receipt' ? 'receipt' : 'invoice';
   const pdf = document === 'receipt' ? await (ctx.renderPdf ?? renderDocumentPdf)(loaded.doc, 'receipt') : await issuedInvoicePdf(ctx.pool, loaded.doc, ctx.renderPdf);
   const email = renderEmail(kind, loaded.doc);
+  const fileName = emlFileName(loaded.doc.code, kind, deliveryId, slotAt);
   try {
-    return await deliverOnce(ctx.pool, ctx.mail, deliveryId, (messageId) => invoiceEnvelope(ctx.config, loaded, email, pdf, messageId, document), guard);
+    return await deliverOnce(ctx.pool, ctx.mail, deliveryId, (messageId) => invoiceEnvelope(ctx.config, loaded, email, pdf, messageId, document, fileName), guard);
   } catch (err) {
     ctx.countEmail?.(kind, 'failed');
     throw err;

@@ -25,11 +25,25 @@ export async function pendingReceiptJob(db: Queryable, invoiceId: string): Promi
   return rows[0] ?? null;
 }
 
-/** Oldest rows not yet handed over to BullMQ. */
+/** Oldest rows not yet handed over to BullMQ (rows set aside excluded). */
 export async function pendingOutbox(db: Queryable, limit: number): Promise<OutboxRow[]> {
   const { rows } = await db.query<OutboxRow>(
-    'select id::text as id, job_name, job_id, payload from outbox where enqueued_at is null order by id limit $1',
+    'select id::text as id, job_name, job_id, payload from outbox where enqueued_at is null and failed_at is null order by id limit $1',
     [limit],
+  );
+  return rows;
+}
+
+/**
+ * Sets pending rows aside for good (the relay skips them from now on); returns the rows this call
+ * set aside, so a row seen by two relays at once is reported once.
+ */
+export async function setOutboxRowsAside(db: Queryable, ids: string[], reason: string): Promise<OutboxRow[]> {
+  const { rows } = await db.query<OutboxRow>(
+    `update outbox set failed_at = now(), failed_reason = $2
+      where id = any($1::bigint[]) and enqueued_at is null and failed_at is null
+     returning id::text as id, job_name, job_id, payload`,
+    [ids, reason],
   );
   return rows;
 }
@@ -39,6 +53,6 @@ export async function markEnqueued(db: Queryable, jobIds: string[]): Promise<voi
 }
 
 export async function countPendingOutbox(db: Queryable): Promise<number> {
-  const { rows } = await db.query<{ n: number }>('select count(*)::int as n from outbox where enqueued_at is null');
+  const { rows } = await db.query<{ n: number }>('select count(*)::int as n from outbox where enqueued_at is null and failed_at is null');
   return rows[0].n;
 }

@@ -6,7 +6,7 @@ import type { Duplex } from 'node:stream';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Api, AppDeps } from './types.js';
-import { ApiError } from '../errors.js';
+import { ApiError, errorEnvelope } from '../errors.js';
 import { authenticate, presentKey } from './auth.js';
 import swagger from '@fastify/swagger';
 import rateLimit from '@fastify/rate-limit';
@@ -33,9 +33,7 @@ import { webhookEndpointRoutes } from './routes/webhook-endpoints.js';
 export type { Api as App, AppDeps } from './types.js';
 
 function sendError(reply: FastifyReply, err: ApiError): FastifyReply {
-  return reply.status(err.status).send({
-    error: { type: err.type, code: err.code, message: err.message },
-  });
+  return reply.status(err.status).send(errorEnvelope(err));
 }
 
 /** Postgres text and jsonb hold neither U+0000 nor a lone UTF-16 surrogate (jsonb fails on one). */

@@ -24,6 +24,11 @@ export interface OutgoingMail {
   text: string;
   /** Used verbatim as the Message-ID header, e.g. "<delivery-id@example.com>". */
   messageId: string;
+  /**
+   * Name of its .eml file in the outbox folder (file transport), without the extension; made
+   * filesystem-safe. Unset: the Message-ID. The same message must always get the same name.
+   */
+  fileName?: string;
   attachments: OutgoingAttachment[];
   /** The environment of the object the mail is about; a router sends sandbox mail to capture only. */
   environment?: MailEnvironment;
@@ -158,9 +163,9 @@ function smtpTransport(url: string, poolSize: number, kind: 'smtp' | 'sandbox_sm
   );
 }
 
-/** Message-IDs carry "<", ">" and whatever the id generator used; keep a safe file name. */
-export function outboxFileName(messageId: string): string {
-  const base = messageId
+/** A message's file name (or Message-ID: "<", ">" and whatever the id generator used), made safe. */
+export function outboxFileName(name: string): string {
+  const base = name
     .replace(/^<|>$/g, '')
     .replace(/[^A-Za-z0-9._@+-]/g, '_')
     .replace(/^\.+/, '_')
@@ -175,7 +180,7 @@ function fileTransport(outboxDir: string): MailTransport {
       const info = await transporter.sendMail(toNodemailer(message));
       if (!Buffer.isBuffer(info.message)) throw new Error('stream transport returned a stream despite buffer: true');
       await mkdir(outboxDir, { recursive: true });
-      const location = path.resolve(outboxDir, outboxFileName(message.messageId));
+      const location = path.resolve(outboxDir, outboxFileName(message.fileName ?? message.messageId));
       // Write then rename: a reader (a person, a test polling the directory) never sees half a
       // message, and a crash leaves at most a stray .tmp file.
       const tmp = `${location}.${process.pid}.${randomUUID()}.tmp`;

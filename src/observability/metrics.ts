@@ -20,6 +20,8 @@ export interface Metrics {
   webhookDeliveries: Counter<'outcome'>;
   webhookLatency: Histogram;
   chain: ChainMetrics;
+  /** Outbox rows the relay set aside (a job the catalogue does not know), by reason. */
+  outboxSetAside: Counter<'reason'>;
 }
 
 /** The payment detector's view of each watched chain (label chain_id). */
@@ -137,6 +139,12 @@ export function createMetrics(opts: { queues: AppQueue[]; db: Queryable; default
       name: 'webhook_delivery_latency_seconds',
       help: 'From the event being created to the 2xx of its delivery',
       buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 30, 300, 3600, 86_400],
+      registers: [registry],
+    }),
+    outboxSetAside: new Counter({
+      name: 'invoice_outbox_set_aside_total',
+      help: 'Outbox rows set aside by the relay, never to be handed over (reason unknown_job: a job name the catalogue does not know)',
+      labelNames: ['reason'],
       registers: [registry],
     }),
     reminderLateness: new Histogram({

@@ -3,8 +3,9 @@
 // API publishes a row right after its commit (fast path); the worker relays, on a timer,
 // whatever the fast path could not hand over (a crash between commit and enqueue, Redis down).
 // No database lock is held while Redis is called: a row handed over twice is harmless, since
-// its job id makes the second add a no-op.
-import { markEnqueued, pendingOutbox } from '../db/outbox.js';
+// its job id makes the second add a no-op. A row no retry can hand over (a job name the catalogue
+// does not know) is set aside, reported once through `onSetAside`, and the rest flows on.
+import { markEnqueued, pendingOutbox, setOutboxRowsAside, type OutboxRow } from '../db/outbox.js';
 import type { Queryable } from '../db/pool.js';
 import { isJobName, JOBS } from './catalogue.js';
 import type { OutboxJob } from './outbox.js';
@@ -15,11 +16,19 @@ const BATCH = 500;
 export interface OutboxRelay {
   /** Adds these jobs to their queues and marks their rows handed over. */
   publish(jobs: readonly OutboxJob[]): Promise<void>;
-  /** Hands over the oldest pending rows; returns how many. */
+  /** Hands over the oldest pending rows; returns how many it took off the pending list. */
   relay(): Promise<number>;
 }
 
-export function createOutboxRelay(db: Queryable, queues: QueueSet): OutboxRelay {
+/** Why a row was set aside (the `reason` label of the metric, `outbox.failed_reason`). */
+export const UNKNOWN_JOB = 'unknown_job';
+
+export interface OutboxRelayOptions {
+  /** Rows this relay set aside (each reported by exactly one relay, once). */
+  onSetAside?(rows: readonly OutboxRow[], reason: typeof UNKNOWN_JOB): void;
+}
+
+export function createOutboxRelay(db: Queryable, queues: QueueSet, opts: OutboxRelayOptions = {}): OutboxRelay {
   async function publish(jobs: readonly OutboxJob[]): Promise<void> {
     if (jobs.length === 0) return;
     for (const name of new Set(jobs.map((j) => j.job_name))) {
@@ -34,8 +43,13 @@ export function createOutboxRelay(db: Queryable, queues: QueueSet): OutboxRelay 
     publish,
     async relay() {
       const rows = await pendingOutbox(db, BATCH);
-      // Names are checked in publish(); payloads were typed by the catalogue when written.
-      await publish(rows as unknown as OutboxJob[]);
+      const unknown = rows.filter((r) => !isJobName(r.job_name));
+      if (unknown.length > 0) {
+        const setAside = await setOutboxRowsAside(db, unknown.map((r) => r.id), UNKNOWN_JOB);
+        if (setAside.length > 0) opts.onSetAside?.(setAside, UNKNOWN_JOB);
+      }
+      // Payloads were typed by the catalogue when written.
+      await publish(rows.filter((r) => isJobName(r.job_name)) as unknown as OutboxJob[]);
       return rows.length;
     },
   };

@@ -53,6 +53,8 @@ export interface EmbeddedPostgres {
   dir: string;
   /** True when this process runs the server (and stops it); false when it found one running. */
   owner: boolean;
+  /** A psql command that connects to it (the password read from the pgpass file, never printed). */
+  psql: string;
   /** Stops the server if this process owns it; data is kept. Idempotent. */
   stop(): Promise<void>;
 }
@@ -182,6 +184,10 @@ async function initialise(bin: Binaries, dir: string, dataDir: string, user: { u
   await writeFile(path.join(dir, 'pgpass'), `127.0.0.1:*:*:${SUPERUSER}:${password}\n`, { mode: 0o600 });
 }
 
+function psqlCommand(dir: string, port: number): string {
+  return `PGPASSFILE=${path.join(dir, 'pgpass')} psql -h 127.0.0.1 -p ${port} -U ${SUPERUSER} ${EMBEDDED_DATABASE}`;
+}
+
 function passwordOf(dir: string): string {
   const line = readFileSync(path.join(dir, 'pgpass'), 'utf8').trim();
   return line.slice(line.lastIndexOf(':') + 1);
@@ -248,7 +254,7 @@ export async function useEmbeddedPostgres(dirOption: string, mode: 'own' | 'shar
           throw new EmbeddedPostgresError(`${dir} is already in use by the embedded PostgreSQL of process ${found.ownerPid}: stop that process first, or set EMBEDDED_POSTGRES_DIR or DATABASE_URL`);
         }
         const running = await waitForRunning(file);
-        if (running) return { url: running.url!, dir, owner: false, stop: async () => undefined };
+        if (running) return { url: running.url!, dir, owner: false, psql: psqlCommand(dir, running.port!), stop: async () => undefined };
         continue;
       }
       // Its owner is gone: stop what it may have left running, then take over.
@@ -272,6 +278,8 @@ async function startOwned(dir: string, dataDir: string, file: string, log: Logge
   const user = serverUser();
   const initialised = await stat(path.join(dataDir, 'PG_VERSION')).then(() => true, () => false);
   if (!initialised) await initialise(bin, dir, dataDir, user, log);
+  // A second or so until it accepts connections: said, so the wait is not a silent one.
+  log.info({ data: dataDir }, 'starting the embedded PostgreSQL (DATABASE_URL unset)');
   const password = encodeURIComponent(passwordOf(dir));
   const logFile = path.join(dir, 'postgres.log');
 
@@ -316,16 +324,15 @@ async function startOwned(dir: string, dataDir: string, file: string, log: Logge
   const url = `postgres://${SUPERUSER}:${password}@127.0.0.1:${port}/${EMBEDDED_DATABASE}`;
   await ensureDatabase(url);
   await writeServerFile(file, { ownerPid: process.pid, state: 'running', postgresPid: server.pid, port, url });
-  log.info(
-    { data: dataDir, port },
-    `embedded PostgreSQL: data in ${dataDir}; connect with: PGPASSFILE=${path.join(dir, 'pgpass')} psql -h 127.0.0.1 -p ${port} -U ${SUPERUSER} ${EMBEDDED_DATABASE}`,
-  );
+  const psql = psqlCommand(dir, port);
+  log.info({ data: dataDir, port }, `embedded PostgreSQL: data in ${dataDir}; connect with: ${psql}`);
 
   let stopping: Promise<void> | null = null;
   return {
     url,
     dir,
     owner: true,
+    psql,
     stop() {
       stopping ??= (async () => {
         if (server.exitCode === null && server.signalCode === null) {

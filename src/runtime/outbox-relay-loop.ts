@@ -2,6 +2,7 @@
 // hand to BullMQ (a crash between commit and enqueue, Redis down).
 import type { Queryable } from '../db/pool.js';
 import type { Logger } from '../log.js';
+import type { Metrics } from '../observability/metrics.js';
 import { createOutboxRelay } from '../queue/outbox-relay.js';
 import type { QueueSet } from '../queue/queues.js';
 
@@ -12,8 +13,18 @@ export interface OutboxRelayLoop {
   stop(): Promise<void>;
 }
 
-export function startOutboxRelayLoop(db: Queryable, queues: QueueSet, intervalMs: number, log: Logger): OutboxRelayLoop {
-  const relay = createOutboxRelay(db, queues);
+export function startOutboxRelayLoop(db: Queryable, queues: QueueSet, intervalMs: number, log: Logger, metrics: Pick<Metrics, 'outboxSetAside'>): OutboxRelayLoop {
+  const relay = createOutboxRelay(db, queues, {
+    onSetAside(rows, reason) {
+      for (const row of rows) {
+        log.warn(
+          { outbox_id: row.id, job_name: row.job_name, job_id: row.job_id, reason },
+          'outbox row set aside: the job catalogue has no such job; the relay skips it (outbox.failed_at), later rows go on',
+        );
+      }
+      metrics.outboxSetAside.inc({ reason }, rows.length);
+    },
+  });
   let relaying: Promise<number> | null = null;
   // Asked again while a pass runs (a commit NOTIFYing meanwhile): one more pass right after, so
   // a row committed after the running pass's last read does not wait for the timer.

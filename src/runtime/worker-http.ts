@@ -2,6 +2,7 @@
 // (orchestrators probe workers too) and the API's METRICS_PORT (/metrics is not public).
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { Queryable } from '../db/pool.js';
+import { ApiError, errorEnvelope } from '../errors.js';
 import { registerHealth, type Readiness } from '../http/plugins/health.js';
 import { registerMetrics } from '../http/plugins/metrics.js';
 import type { Logger } from '../log.js';
@@ -15,6 +16,11 @@ export async function startWorkerHttp(
   const app = Fastify({ loggerInstance: log.child({ component: opts.component ?? 'worker-http' }), logController: new LogController({ disableRequestLogging: true }) }) as unknown as FastifyInstance;
   registerMetrics(app, opts.metrics);
   registerHealth(app, { db: opts.db, readiness: opts.readiness });
+  // The spec's envelope here too, not Fastify's own body: probes and scrapers read one format.
+  app.setNotFoundHandler((req, reply) => {
+    const err = new ApiError('route_not_found', `No route ${req.method} ${req.url.split('?')[0]}.`);
+    return reply.status(err.status).send(errorEnvelope(err));
+  });
   try {
     const port = await listenOn(app, opts.listen, log);
     return { app, port };

@@ -187,7 +187,7 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
       if (started.length > 0) log.info({ shards: count }, 'consuming more reminder shards');
     },
   });
-  const relayLoop = startOutboxRelayLoop(pool, queues, config.outboxRelayIntervalMs, log);
+  const relayLoop = startOutboxRelayLoop(pool, queues, config.outboxRelayIntervalMs, log, metrics);
   // emit_event NOTIFYs at commit when it wrote a fan-out row: relay at once rather than at the
   // next tick, whoever wrote the event (the API, a worker, a trigger on plain SQL).
   const outboxListener = listen(

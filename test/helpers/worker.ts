@@ -31,14 +31,16 @@ export interface SpawnOptions {
   /** Run the compiled CLI (`node dist/main/cli.js <command>`, as in production; needs `npm run build`). */
   compiled?: boolean;
   /** The CLI command; default `worker`. */
-  command?: 'worker' | 'api' | 'migrate' | 'start';
+  command?: 'worker' | 'api' | 'migrate' | 'start' | 'demo';
+  /** Through its npm script (`npm run <command>`), as a newcomer or a supervisor starts it: the child is npm. */
+  npm?: boolean;
 }
 
 /** A worker (or another CLI command) as a child process, with the given environment on top of the test's. */
 export function spawnWorker(env: Record<string, string>, opts: SpawnOptions = {}): WorkerProcess {
   const command = opts.command ?? 'worker';
   const args = opts.compiled ? ['dist/main/cli.js', command] : ['--import', 'tsx', 'main/cli.ts', command];
-  const child = spawn(process.execPath, args, {
+  const child = spawn(opts.npm ? 'npm' : process.execPath, opts.npm ? ['run', command] : args, {
     cwd: ROOT,
     env: { ...process.env, LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

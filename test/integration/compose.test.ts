@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { Ajv, type AnySchemaObject } from 'ajv';
 import addFormats from 'ajv-formats';
 import { describe, expect, it } from 'vitest';
+import ts from 'typescript';
 import { parse } from 'yaml';
 import { loadConfig } from '../../src/config.js';
 import { configVariables, isConfigVariable } from '../../src/config-schema.js';
@@ -25,6 +26,30 @@ const read = (file: string) => readFileSync(path.join(ROOT, file), 'utf8');
 
 /** The variables the service reads: the configuration schema's names and name families (RPC_URL_<chainId>). */
 const CONFIG_VARS = { has: isConfigVariable, names: configVariables().map((v) => v.env) };
+
+/**
+ * The JavaScript files `npm run build` writes, relative to the repository (`dist/main/cli.js`...):
+ * what tsc emits for tsconfig.build.json, the project scripts/build.mjs compiles.
+ */
+function builtScripts(): Set<string> {
+  const file = path.join(ROOT, 'tsconfig.build.json');
+  const { config } = ts.readConfigFile(file, ts.sys.readFile) as { config: unknown };
+  const parsed = ts.parseJsonConfigFileContent(config, ts.sys, ROOT, undefined, file);
+  expect(parsed.errors).toEqual([]);
+  const outputs = parsed.fileNames.flatMap((f) => ts.getOutputFileNames(parsed, f, false));
+  return new Set(outputs.filter((f) => f.endsWith('.js')).map((f) => path.relative(ROOT, f).split(path.sep).join('/')));
+}
+const BUILT = builtScripts();
+
+/** The commands of the CLI (main/cli.ts `COMMANDS`). */
+const CLI_COMMANDS = new Set([...(/const COMMANDS = \{([^}]*)\}/.exec(read('main/cli.ts'))?.[1] ?? '').matchAll(/^\s*(\w+):/gm)].map((m) => m[1]));
+
+/** A `node <script> [command]` the images run: the script must be one the build writes, the command one the CLI knows. */
+function expectRunsBuiltScript(argv: string[], where: string): void {
+  expect(argv[0], where).toBe('node');
+  expect(BUILT, `${where}: ${argv[1]} is not written by npm run build`).toContain(argv[1]);
+  if (argv[1] === 'dist/main/cli.js') expect(CLI_COMMANDS, `${where}: command ${argv[2]}`).toContain(argv[2]);
+}
 const REQUIRED_APP_VARS = ['DATABASE_URL', 'REDIS_URL', 'SMTP_URL', 'PAYMENT_PAGE_BASE'];
 // The compose services always set DATABASE_URL (unset, the commands would run an embedded PostgreSQL).
 const DEFAULTS = loadConfig({ DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/invoices' });
@@ -278,9 +303,17 @@ describe('docker-compose.yml', () => {
     const pkg = JSON.parse(read('package.json')) as { bin: Record<string, string> };
     const bin = pkg.bin['invoice-lifecycle'];
     expect(bin).toBe('dist/main/cli.js');
+    expect(BUILT).toContain(bin);
     for (const role of ['migrate', 'api', 'worker']) {
       expect(COMPOSE.services[role].command, role).toEqual(['node', bin, role]);
     }
+  });
+
+  it('every command that runs node runs a file the build writes, with a command the CLI knows', () => {
+    expect(CLI_COMMANDS).toEqual(new Set(['api', 'worker', 'migrate', 'start', 'demo']));
+    const node = Object.entries(COMPOSE.services).filter(([, s]) => Array.isArray(s.command) && s.command[0] === 'node');
+    expect(node.map(([name]) => name).sort()).toEqual(['api', 'migrate', 'worker']);
+    for (const [name, service] of node) expectRunsBuiltScript(service.command as string[], `docker-compose.yml ${name}`);
   });
 
   it('redis persists with an append-only file and promotes delayed jobs promptly', () => {
@@ -345,6 +378,9 @@ describe('docker-compose.yml', () => {
         expect(redis.port || '6379', where).toBe('6379');
         expect(config.smtpUrl, where).toBe('smtp://mailpit:1025');
         expect(config.adminUser, where).toBeNull();
+        // The code's default is this machine only; a container's published ports need every interface.
+        expect(DEFAULTS.host).toBe('127.0.0.1');
+        expect(config.host, where).toBe('0.0.0.0');
       }
     }
   });
@@ -401,13 +437,15 @@ describe('docker-compose.single.yml (the app alone, Postgres queue backend)', ()
 
   it('is postgres and one app service running `start` on the Postgres queue backend: no Redis anywhere', () => {
     expect(Object.keys(SINGLE.services).sort()).toEqual(['app', 'postgres']);
-    expect(SINGLE.services.app.command).toEqual(['node', 'dist/src/cli.js', 'start']);
+    expect(SINGLE.services.app.command).toEqual(['node', 'dist/main/cli.js', 'start']);
+    expectRunsBuiltScript(SINGLE.services.app.command as string[], 'docker-compose.single.yml app');
     const env = environmentOf(SINGLE.services.app);
     expect(Object.keys(env).filter((n) => !CONFIG_VARS.has(n))).toEqual([]);
     expect(Object.keys(env).filter((n) => n.startsWith('REDIS'))).toEqual([]);
     const config = loadConfig(env);
     expect(config.queueBackend).toBe('postgres');
     expect(config.redisUrl).toBeNull();
+    expect(config.host).toBe('0.0.0.0');
     expect(new URL(config.databaseUrl).hostname).toBe('postgres');
     expect(SINGLE.services.app.depends_on).toEqual({ postgres: { condition: 'service_healthy' } });
     expect(JSON.stringify(SINGLE.services.app.healthcheck?.test)).toContain('/readyz');
@@ -507,7 +545,16 @@ describe('Dockerfile', () => {
     // Exec form: node is the process Docker signals (a shell or npm would not pass SIGTERM on).
     expect(args.startsWith('[')).toBe(true);
     expect(JSON.parse(args) as string[]).toEqual(['node', 'dist/main/cli.js', 'api']);
+    expectRunsBuiltScript(JSON.parse(args) as string[], 'Dockerfile CMD');
     expect(dockerfile).toMatch(/RUN npm run build/);
+  });
+
+  it('listens on every interface of the container (the code defaults to 127.0.0.1)', () => {
+    const env = Object.fromEntries(
+      final.filter((l) => /^ENV\s/i.test(l)).flatMap((l) => [...l.replace(/^ENV\s+/i, '').matchAll(/([A-Z_][A-Z0-9_]*)=("[^"]*"|\S*)/g)].map((m) => [m[1], m[2].replace(/^"|"$/g, '')])),
+    );
+    expect(env.HOST).toBe('0.0.0.0');
+    expect(loadConfig({ DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/invoices', ...env }).host).toBe('0.0.0.0');
   });
 
   it('copies from the build context only what exists and .dockerignore lets through', () => {

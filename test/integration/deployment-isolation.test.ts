@@ -117,6 +117,13 @@ describe('sandbox mail is captured', () => {
     await waitUntil(async () => (await delivery(sandboxId))?.status === 'sent', 20_000);
     const files = await readdir(outbox);
     expect(files).toHaveLength(1);
+    // Named after what it is, for a person looking in the folder: the invoice's code and the kind.
+    const { rows } = await fx.api.pool.query<{ code: string; id: string }>(
+      `select i.code, d.id from invoices i join deliveries d on d.invoice_id = i.id and d.kind = 'invoice' where i.id = $1`,
+      [sandboxId],
+    );
+    expect(files[0]).toBe(`${rows[0].code}-invoice-${rows[0].id}.eml`);
+    expect(files[0]).toMatch(/^TEST-INV-\d{6}-invoice-dlv_[A-Za-z0-9]+\.eml$/);
     expect(await readFile(path.join(outbox, files[0]), 'utf8')).toContain('stranger@example.test');
     expect(await delivery(sandboxId)).toMatchObject({ transport: 'outbox', destination: path.join(outbox, files[0]) });
 

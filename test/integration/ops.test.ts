@@ -164,6 +164,10 @@ describe('health', () => {
       expect(await ready.json()).toEqual({ status: 'ok', checks: { postgres: 'ok', [store]: 'ok' } });
       const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
       expect(metrics).toContain('invoice_queue_jobs{queue="invoice-send",state="waiting"}');
+      // An unknown path answers the spec's error envelope, as the API does.
+      const missing = await fetch(`http://127.0.0.1:${port}/nope?x=1`);
+      expect(missing.status).toBe(404);
+      expect(await missing.json()).toEqual({ error: { type: 'invalid_request_error', code: 'route_not_found', message: 'No route GET /nope.' } });
     } finally {
       await worker.close();
     }

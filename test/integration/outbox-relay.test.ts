@@ -1,0 +1,60 @@
+// The worker's outbox relay against a real database and queue store: a row no retry can hand over
+// (a job name the catalogue does not know) is set aside once, and the rows after it flow.
+import { Writable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/log.js';
+import { createMetrics } from '../../src/observability/metrics.js';
+import { jobIdOf } from '../../src/queue/catalogue.js';
+import { startOutboxRelayLoop } from '../../src/runtime/outbox-relay-loop.js';
+import { startApiFixture, type ApiFixture } from '../helpers/context.js';
+
+let fx: ApiFixture;
+
+beforeAll(async () => {
+  fx = await startApiFixture();
+});
+afterAll(async () => {
+  await fx?.close();
+});
+
+describe('outbox relay', () => {
+  it('a row of an unknown job is set aside (marked, logged once, counted) and the rows after it are handed over', async () => {
+    const db = fx.api.pool;
+    // Written by hand, or by a newer version rolled back: the oldest pending row.
+    await db.query(`insert into outbox (job_name, job_id, payload) values ('invoice.teleport', 'poison-1', '{"invoiceId":"inv_x"}')`);
+    const good = ['inv_relay_a', 'inv_relay_b', 'inv_relay_c'].map((invoiceId) => ({ invoiceId, deliveryId: `dlv_${invoiceId}` }));
+    for (const payload of good) {
+      await db.query('insert into outbox (job_name, job_id, payload) values ($1, $2, $3)', ['invoice.send', jobIdOf('invoice.send', payload), JSON.stringify(payload)]);
+    }
+
+    const lines: Record<string, unknown>[] = [];
+    const log = createLogger('info', new Writable({ write: (chunk, _enc, cb) => (lines.push(JSON.parse(String(chunk)) as Record<string, unknown>), cb()) }));
+    const metrics = createMetrics({ queues: [], db, defaultMetrics: false });
+    const loop = startOutboxRelayLoop(db, fx.api.queues, 3_600_000, log, metrics);
+    try {
+      expect(await loop.relayNow()).toBe(4);
+      // A second pass finds nothing pending: the poison row is not read again.
+      expect(await loop.relayNow()).toBe(0);
+    } finally {
+      await loop.stop();
+    }
+
+    for (const payload of good) {
+      const job = await fx.api.queues.send.getJob(jobIdOf('invoice.send', payload));
+      expect(job?.data, payload.invoiceId).toEqual(payload);
+    }
+    const { rows } = await db.query<{ job_id: string; enqueued: boolean; failed: boolean; failed_reason: string | null }>(
+      'select job_id, enqueued_at is not null as enqueued, failed_at is not null as failed, failed_reason from outbox order by id',
+    );
+    expect(rows).toEqual([
+      { job_id: 'poison-1', enqueued: false, failed: true, failed_reason: 'unknown_job' },
+      ...good.map((p) => ({ job_id: jobIdOf('invoice.send', p), enqueued: true, failed: false, failed_reason: null })),
+    ]);
+    const warned = lines.filter((l) => l.level === 40);
+    expect(warned).toHaveLength(1);
+    expect(warned[0]).toMatchObject({ job_name: 'invoice.teleport', job_id: 'poison-1', reason: 'unknown_job' });
+    expect(await metrics.registry.getSingleMetricAsString('invoice_outbox_set_aside_total')).toContain('invoice_outbox_set_aside_total{reason="unknown_job"} 1');
+    // The backlog gauge counts what is still to hand over: a set-aside row is not.
+    expect(await metrics.registry.getSingleMetricAsString('invoice_outbox_backlog')).toMatch(/invoice_outbox_backlog 0$/m);
+  });
+});
