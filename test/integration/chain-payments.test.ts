@@ -166,6 +166,7 @@ describe('payments through the fee proxy', () => {
     const inv = await sentInvoice('7.00');
     expect((await api.post(`/v1/invoices/${inv.id}/void`, key())).status).toBe(200);
     await payByProxy(inv);
+    await waitUntil(async () => (await paymentsOf(inv.id)).length === 1, 20_000);
     await chain.mine(2);
     await waitUntil(async () => (await paymentsOf(inv.id)).some((p) => p.status === 'confirmed'), 20_000);
     const [p] = await paymentsOf(inv.id);

@@ -45,7 +45,8 @@ describe('enabled events', () => {
     expect(checkEnabledEvents([]).ok).toBe(false);
     expect(checkEnabledEvents(['*', 'invoice.paid']).ok).toBe(false);
     expect(checkEnabledEvents(['invoice.*']).ok).toBe(false);
-    expect(EVENT_TYPES).toHaveLength(15);
+    expect(EVENT_TYPES).toHaveLength(20);
+    expect(checkEnabledEvents(['payment.confirmed', 'invoice.partially_paid'])).toEqual({ ok: true, value: ['payment.confirmed', 'invoice.partially_paid'] });
   });
   it('matches "*" and listed kinds only', () => {
     expect(endpointWants(['*'], 'invoice.paid')).toBe(true);
