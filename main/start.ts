@@ -2,6 +2,7 @@
 // runs the API and a worker in one process. DATABASE_URL unset: runs an embedded PostgreSQL
 // first (a second `start` on its folder refuses), stopped after the drain. Ends with one "ready"
 // block (a JSON `ready` line when stdout is not a terminal) saying where everything is.
+import { describeWatched } from '../src/domain/chains.js';
 import { loadConfigOrExit } from '../src/config.js';
 import { migrate } from '../src/db/migrate.js';
 import { createLogger, prettyLogs, redactUrl } from '../src/log.js';
@@ -53,5 +54,4 @@ exitOnSignals(log, config.shutdownTimeoutMs, async () => {
   await worker.close();
   await database.stop();
 });
-// The chain watcher, once there is one, hands its chains in here (watchedChains).
-announceReady(log, readyInfo({ config, ...ports, psql: database.psql, watchedChains: [] }), pretty);
+announceReady(log, readyInfo({ config, ...ports, psql: database.psql, watchedChains: describeWatched(config.chains) }), pretty);

@@ -156,6 +156,11 @@ export function watchedChains(): Chain[] {
   return active.filter((c) => c.rpcUrls.length > 0);
 }
 
+/** One readable line per watched chain, for start lines: "local (31337), 2 confirmations". */
+export function describeWatched(chains: readonly Chain[]): string[] {
+  return chains.filter((c) => c.rpcUrls.length > 0).map((c) => `${c.network} (${c.chainId}), ${c.confirmations} confirmations`);
+}
+
 export function subscriptionContractOf(chainId: number): string {
   return SUBSCRIPTION_CONTRACTS[chainId] ?? NO_CONTRACT;
 }

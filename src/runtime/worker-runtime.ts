@@ -22,7 +22,7 @@ import { presentEvent } from '../http/presenters.js';
 import { createWebhookSender } from '../webhooks/sender.js';
 import { removeStaleChainSchedulers, startGuardedSchedulers } from './guarded-schedulers.js';
 import { createChainWatcher } from '../chain/watcher.js';
-import { useChains } from '../domain/chains.js';
+import { describeWatched, useChains } from '../domain/chains.js';
 import { startOutboxRelayLoop } from './outbox-relay-loop.js';
 import { startQueueWorkers } from './queue-workers.js';
 import { startReminderUpkeep } from './reminder-upkeep.js';
@@ -213,7 +213,7 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
       port: httpPort,
       // What the schedules of this worker follow; a change moves open invoices at the next reconcile.
       reminder_policy: describePolicy(config.reminders),
-      watched_chains: watched.length > 0 ? watched.map((c) => `${c.network} (${c.chainId}, ${c.confirmations} confirmations)`) : 'none (set CHAINS_FILE or RPC_URL_<chainId>)',
+      watched_chains: watched.length > 0 ? describeWatched(watched) : 'none (set CHAINS_FILE or RPC_URL_<chainId>)',
     },
     'worker started',
   );
