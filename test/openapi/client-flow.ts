@@ -19,6 +19,13 @@ export interface FlowResult {
   refusedStatus: number;
   refusedCode: string | undefined;
   pdfType: string | null;
+  /** The on-chain side: the settlement address set and read back, the invoice's payments, the payment list. */
+  settlementAddress: string | null;
+  paymentInstructions: unknown;
+  invoicePayments: number;
+  unmatchedListed: number;
+  missingPaymentCode: string | undefined;
+  applyMissingCode: string | undefined;
 }
 
 export async function runInvoiceFlow(baseUrl: string, apiKey: string, customerEmail: string): Promise<FlowResult> {
@@ -50,6 +57,14 @@ export async function runInvoiceFlow(baseUrl: string, apiKey: string, customerEm
 
   const pdf = await client.GET('/v1/invoices/{invoiceId}/pdf', { params: { path: { invoiceId } }, parseAs: 'arrayBuffer' });
 
+  const patched = await client.PATCH('/v1/account', { body: { settlement_address: '0x70997970c51812dc3a010c7d01b50e0d17dc79c8' } });
+  if (!patched.data) throw new Error(`account failed: ${patched.response.status} ${JSON.stringify(patched.error)}`);
+  const account = await client.GET('/v1/account');
+  const payments = await client.GET('/v1/invoices/{invoiceId}/payments', { params: { path: { invoiceId } } });
+  const unmatched = await client.GET('/v1/payments', { params: { query: { unmatched: 'true', limit: 10 } } });
+  const missing = await client.GET('/v1/payments/{paymentId}', { params: { path: { paymentId: 'pay_missing' } } });
+  const applyMissing = await client.POST('/v1/payments/{paymentId}/apply', { params: { path: { paymentId: 'pay_missing' } }, body: { invoice_id: invoiceId } });
+
   return {
     invoiceId,
     createdStatus: created.data.data.status,
@@ -63,5 +78,11 @@ export async function runInvoiceFlow(baseUrl: string, apiKey: string, customerEm
     refusedStatus: refused.response.status,
     refusedCode: refused.error?.error.code,
     pdfType: pdf.response.headers.get('content-type'),
+    settlementAddress: account.data?.data.settlement_address ?? null,
+    paymentInstructions: sent.data.data.payment_instructions,
+    invoicePayments: payments.data?.data.length ?? -1,
+    unmatchedListed: unmatched.data?.data.length ?? -1,
+    missingPaymentCode: missing.error?.error.code,
+    applyMissingCode: applyMissing.error?.error.code,
   };
 }
