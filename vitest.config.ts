@@ -12,6 +12,7 @@ const BOTH_BACKENDS = [
   'test/integration/ops.test.ts',
   'test/integration/deployment-isolation.test.ts',
   'test/integration/reminder-shards.test.ts',
+  'test/integration/chain-payments.test.ts',
 ];
 
 // The send and reminder end-to-end files run a third time, on the Redis backend over a throwaway
@@ -24,6 +25,7 @@ const CLUSTER_FILES = [
   'test/integration/reminders.test.ts',
   'test/integration/reminder-shards.test.ts',
   'test/integration/redis-cluster.test.ts',
+  'test/integration/chain-payments.test.ts',
 ];
 // Only meaningful on a cluster: the harness itself and the key layout there.
 const CLUSTER_ONLY = ['test/integration/redis-cluster.test.ts'];
