@@ -1,0 +1,154 @@
+// The on-chain payment rules, pure: Request's payment reference, addresses, what an invoice asks
+// for and what a payment does to it, which invoice a plain transfer pays, and the merge of a
+// proxy payment with its own Transfer log.
+import { keccak_256 } from '@noble/hashes/sha3.js';
+import { describe, expect, it } from 'vitest';
+import { observePayments } from '../../src/chain/observe.js';
+import type { ProxyLog, TransferLog } from '../../src/chain/rpc.js';
+import {
+  applyPayment,
+  confirmationsAt,
+  derivePaymentReference,
+  expectedFeeAtomic,
+  matchTransfer,
+  parseAddress,
+  paymentInstructions,
+  referenceTopic,
+  remainingAtomic,
+  safeHead,
+  splitFee,
+  type PayableInvoice,
+} from '../../src/domain/payments.js';
+
+const hex = (bytes: Uint8Array) => Buffer.from(bytes).toString('hex');
+
+describe('payment reference', () => {
+  it("is Request's last8Bytes(keccak256(lowercase(id + salt + address))): checked with another keccak implementation", () => {
+    const id = 'inv_AbC123';
+    const salt = '0123456789abcdef';
+    const address = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8';
+    const expected = `0x${hex(keccak_256(new TextEncoder().encode(`${id}${salt}${address}`.toLowerCase()))).slice(-16)}`;
+    expect(derivePaymentReference(id, salt, address)).toBe(expected);
+    expect(derivePaymentReference(id, salt, address)).toMatch(/^0x[0-9a-f]{16}$/);
+    // The address's case does not matter; the salt and the id do.
+    expect(derivePaymentReference(id, salt, address.toLowerCase())).toBe(expected);
+    expect(derivePaymentReference(id, 'fedcba9876543210', address)).not.toBe(expected);
+    expect(derivePaymentReference('inv_AbC124', salt, address)).not.toBe(expected);
+  });
+
+  it("the proxy event's indexed topic is keccak256 of the reference's 8 bytes", () => {
+    const ref = '0x1122334455667788';
+    expect(referenceTopic(ref)).toBe(`0x${hex(keccak_256(Buffer.from('1122334455667788', 'hex')))}`);
+  });
+});
+
+describe('addresses', () => {
+  it('accepts EIP-55 or lower case and returns it checksummed; refuses a bad checksum or shape, naming the field', () => {
+    expect(parseAddress('0x70997970c51812dc3a010c7d01b50e0d17dc79c8', 'to')).toEqual({ ok: true, address: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8' });
+    expect(parseAddress('0x70997970C51812dc3A010C7d01b50e0d17dc79C8', 'to').ok).toBe(true);
+    const bad = parseAddress('0x70997970C51812DC3A010C7d01b50e0d17dc79C8', 'settlement_address');
+    expect(bad).toMatchObject({ ok: false, message: expect.stringContaining('settlement_address') });
+    expect(parseAddress('0x1234', 'to').ok).toBe(false);
+  });
+});
+
+const invoice = (over: Partial<PayableInvoice> = {}): PayableInvoice => ({
+  status: 'open',
+  chainId: 31337,
+  network: 'local',
+  tokenAddress: '0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512',
+  tokenDecimals: 6,
+  settlementAddress: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8',
+  paymentReference: '0x1122334455667788',
+  amountAtomic: 25_000_000n,
+  paidAtomic: 0n,
+  feeAtomic: 125_000n,
+  feeBps: 50,
+  ...over,
+});
+const CHAIN = { feeProxy: '0x5FbDB2315678afecb367f032d93F642f64180aa3', feeAddress: '0xa0Ee7A142d267C1f36714E4a8F75612F20a79720' };
+
+describe('payment instructions', () => {
+  it('ask for what remains, split into the fee (half up) and the merchant share', () => {
+    expect(paymentInstructions(invoice(), CHAIN)).toMatchObject({ total_atomic: '25000000', fee_atomic: '125000', amount_atomic: '24875000', to: invoice().settlementAddress });
+    // After 10 paid: 15 remain, fee 0.5% of 15 = 0.075.
+    expect(paymentInstructions(invoice({ paidAtomic: 10_000_000n }), CHAIN)).toMatchObject({ total_atomic: '15000000', fee_atomic: '75000', amount_atomic: '14925000' });
+    // Half up: 0.5% of 101 = 0.505 -> 1.
+    expect(splitFee(101n, 50)).toEqual({ amountAtomic: 100n, feeAtomic: 1n });
+    expect(splitFee(99n, 50)).toEqual({ amountAtomic: 99n, feeAtomic: 0n });
+  });
+
+  it('are null for drafts, paid and void invoices, without address or reference, without proxy or fee address, or when nothing remains', () => {
+    for (const status of ['draft', 'paid', 'void'] as const) expect(paymentInstructions(invoice({ status }), CHAIN)).toBeNull();
+    expect(paymentInstructions(invoice({ settlementAddress: null }), CHAIN)).toBeNull();
+    expect(paymentInstructions(invoice({ paymentReference: null }), CHAIN)).toBeNull();
+    expect(paymentInstructions(invoice(), { ...CHAIN, feeProxy: null })).toBeNull();
+    expect(paymentInstructions(invoice(), { ...CHAIN, feeAddress: null })).toBeNull();
+    expect(paymentInstructions(invoice(), undefined)).toBeNull();
+    expect(paymentInstructions(invoice({ paidAtomic: 25_000_000n }), CHAIN)).toBeNull();
+    expect(paymentInstructions(invoice({ status: 'overdue' }), CHAIN)).not.toBeNull();
+  });
+});
+
+describe('applying a confirmed payment', () => {
+  it('adds up: less stays open, exactly or more turns paid (the excess visible)', () => {
+    expect(applyPayment({ status: 'open', amountAtomic: 100n, paidAtomic: 0n }, 40n)).toEqual({ outcome: 'applied', paidAtomic: 40n, status: 'open', fullyPaid: false });
+    expect(applyPayment({ status: 'overdue', amountAtomic: 100n, paidAtomic: 40n }, 40n)).toEqual({ outcome: 'applied', paidAtomic: 80n, status: 'overdue', fullyPaid: false });
+    expect(applyPayment({ status: 'open', amountAtomic: 100n, paidAtomic: 80n }, 20n)).toEqual({ outcome: 'applied', paidAtomic: 100n, status: 'paid', fullyPaid: true });
+    expect(applyPayment({ status: 'open', amountAtomic: 100n, paidAtomic: 0n }, 130n)).toEqual({ outcome: 'applied', paidAtomic: 130n, status: 'paid', fullyPaid: true });
+    expect(remainingAtomic({ amountAtomic: 100n, paidAtomic: 130n })).toBe(0n);
+  });
+
+  it('changes nothing on a void or already paid invoice, and says so', () => {
+    expect(applyPayment({ status: 'void', amountAtomic: 100n, paidAtomic: 0n }, 100n)).toEqual({ outcome: 'invoice_void' });
+    expect(applyPayment({ status: 'paid', amountAtomic: 100n, paidAtomic: 100n }, 100n)).toEqual({ outcome: 'invoice_already_paid' });
+  });
+
+  it('expects the rule fee of a proxy payment, none of a transfer', () => {
+    expect(expectedFeeAtomic('proxy', 25_000_000n, 50)).toBe(125_000n);
+    expect(expectedFeeAtomic('transfer', 25_000_000n, 50)).toBe(0n);
+  });
+});
+
+describe('matching a plain transfer', () => {
+  it('pays the one candidate whose remaining amount is exactly the value; none or several: unmatched', () => {
+    const a = { id: 'a', remainingAtomic: 5n };
+    const b = { id: 'b', remainingAtomic: 7n };
+    const c = { id: 'c', remainingAtomic: 7n };
+    expect(matchTransfer([a, b], 5n)).toBe(a);
+    expect(matchTransfer([a, b], 6n)).toBeNull();
+    expect(matchTransfer([a, b, c], 7n)).toBeNull();
+    expect(matchTransfer([], 7n)).toBeNull();
+  });
+});
+
+describe('confirmations', () => {
+  it('count the payment block as the first; the safe head is head - confirmations', () => {
+    expect(confirmationsAt(100n, 100n)).toBe(1);
+    expect(confirmationsAt(102n, 100n)).toBe(3);
+    expect(confirmationsAt(99n, 100n)).toBe(0);
+    expect(safeHead(102n, 2)).toBe(100n);
+  });
+});
+
+describe('observed payments', () => {
+  const at = { blockNumber: 10n, blockHash: '0xb', blockTimestamp: null };
+  const token = '0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512';
+  const to = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8';
+  const proxyLog: ProxyLog = { ...at, txHash: '0x1', logIndex: 2, tokenAddress: token, to, amount: 995n, referenceTopic: '0xt', feeAmount: 5n, feeAddress: CHAIN.feeAddress };
+  const own: TransferLog = { ...at, txHash: '0x1', logIndex: 0, tokenAddress: token.toLowerCase(), from: '0xpayer', to: to.toLowerCase(), value: 995n };
+  const other: TransferLog = { ...at, txHash: '0x2', logIndex: 3, tokenAddress: token, from: '0xother', to, value: 995n };
+
+  it("merges a proxy payment with its own Transfer log (one payment, the Transfer's sender as payer) and keeps other transfers", () => {
+    const seen = observePayments([proxyLog], [own, other]);
+    expect(seen.map((p) => [p.kind, p.txHash, p.amountAtomic, p.feeAtomic, p.from])).toEqual([
+      ['proxy', '0x1', 995n, 5n, '0xpayer'],
+      ['transfer', '0x2', 995n, 0n, '0xother'],
+    ]);
+  });
+
+  it('keeps a transfer of another amount in the same transaction as a payment of its own', () => {
+    const seen = observePayments([proxyLog], [{ ...own, value: 1n }]);
+    expect(seen.map((p) => p.kind)).toEqual(['transfer', 'proxy']);
+  });
+});
