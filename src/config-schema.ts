@@ -165,7 +165,7 @@ export const ConfigSchema = Type.Object({
     description: '`401`s per client address per `AUTH_FAILURE_WINDOW_MS` before its requests get `429`',
   }),
   authFailureWindowMs: integer({ env: 'AUTH_FAILURE_WINDOW_MS', group: 'API', default: 60_000, minimum: 1_000, maximum: 86_400_000, description: 'window of `AUTH_FAILURE_LIMIT`' }),
-  rateLimitMax: integer({ env: 'RATE_LIMIT_MAX', group: 'API', default: 1000, minimum: 0, maximum: 1_000_000_000, description: 'requests per key per `RATE_LIMIT_WINDOW_MS`' }),
+  rateLimitMax: integer({ env: 'RATE_LIMIT_MAX', group: 'API', default: 1000, minimum: 0, maximum: 1_000_000_000, description: 'requests per key per `RATE_LIMIT_WINDOW_MS` on `/v1`; also requests per client address on the payment page (`/pay`)' }),
   rateLimitWindowMs: integer({ env: 'RATE_LIMIT_WINDOW_MS', group: 'API', default: 60_000, minimum: 1, maximum: 86_400_000, description: 'window of `RATE_LIMIT_MAX`' }),
   metricsPort: integer({
     env: 'METRICS_PORT',

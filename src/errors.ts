@@ -105,7 +105,7 @@ export const ERROR_WHEN: Record<ErrorCode, string> = {
   payment_link_exhausted: 'a payment past `max_payments`',
   webhook_url_invalid: 'a webhook URL that is not absolute http(s), carries credentials or a fragment, or is not https in live',
   webhook_url_not_public:
-    'a webhook URL whose host resolves to a loopback, private, link-local or otherwise non-public address (or does not resolve)',
+    'a webhook URL whose host resolves to a loopback, private, link-local or otherwise non-public address, or does not resolve; the message names the host, never what it resolves to',
   resource_missing: 'no such object in this account and environment',
   route_not_found: 'no such route',
   payment_link_has_payments: 'delete of a link that took payments',
