@@ -64,7 +64,8 @@ function parseChain(raw: Json, i: number): ChainOverride {
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new Error(`${at} must be an object`);
   const unknown = Object.keys(raw).filter((k) => !CHAIN_KEYS.has(k));
   if (unknown.length > 0) throw new Error(`${at} has an unknown field "${unknown[0]}"`);
-  const o: ChainOverride = { chainId: integer(raw.chain_id, `${at}.chain_id`, 1, Number.MAX_SAFE_INTEGER) };
+  // chain_id columns are Postgres integers.
+  const o: ChainOverride = { chainId: integer(raw.chain_id, `${at}.chain_id`, 1, 2_147_483_647) };
   if (raw.network !== undefined) {
     if (typeof raw.network !== 'string' || !/^[a-z0-9][a-z0-9-]{0,39}$/.test(raw.network)) throw new Error(`${at}.network must be lower-case letters, digits and dashes`);
     o.network = raw.network;

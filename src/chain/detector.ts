@@ -26,6 +26,7 @@ import {
   moveCursor,
   ownersOfAddresses,
   recordHead,
+  resetHead,
   removeVanishedPayments,
   updatePayments,
   writeInvoiceBalances,
@@ -40,8 +41,8 @@ import { presentPayment } from './payment-object.js';
 export interface RangeToRecord {
   /** First block of the range. */
   from: bigint;
-  /** Last block; null for the pending window (up to the head, whatever it is now). */
-  to: bigint | null;
+  /** Last block (for the pending window: the head this run read). */
+  to: bigint;
   /** Below the safe head: payments are confirmed and applied. Above: pending. */
   final: boolean;
   observed: ObservedPayment[];
@@ -76,6 +77,9 @@ export async function recordRange(pool: Pool, chain: Chain, range: RangeToRecord
   return withTransaction(pool, async (tx) => {
     const cursor = await lockCursor(tx, chain.chainId, BigInt(chain.startBlock) - 1n);
     if (BigInt(cursor.block_number) !== range.expectedCursor) return null;
+    // A run that read an older head than one already recorded (two workers, overlapping runs)
+    // must not turn the newer run's pending payments into removed ones.
+    if (!range.final && cursor.head_block !== null && BigInt(cursor.head_block) > range.head) return { recorded: [], applied: 0 };
     const outcome = await recordPayments(tx, chain, range);
     const removed = await removeVanishedPayments(
       tx,
@@ -234,11 +238,21 @@ export async function rewindCursor(
   chain: Chain,
   expected: bigint,
   to: { block: bigint; hash: string | null; checkpoints: [string, string][] },
+  /** A chain started over: its head now; pending payments above it are gone, and the head seen before is forgotten. */
+  restartedAt?: bigint,
 ): Promise<true | null> {
   return withTransaction(pool, async (tx) => {
     const cursor = await lockCursor(tx, chain.chainId, BigInt(chain.startBlock) - 1n);
     if (BigInt(cursor.block_number) !== expected) return null;
     await moveCursor(tx, chain.chainId, { ...to, time: null });
+    if (restartedAt !== undefined) {
+      const gone = await removeVanishedPayments(tx, chain.chainId, restartedAt + 1n, null, []);
+      await emitPaymentEvents(
+        tx,
+        gone.map((p) => ({ accountId: p.account_id, environment: p.environment, type: 'payment.removed', id: p.id, object: presentPayment(p, restartedAt) })),
+      );
+      await resetHead(tx, chain.chainId);
+    }
     return true;
   });
 }

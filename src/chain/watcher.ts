@@ -36,6 +36,8 @@ interface ChainState {
   range: number;
   failures: number;
   retryAt: number;
+  /** The time of the cursor's block as last known: the lag keeps growing while the provider is down. */
+  cursorTime: Date | null;
 }
 
 /** Recent [block, hash] pairs kept on the cursor to find where a deep reorg forked. */
@@ -55,6 +57,7 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
         range: opts.maxBlocks,
         failures: 0,
         retryAt: 0,
+        cursorTime: null,
       };
       states.set(chain.chainId, s);
     }
@@ -71,7 +74,9 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
             ? s.rpc.transferLogs(chain.tokens.map((t) => t.address), recipients, from, to)
             : Promise.resolve([]),
         ]);
-        return { observed: observePayments(proxy, transfers), to };
+        // A proxy event names any token its caller likes: only the chain's own tokens are payments.
+        const tokens = new Set(chain.tokens.map((t) => t.address.toLowerCase()));
+        return { observed: observePayments(proxy.filter((p) => tokens.has(p.tokenAddress.toLowerCase())), transfers), to };
       } catch (err) {
         if (!isRangeRefusal(err) || to === from) throw err;
         s.range = Math.max(1, Math.floor(Number(to - from + 1n) / 2));
@@ -106,7 +111,7 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
     if (cursor && cur > head) {
       // The chain is behind the cursor: a local chain started over (`npm run chain -- --fresh`).
       opts.log.warn({ chain_id: chain.chainId, cursor: cur.toString(), head: head.toString() }, 'chain head is behind the cursor: rescanning from the start block');
-      if (!(await rewindCursor(opts.pool, chain, cur, { block: start, hash: null, checkpoints: [] }))) return 'cursor_moved';
+      if (!(await rewindCursor(opts.pool, chain, cur, { block: start, hash: null, checkpoints: [] }, head))) return 'cursor_moved';
       cur = start;
       checkpoints = [];
       rewound = ' after a restart of the chain';
@@ -158,25 +163,34 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
     }
 
     let pending = 0;
-    if (cur >= safe && head > cur) {
-      const { observed } = await logsOf(chain, s, recipients, cur + 1n, head);
-      const done = await recordRange(opts.pool, chain, { from: cur + 1n, to: null, final: false, observed, blockTimes: new Map(), head, safe, expectedCursor: cur });
+    if (cur >= safe) {
+      // The window above the safe head, in ranges the provider accepts, up to this run's head:
+      // what it holds is pending; a pending row no longer there (up to that head) is removed.
+      const observed: ObservedPayment[] = [];
+      for (let from = cur + 1n; from <= head; ) {
+        const wanted = from + BigInt(s.range) - 1n > head ? head : from + BigInt(s.range) - 1n;
+        const got = await logsOf(chain, s, recipients, from, wanted);
+        observed.push(...got.observed);
+        from = got.to + 1n;
+      }
+      const done = await recordRange(opts.pool, chain, { from: cur + 1n, to: head, final: false, observed, blockTimes: new Map(), head, safe, expectedCursor: cur });
       if (!done) return 'cursor_moved';
       count(id, done.recorded);
       pending = observed.length;
-    } else if (cur >= safe) {
-      // Nothing above the safe head: still drop pending rows a restarted chain no longer holds.
-      const done = await recordRange(opts.pool, chain, { from: cur + 1n, to: null, final: false, observed: [], blockTimes: new Map(), head, safe, expectedCursor: cur });
-      if (done) count(id, done.recorded);
     }
 
     opts.metrics?.headBlock.set({ chain_id: id }, Number(head));
     opts.metrics?.safeBlock.set({ chain_id: id }, Number(safe));
     opts.metrics?.cursorBlock.set({ chain_id: id }, Number(cur));
     opts.metrics?.lagBlocks.set({ chain_id: id }, Math.max(0, Number(safe - cur)));
-    if (cursorTime) opts.metrics?.lagSeconds.set({ chain_id: id }, Math.max(0, (Date.now() - cursorTime.getTime()) / 1000));
+    s.cursorTime = cursorTime;
+    showLag(chain, s);
     const behind = safe > cur ? `, ${safe - cur} blocks still to scan` : '';
     return `scanned to ${cur} (head ${head})${rewound}: ${confirmed} confirmed, ${pending} pending${behind}`;
+  }
+
+  function showLag(chain: Chain, s: ChainState): void {
+    if (s.cursorTime) opts.metrics?.lagSeconds.set({ chain_id: String(chain.chainId) }, Math.max(0, (Date.now() - s.cursorTime.getTime()) / 1000));
   }
 
   function count(chainId: string, recorded: { kind: string; status: string }[]): void {
@@ -188,7 +202,10 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
       const chain = opts.chains.find((c) => c.chainId === chainId);
       if (!chain || chain.rpcUrls.length === 0) return 'not watched';
       const s = stateOf(chain);
-      if (Date.now() < s.retryAt) return 'backing off after RPC errors';
+      if (Date.now() < s.retryAt) {
+        showLag(chain, s);
+        return 'backing off after RPC errors';
+      }
       try {
         const outcome = await scan(chain, s);
         if (s.failures > 0) opts.log.info({ chain_id: chainId, failures: s.failures }, 'chain RPC answers again');
@@ -196,6 +213,7 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
         return outcome;
       } catch (err) {
         s.failures++;
+        showLag(chain, s);
         const waitMs = Math.min(MAX_BACKOFF_MS, 500 * 2 ** Math.min(s.failures, 10));
         s.retryAt = Date.now() + waitMs;
         // One warning per streak, then every tenth: a long outage does not flood the log.

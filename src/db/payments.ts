@@ -87,10 +87,18 @@ export async function moveCursor(
   );
 }
 
+/** The head a run read; never moves back (a slower run read an older one), but see resetHead. */
 export async function recordHead(db: Queryable, chainId: number, head: bigint, safe: bigint): Promise<void> {
-  await db.query('update chain_cursors set head_block = $2, safe_block = $3, head_seen_at = clock_timestamp() where chain_id = $1', [
-    chainId, head.toString(), safe.toString(),
-  ]);
+  await db.query(
+    `update chain_cursors set head_block = greatest(head_block, $2), safe_block = greatest(safe_block, $3), head_seen_at = clock_timestamp()
+     where chain_id = $1`,
+    [chainId, head.toString(), safe.toString()],
+  );
+}
+
+/** A chain started over: the head seen before means nothing now. */
+export async function resetHead(db: Queryable, chainId: number): Promise<void> {
+  await db.query('update chain_cursors set head_block = null, safe_block = null where chain_id = $1', [chainId]);
 }
 
 /**

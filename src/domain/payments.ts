@@ -42,6 +42,7 @@ export type AddressCheck = { ok: true; address: string } | { ok: false; message:
 /** An EVM address as EIP-55 (checksummed) or all lower case; returned checksummed. */
 export function parseAddress(raw: string, field: string): AddressCheck {
   if (!/^0x[0-9a-fA-F]{40}$/.test(raw)) return { ok: false, message: `${field} must be an address: 0x and 40 hexadecimal characters.` };
+  if (/^0x0{40}$/.test(raw)) return { ok: false, message: `${field} must not be the zero address: nothing sent there can be spent.` };
   if (raw !== raw.toLowerCase() && !isAddress(raw, { strict: true })) {
     return { ok: false, message: `${field} has mixed case that is not a valid EIP-55 checksum; give it checksummed or all in lower case.` };
   }

@@ -9,6 +9,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newId } from '../../src/domain/ids.js';
+import { deployDevContracts } from '../../src/devchain/deploy.js';
+import { provisionMerchant } from '../../src/runtime/provision.js';
 import type { WorkerRuntime } from '../../src/runtime/worker-runtime.js';
 import { startTestChain, type TestChain } from '../helpers/anvil.js';
 import { startApiFixture, type ApiFixture } from '../helpers/context.js';
@@ -76,11 +79,17 @@ describe('the account', () => {
     expect(live.body.data).toMatchObject({ environment: 'live', settlement_address: null });
     expectError(await api.patch('/v1/account', fx.merchant.keys.sandbox_read_only, { settlement_address: merchant }), 403, 'permission_error', 'permission_denied');
     const badChecksum = merchant.slice(0, 2) + merchant.slice(2).split('').map((c, i) => (i % 2 ? c.toLowerCase() : c.toUpperCase())).join('');
-    for (const bad of ['0x1234', 'not an address', badChecksum === merchant ? '0xAbCdEf0000000000000000000000000000000000' : badChecksum]) {
+    for (const bad of ['0x1234', 'not an address', '0x0000000000000000000000000000000000000000', badChecksum === merchant ? '0xAbCdEf0000000000000000000000000000000000' : badChecksum]) {
       const res = await api.patch('/v1/account', key(), { settlement_address: bad });
       expectError(res, 400, 'invalid_request_error', 'validation_failed');
       expect(res.body.error.message).toContain('settlement_address');
     }
+    // Another account cannot take this one's address: its payments are this account's alone.
+    const other = await provisionMerchant(fx.api.pool, { id: newId('acct'), name: 'Other Ltd', email: null });
+    expectError(await api.patch('/v1/account', other.keys.sandbox, { settlement_address: merchant.toLowerCase() }), 409, 'invalid_request_error', 'settlement_address_taken');
+    expect((await api.get('/v1/account', other.keys.sandbox)).body.data.settlement_address).toBeNull();
+    // The same address in the other environment is another matter (a live address of this account is free).
+    expect((await api.patch('/v1/account', other.keys.live, { settlement_address: merchant })).status).toBe(200);
   });
 });
 
@@ -162,6 +171,20 @@ describe('payments through the fee proxy', () => {
     expect(p).toMatchObject({ fee_atomic: '1', fee_expected_atomic: '30000', total_atomic: '6000000', outcome: 'applied' });
   });
 
+  it('a proxy event naming a token the chain does not list is no payment', async () => {
+    const inv = await sentInvoice('3.00');
+    const pi = inv.payment_instructions;
+    // The proxy pays in whatever token its caller names: here a second deployment of the test token.
+    const other = await deployDevContracts(chain.rpcUrl, { mintAtomic: 10_000_000n });
+    const fake = await chain.payWithReference({ to: pi.to, amountAtomic: BigInt(pi.amount_atomic), feeAtomic: BigInt(pi.fee_atomic), reference: pi.payment_reference, token: other.token });
+    const real = await payByProxy(inv);
+    await chain.mine(2);
+    await waitUntil(async () => (await invoice(inv.id)).status === 'paid', 20_000);
+    expect((await paymentsOf(inv.id)).map((p) => p.tx_hash)).toEqual([real.txHash]);
+    const { rowCount } = await fx.api.pool.query('select 1 from payments where tx_hash = $1', [fake.txHash]);
+    expect(rowCount).toBe(0);
+  });
+
   it('a payment to a void invoice is recorded against it and changes nothing', async () => {
     const inv = await sentInvoice('7.00');
     expect((await api.post(`/v1/invoices/${inv.id}/void`, key())).status).toBe(200);
@@ -173,6 +196,12 @@ describe('payments through the fee proxy', () => {
     expect(p.outcome).toBe('invoice_void');
     expect(await invoice(inv.id)).toMatchObject({ status: 'void', amount_paid_atomic: '0' });
     expect(await eventCounts(p.id)).toEqual({ 'payment.pending': 1, 'payment.confirmed': 1 });
+    // The merchant can move it to the invoice that replaced the void one.
+    const replacement = await sentInvoice('7.00');
+    const moved = await api.post(`/v1/payments/${p.id}/apply`, key(), { invoice_id: replacement.id });
+    expect(moved.status, moved.raw).toBe(200);
+    expect(await invoice(replacement.id)).toMatchObject({ status: 'paid', amount_paid_atomic: '7000000' });
+    expect(await invoice(inv.id)).toMatchObject({ status: 'void' });
   });
 
   it('a pending payment removed by a reorg never pays', async () => {

@@ -100,6 +100,21 @@ describe('an unfriendly provider', () => {
     expect(rpc.refusedLogRanges()).toBeGreaterThan(0);
   });
 
+  it('a pending window deeper than the provider allows is read in ranges: a payment is pending at once', async () => {
+    const rpc = await proxy({ maxLogRange: 5 });
+    const file = chain.writeChainsFile(tmpDir(), { rpc_urls: [rpc.url], confirmations: 12 });
+    const watcher = createChainWatcher({ pool: fx.api.pool, chains: loadChains(file, {}), maxBlocks: 2000, log: createLogger('silent') });
+    const inv = await sentInvoice('1.50');
+    await chain.mine(10);
+    const paid = await pay(inv);
+    await chain.mine(3);
+    await watcher.run(chain.chainId);
+    await watcher.run(chain.chainId);
+    const [p] = (await api.get(`/v1/invoices/${inv.id}/payments`, key())).body.data as JsonBody[];
+    expect(p).toMatchObject({ tx_hash: paid.txHash, status: 'pending', confirmations: 4 });
+    expect(rpc.refusedLogRanges()).toBeGreaterThan(0);
+  });
+
   it('the same number of eth_getLogs calls per 100 blocks with 1 and with 1,000 open invoices', async () => {
     const rpc = await proxy();
     const watcher = createChainWatcher({ pool: fx.api.pool, chains: loadChains(chainsFileVia(rpc.url), {}), maxBlocks: 2000, log: createLogger('silent') });
@@ -193,5 +208,5 @@ describe('worker processes', () => {
     );
     expect(rows).toHaveLength(8);
     for (const r of rows) expect(r).toMatchObject({ rows: 1, confirmed: 1, paid: 1 });
-  });
+  }, 180_000);
 });

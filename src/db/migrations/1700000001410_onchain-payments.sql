@@ -12,11 +12,14 @@ create table settlement_addresses (
   updated_at timestamptz not null default now(),
   primary key (account_id, environment)
 );
-create index settlement_addresses_address_idx on settlement_addresses (environment, lower(address));
+-- One account per address and environment: a payment to an address is that account's, never
+-- another tenant's (PATCH /v1/account refuses an address another account holds).
+create unique index settlement_addresses_address_idx on settlement_addresses (environment, lower(address));
 insert into settlement_addresses (account_id, environment, address)
-  select a.id, e.environment, a.settlement_address
+  select distinct on (e.environment, lower(a.settlement_address)) a.id, e.environment, a.settlement_address
   from accounts a cross join (values ('sandbox'::environment), ('live'::environment)) as e (environment)
-  where a.settlement_address is not null;
+  where a.settlement_address is not null
+  order by e.environment, lower(a.settlement_address), a.created_at, a.id;
 alter table accounts drop column settlement_address;
 
 alter table invoices

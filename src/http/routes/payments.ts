@@ -1,6 +1,6 @@
 // The account (its settlement address) and the on-chain payments the detector records
 // (docs/payments.md): read them, list them, and attach an unmatched one to an invoice.
-import { findAccountView, setSettlementAddress } from '../../db/accounts.js';
+import { addressHeldByAnother, findAccountView, setSettlementAddress } from '../../db/accounts.js';
 import { emitEvent } from '../../db/events.js';
 import { findInvoice } from '../../db/invoices.js';
 import { attachPayment, emitPartiallyPaid, findPayment, listPayments, lockPayableInvoice, paymentsOfInvoice, writeInvoiceBalances } from '../../db/payments.js';
@@ -47,14 +47,20 @@ export async function paymentRoutes(app: Api, deps: AppDeps): Promise<void> {
         tags: ['account'],
         summary: 'Set the settlement address of the key\'s environment: invoices sent from now on are paid to it',
         body: UpdateAccountBody,
-        response: { 200: Data(Account), ...errorResponses },
+        response: { 200: Data(Account), ...errorResponses, 409: ErrorEnvelope },
       },
     },
     async (req) => {
       requireWrite(req.auth);
       const parsed = parseAddress(req.body.settlement_address, 'settlement_address');
       if (!parsed.ok) throw new ApiError('validation_failed', parsed.message, 'settlement_address');
-      await setSettlementAddress(pool, req.auth, parsed.address);
+      await withTransaction(pool, async (tx) => {
+        // A payment to an address is its one account's: two tenants never share one.
+        if (await addressHeldByAnother(tx, req.auth, parsed.address)) {
+          throw new ApiError('settlement_address_taken', 'This address is the settlement address of another account; use an address of your own.', 'settlement_address');
+        }
+        await setSettlementAddress(tx, req.auth, parsed.address);
+      });
       return { data: await account(req.auth) };
     },
   );
@@ -128,8 +134,10 @@ export async function paymentRoutes(app: Api, deps: AppDeps): Promise<void> {
         if (p.status !== 'confirmed') {
           throw new ApiError('payment_not_confirmed', `This payment is ${p.status}; only a confirmed payment can be applied.`);
         }
-        if (p.outcome !== 'unmatched') {
-          throw new ApiError('payment_already_applied', `This payment already belongs to invoice ${p.invoice_id}.`);
+        // A payment that counted toward an invoice stays with it; one that changed nothing (no
+        // invoice, or recorded against a void or already paid one) may go to the invoice it pays.
+        if (p.outcome === 'applied') {
+          throw new ApiError('payment_already_applied', `This payment already counts toward invoice ${p.invoice_id}.`);
         }
         const inv = await lockPayableInvoice(tx, req.auth, req.body.invoice_id);
         if (!inv) throw notFound('invoice', req.body.invoice_id);
