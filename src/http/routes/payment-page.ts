@@ -61,7 +61,6 @@ export function sendPageNotFound(reply: FastifyReply, acceptLanguage: string | u
 const simulatePath = (id: string) => `${PAYMENT_PAGE_PREFIX}/${encodeURIComponent(id)}/simulate`;
 const pagePath = (id: string) => `${PAYMENT_PAGE_PREFIX}/${encodeURIComponent(id)}`;
 const statusPath = (id: string) => `${PAYMENT_PAGE_PREFIX}/${encodeURIComponent(id)}/status`;
-const checkoutPath = (id: string) => `${PAYMENT_PAGE_PREFIX}/${encodeURIComponent(id)}/checkout`;
 const ASSETS_PATH = `${PAYMENT_PAGE_PREFIX}/assets`;
 /** The script's name carries its hash: a new build is a new address, so it may be cached for good. */
 const IMMUTABLE = 'public, max-age=31536000, immutable';
