@@ -1,13 +1,14 @@
 // `npm run build`: a clean dist/ with the compiled service (tsconfig.build.json: main/, src/, jobs/,
 // laid out as in the repository), then the files the compiled code reads at run time (templates/,
 // SQL migrations and any other non-TypeScript file under main/, src/ and jobs/) at the same relative
-// place, and the bin made executable. Starting clean matters: a stale migration left in dist/
-// would be applied by `migrate`.
+// place, the payment page's wallet script bundled by esbuild (viem included) into one hashed file
+// beside the compiled module that serves it, and the bin made executable. Starting clean matters:
+// a stale migration left in dist/ would be applied by `migrate`.
 import { execFileSync } from 'node:child_process';
 import { chmodSync, cpSync, existsSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const dist = path.join(root, 'dist');
@@ -20,6 +21,9 @@ cpSync(path.join(root, 'templates'), path.join(dist, 'templates'), { recursive: 
 for (const dir of ['main', 'src', 'jobs']) {
   cpSync(path.join(root, dir), path.join(dist, dir), { recursive: true, filter: notTypeScript });
 }
+// The same bundling as a run from source does in memory (src/page/wallet-script.ts).
+const { writeWalletScript } = await import(pathToFileURL(path.join(dist, 'src', 'page', 'wallet-script.js')).href);
+await writeWalletScript(path.join(root, 'src', 'page', 'wallet', 'pay.ts'), path.join(dist, 'src', 'page', 'wallet'));
 const bin = path.join(dist, 'main', 'cli.js');
 if (!existsSync(bin)) throw new Error(`build: ${bin} is missing`);
 chmodSync(bin, 0o755);

@@ -24,6 +24,11 @@ export interface PageInvoice {
   merchant_name: string;
   settlement_address: string | null;
   time_zone: string;
+  /** Fixed at send when the account had a settlement address; null otherwise. */
+  payment_reference: string | null;
+  amount_paid_atomic: string;
+  fee_atomic: string | null;
+  fee_bps: number | null;
 }
 
 export async function findInvoiceByReference(db: Queryable, reference: string): Promise<PageInvoice | null> {
@@ -33,7 +38,8 @@ export async function findInvoiceByReference(db: Queryable, reference: string): 
          i.amount_atomic::text as amount_atomic, i.currency, i.network, i.chain_id, i.token_address, i.token_decimals,
          i.due_at, i.paid_at, i.customer_locale, a.name as merchant_name,
          coalesce(i.settlement_address, s.address) as settlement_address,
-         coalesce(c.time_zone, a.time_zone) as time_zone
+         coalesce(c.time_zone, a.time_zone) as time_zone, i.payment_reference,
+         i.amount_paid_atomic::text as amount_paid_atomic, i.fee_atomic::text as fee_atomic, i.fee_bps
        from invoices i join accounts a on a.id = i.account_id join customers c on c.id = i.customer_id
          left join settlement_addresses s on s.account_id = i.account_id and s.environment = i.environment
        where i.reference = $1`,

@@ -170,3 +170,38 @@ export function explorerTxUrl(chainId: number, txHash: string): string | null {
   const url = chainById(chainId)?.explorerUrl;
   return url ? `${url.replace(/\/+$/, '')}/tx/${txHash}` : null;
 }
+
+/**
+ * Public RPC endpoints a payer's wallet may be given to add a built-in chain it does not know
+ * (wallet_addEthereumChain). Never a deployment's own RPC URLs: those often carry an API key.
+ */
+const PUBLIC_RPC_URLS: Record<number, string> = {
+  1: 'https://ethereum-rpc.publicnode.com',
+  11155111: 'https://ethereum-sepolia-rpc.publicnode.com',
+  8453: 'https://mainnet.base.org',
+  84532: 'https://sepolia.base.org',
+  137: 'https://polygon-rpc.com',
+  80002: 'https://rpc-amoy.polygon.technology',
+};
+const NATIVE_SYMBOL: Record<number, string> = { 137: 'POL', 80002: 'POL' };
+/** anvil's and Hardhat's chain id: a developer's own chain on their machine. */
+export const LOCAL_CHAIN_ID = 31337;
+
+/** What a browser wallet needs to switch to, or add, a chain. */
+export interface WalletChain {
+  chain_id: number;
+  name: string;
+  /** Null: no public URL is known; the payer adds the network to the wallet by hand. */
+  rpc_url: string | null;
+  explorer_url: string | null;
+  native_symbol: string;
+}
+
+/**
+ * The chain as the payment page hands it to a wallet. The RPC URL is the chain's own only for the
+ * local development chain (on the payer's own machine, no secret in it); else a known public one.
+ */
+export function walletChain(chain: Pick<Chain, 'chainId' | 'network' | 'rpcUrls' | 'explorerUrl'>): WalletChain {
+  const rpc = chain.chainId === LOCAL_CHAIN_ID ? (chain.rpcUrls[0] ?? null) : (PUBLIC_RPC_URLS[chain.chainId] ?? null);
+  return { chain_id: chain.chainId, name: chain.network, rpc_url: rpc, explorer_url: chain.explorerUrl, native_symbol: NATIVE_SYMBOL[chain.chainId] ?? 'ETH' };
+}

@@ -13,20 +13,29 @@ type Phrase = Handlebars.TemplateDelegate<Record<string, unknown>>;
 // An isolated instance: nothing registered elsewhere can leak into the phrases.
 const hbs = Handlebars.create();
 const catalogues = new Map<Language, Map<string, Phrase>>();
+const rawCatalogues = new Map<Language, Map<string, string>>();
 
 function catalogue(language: Language): Map<string, Phrase> {
   let phrases = catalogues.get(language);
   if (!phrases) {
     const raw = JSON.parse(readFileSync(new URL(`${language}.json`, LOCALES_DIR), 'utf8')) as Record<string, unknown>;
     phrases = new Map();
+    const texts = new Map<string, string>();
     for (const [key, text] of Object.entries(raw)) {
       if (typeof text !== 'string') throw new Error(`templates/locales/${language}.json: "${key}" is not a string`);
+      texts.set(key, text);
       // strict: a misspelt placeholder throws instead of printing nothing; noEscape: see header.
       phrases.set(key, hbs.compile(text, { strict: true, noEscape: true }));
     }
     catalogues.set(language, phrases);
+    rawCatalogues.set(language, texts);
   }
   return phrases;
+}
+
+function rawCatalogue(language: Language): Map<string, string> {
+  catalogue(language);
+  return rawCatalogues.get(language)!;
 }
 
 export interface Messages {
@@ -36,6 +45,8 @@ export interface Messages {
   language: Language;
   /** The phrase `key`, filled with `values`; English when this language lacks it. */
   t(key: string, values?: Record<string, unknown>): string;
+  /** The phrase `key` unfilled, its `{{placeholders}}` as written (for the page's script to fill). */
+  raw(key: string): string;
 }
 
 export function messagesFor(locale: string | null | undefined): Messages {
@@ -49,6 +60,11 @@ export function messagesFor(locale: string | null | undefined): Messages {
       const phrase = own.get(key) ?? fallback.get(key);
       if (!phrase) throw new Error(`no phrase "${key}" in any catalogue`);
       return phrase(values);
+    },
+    raw(key) {
+      const text = rawCatalogue(language).get(key) ?? rawCatalogue('en').get(key);
+      if (text === undefined) throw new Error(`no phrase "${key}" in any catalogue`);
+      return text;
     },
   };
 }

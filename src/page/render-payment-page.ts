@@ -1,11 +1,14 @@
 // The payment page a payer opens from the invoice email, the PDF's QR code or a payment link:
-// server-rendered HTML, no script, no external asset (the stylesheet is inline and allowed by its
-// hash, the QR codes are inline SVG), so it works without JavaScript and under a strict
-// Content-Security-Policy. Pure: data in, HTML out.
+// server-rendered HTML that works without JavaScript (the instructions, the QR codes as inline
+// SVG, how to pay by plain transfer), no external asset (the stylesheet is inline and allowed by
+// its hash). One script of its own origin (the wallet script, src/page/wallet/pay.ts) adds "Pay with
+// wallet"; it reads what it needs from data attributes, so no inline script is ever needed.
+// Pure: data in, HTML out.
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import Handlebars from 'handlebars';
 import QRCode from 'qrcode';
+import { formatUnits } from 'viem';
 import { erc20TransferUri } from '../domain/eip681.js';
 import type { InvoiceStatus } from '../domain/invoice-rules.js';
 import { MESSAGES, messagesFor, registerPhraseHelpers, type WithMessages } from '../i18n/messages.js';
@@ -15,11 +18,14 @@ const TEMPLATES_DIR = new URL('../../templates/', import.meta.url);
 const CSS = readFileSync(new URL('pay-page.css', TEMPLATES_DIR), 'utf8').trim();
 
 /**
- * Nothing but the inline stylesheet (by hash) and the page's own form: no script at all, no
- * frame, no external fetch. Inline SVG needs no img-src.
+ * The inline stylesheet (by hash), the page's own form, its own wallet script file (no inline
+ * script, no other origin) and that script's status requests to the page's own origin. No frame.
+ * Inline SVG needs no img-src. The wallet talks to its chain itself, not through the page.
  */
 export const PAYMENT_PAGE_CSP = [
   "default-src 'none'",
+  "script-src 'self'",
+  "connect-src 'self'",
   `style-src 'sha256-${createHash('sha256').update(CSS).digest('base64')}'`,
   "form-action 'self'",
   "base-uri 'none'",
@@ -59,6 +65,33 @@ interface Common {
   simulateAction: string | null;
   /** A sentence to show in red (a refused simulated payment). */
   error: string | null;
+  /** "Pay with wallet": the script and where it asks; null leaves the page without script. */
+  wallet: WalletBlock | null;
+}
+
+export interface WalletBlock {
+  /** The wallet script's address (relative to the page: `assets/pay.<hash>.js`). */
+  scriptSrc: string;
+  /** An invoice's `GET .../status`; null on a payment link (its checkout returns one). */
+  statusUrl: string | null;
+  /** A payment link's `POST .../checkout`; null on an invoice. */
+  checkoutUrl: string | null;
+}
+
+/** The phrases the wallet script shows, handed to it in a data attribute (no inline script). */
+const WALLET_PHRASES = [
+  'wallet.button', 'wallet.buttonRest', 'wallet.noWallet', 'wallet.checkout', 'wallet.connecting', 'wallet.switching',
+  'wallet.addNetwork', 'wallet.checking', 'wallet.short', 'wallet.approve', 'wallet.approving', 'wallet.confirmPay',
+  'wallet.sent', 'wallet.confirming', 'wallet.paid', 'wallet.partial', 'wallet.removed', 'wallet.rejected',
+  'wallet.failed', 'wallet.nothingDue',
+] as const;
+
+function walletView(locale: string, block: WalletBlock | null, remaining: string | null) {
+  if (!block) return null;
+  const m = messagesFor(locale);
+  // The script fills the {{placeholders}} itself: hand it the phrases unfilled.
+  const raw = Object.fromEntries(WALLET_PHRASES.map((k) => [k, m.raw(k)]));
+  return { ...block, messages: JSON.stringify(raw), buttonLabel: m.t(remaining === null ? 'wallet.button' : 'wallet.buttonRest') };
 }
 
 export interface InvoicePageData extends Common {
@@ -71,6 +104,12 @@ export interface InvoicePageData extends Common {
   timeZone: string;
   /** The merchant's settlement address: with it, an EIP-681 request for the exact amount. */
   settlementAddress: string | null;
+  /** 0x + 16 hex, fixed at send; null when the invoice was sent without a settlement address. */
+  paymentReference: string | null;
+  /** What applied on-chain payments add up to (atomic). */
+  paidAtomic: string;
+  /** The chain's explorer, for links to the payments' transactions. */
+  explorerUrl: string | null;
 }
 
 export interface LinkPageData extends Common {
@@ -98,9 +137,16 @@ export async function renderInvoicePage(d: InvoicePageData): Promise<string> {
   const amount = (v: string) => formatTokenAmount(v, d.tokenDecimals, d.locale);
   const date = (at: Date) => formatDocumentDate(at.toISOString(), d.timeZone, d.locale);
   const payable = d.status === 'open' || d.status === 'overdue';
+  const paid = BigInt(d.paidAtomic);
+  const total = BigInt(d.amountAtomic);
+  // After a partial payment, what is asked (the URI, a plain transfer) is what remains: a plain
+  // transfer is matched to the invoice by that exact amount.
+  const due = paid >= total ? 0n : total - paid;
+  const partial = payable && paid > 0n;
+  const dueAmount = formatTokenAmount(formatUnits(due, d.tokenDecimals), d.tokenDecimals, d.locale);
   const walletUri =
     payable && d.settlementAddress
-      ? erc20TransferUri({ tokenAddress: d.tokenAddress, chainId: d.chainId, to: d.settlementAddress, amountAtomic: d.amountAtomic })
+      ? erc20TransferUri({ tokenAddress: d.tokenAddress, chainId: d.chainId, to: d.settlementAddress, amountAtomic: due.toString() })
       : null;
   const view: Record<string, unknown> & WithMessages = {
     ...root(d.locale, d.testMode, d.network, m.t('page.title.invoice', { code: d.code, merchantName: d.merchantName })),
@@ -114,6 +160,12 @@ export async function renderInvoicePage(d: InvoicePageData): Promise<string> {
       chainId: d.chainId,
       tokenAddress: d.tokenAddress,
       settlementAddress: d.settlementAddress,
+      paymentReference: d.paymentReference,
+      partialText: partial
+        ? m.t('page.partiallyPaid', { paid: formatTokenAmount(formatUnits(paid, d.tokenDecimals), d.tokenDecimals, d.locale), remaining: dueAmount, currency: d.currency })
+        : null,
+      dueAmount,
+      dueAtomic: due.toString(),
       dueDate: d.dueAt ? date(d.dueAt) : null,
       status: d.status,
       statusLabel: m.t(`page.status.${d.status}`),
@@ -123,6 +175,7 @@ export async function renderInvoicePage(d: InvoicePageData): Promise<string> {
       walletUri,
       walletQrSvg: walletUri ? await qrSvg(walletUri) : null,
       simulateAction: payable ? d.simulateAction : null,
+      wallet: payable ? walletView(d.locale, d.wallet, partial ? dueAmount : null) : null,
       error: d.error,
       pageUrl: d.pageUrl,
       pageQrSvg: await qrSvg(d.pageUrl),
@@ -167,6 +220,7 @@ export async function renderLinkPage(d: LinkPageData): Promise<string> {
       confirmationMessage: d.paidAmount ? d.confirmationMessage : null,
       redirectUrl: d.paidAmount ? d.redirectUrl : null,
       simulateAction: open ? d.simulateAction : null,
+      wallet: open ? walletView(d.locale, d.wallet, null) : null,
       error: d.error,
       pageUrl: d.pageUrl,
       pageQrSvg: await qrSvg(d.pageUrl),

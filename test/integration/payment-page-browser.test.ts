@@ -132,9 +132,9 @@ describe.skipIf(!CHROMIUM)(`payment page in Chromium${CHROMIUM ? '' : ` (${NO_CH
     const context = await browser.newContext({ javaScriptEnabled: false, viewport: { width: 800, height: 1000 } });
     const page = await context.newPage();
     try {
-      // The page's own URL carries this run's port; the screenshot hides that one line.
+      // The page's own URL carries this run's port, the payment reference its random salt: hidden.
       await page.goto(`${origin}/pay/BaselineReference001`);
-      const shot = PNG.sync.read(await page.screenshot({ fullPage: true, mask: [page.locator('#page-qr')] }));
+      const shot = PNG.sync.read(await page.screenshot({ fullPage: true, mask: [page.locator('#page-qr'), page.locator('#payment-reference')] }));
       if (!existsSync(BASELINE) || process.env.UPDATE_SCREENSHOTS === '1') {
         await writeFile(BASELINE, PNG.sync.write(shot));
         if (process.env.UPDATE_SCREENSHOTS !== '1') throw new Error(`no baseline: wrote ${BASELINE.pathname}; check it and commit it`);

@@ -48,6 +48,7 @@ describe('invoice page', () => {
     expect(csp).toMatch(/style-src 'sha256-[A-Za-z0-9+/=]+'/);
     expect(csp).not.toContain('unsafe-inline');
     expect(csp).toContain("form-action 'self'");
+    expect(csp).toContain("script-src 'self'");
     expect(res.headers['cache-control']).toBe('no-store');
     const t = text(res.html);
     for (const expected of ['Acme Widgets Ltd', inv.code, '1,234.50 USDC', 'base-sepolia', '84532', '15 Jan 2030', 'Awaiting payment', USDC_BASE_SEPOLIA]) {

@@ -5,14 +5,25 @@
 // In the sandbox a "Simulate payment" button (a plain form POST, no script) pays through
 // exactly the path of the test helpers (sandbox-payments.ts), then redirects back to the page
 // (POST/redirect/GET), which shows the new state.
+//
+// "Pay with wallet" (docs/payment-page-and-documents.md): the page loads one script of its own,
+// /pay/assets/pay.<hash>.js (immutable), which pays the instructions of GET /pay/<reference>/status
+// (JSON, public: amounts, the payments' hashes and confirmations, nothing personal) and follows that
+// status to "paid". On a payment link it first makes a checkout (POST /pay/<link id>/checkout):
+// an invoice of the link for the chosen amount, with its own reference.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import rateLimit from '@fastify/rate-limit';
 import { Type } from 'typebox';
-import { findInvoiceByReference, findLinkForPage, findLinkPayment } from '../../db/payment-page.js';
+import { findInvoiceByReference, findLinkForPage, findLinkPayment, type PageInvoice } from '../../db/payment-page.js';
+import { paymentsOfInvoice } from '../../db/payments.js';
+import { presentPayment } from '../../chain/payment-object.js';
+import { chainById, walletChain } from '../../domain/chains.js';
 import { negotiateLocale } from '../../domain/locale.js';
+import { paymentInstructions, remainingAtomic, type PaymentInstructions } from '../../domain/payments.js';
 import { resolveToken } from '../../domain/tokens.js';
-import { ApiError } from '../../errors.js';
+import { ApiError, errorEnvelope, notFound } from '../../errors.js';
 import { PAYMENT_PAGE_CSP, renderInvoicePage, renderLinkPage, renderNoticePage, renderNotFoundPage, type PageNotice } from '../../page/render-payment-page.js';
+import { walletScript } from '../../page/wallet-script.js';
 import { LinkPaymentBody } from '../schemas.js';
 import { validationError } from '../validation-message.js';
 import type { AppDeps } from '../types.js';
@@ -49,6 +60,31 @@ export function sendPageNotFound(reply: FastifyReply, acceptLanguage: string | u
 
 const simulatePath = (id: string) => `${PAYMENT_PAGE_PREFIX}/${encodeURIComponent(id)}/simulate`;
 const pagePath = (id: string) => `${PAYMENT_PAGE_PREFIX}/${encodeURIComponent(id)}`;
+const statusPath = (id: string) => `${PAYMENT_PAGE_PREFIX}/${encodeURIComponent(id)}/status`;
+const ASSETS_PATH = `${PAYMENT_PAGE_PREFIX}/assets`;
+/** The script's name carries its hash: a new build is a new address, so it may be cached for good. */
+const IMMUTABLE = 'public, max-age=31536000, immutable';
+
+/** What the payer is asked to pay through the fee proxy now (null: not payable that way). */
+function pageInstructions(inv: PageInvoice): PaymentInstructions | null {
+  if (inv.amount_atomic === null) return null;
+  return paymentInstructions(
+    {
+      status: inv.status,
+      chainId: inv.chain_id,
+      network: inv.network,
+      tokenAddress: inv.token_address,
+      tokenDecimals: inv.token_decimals,
+      settlementAddress: inv.settlement_address,
+      paymentReference: inv.payment_reference,
+      amountAtomic: BigInt(inv.amount_atomic),
+      paidAtomic: BigInt(inv.amount_paid_atomic),
+      feeAtomic: BigInt(inv.fee_atomic ?? '0'),
+      feeBps: inv.fee_bps,
+    },
+    chainById(inv.chain_id),
+  );
+}
 
 /** The simulate form's body: two short fields; a longer body is 413. */
 const FORM_BODY_LIMIT_BYTES = 4096;
@@ -132,8 +168,14 @@ export async function paymentPageRoutes(app: FastifyInstance, deps: AppDeps): Pr
         paidAt: inv.paid_at,
         timeZone: inv.time_zone,
         settlementAddress: inv.settlement_address,
+        paymentReference: inv.payment_reference,
+        paidAtomic: inv.amount_paid_atomic,
+        explorerUrl: chainById(inv.chain_id)?.explorerUrl ?? null,
         pageUrl: pageUrl(inv.reference),
         simulateAction: inv.environment === 'sandbox' ? simulatePath(inv.reference) : null,
+        wallet: pageInstructions(inv)
+          ? { scriptSrc: `${ASSETS_PATH}/${(await walletScript()).name}`, statusUrl: statusPath(inv.reference), checkoutUrl: null }
+          : null,
         error,
       });
       return { status: error ? 400 : 200, html };
@@ -166,10 +208,65 @@ export async function paymentPageRoutes(app: FastifyInstance, deps: AppDeps): Pr
         redirectUrl: link.redirect_url,
         pageUrl: pageUrl(link.id),
         simulateAction: link.environment === 'sandbox' ? simulatePath(link.id) : null,
+        // Paying a link with a wallet needs its checkout (an invoice of the link): not built yet.
+        wallet: null,
         error,
       });
       return { status: error ? 400 : 200, html };
     }
+
+    // The wallet script: only under its current hashed name; any other name is a 404.
+    pages.get<{ Params: { name: string } }>('/assets/:name', { schema: { hide: true } }, async (req, reply) => {
+      const script = await walletScript();
+      if (req.params.name !== script.name) return sendHtml(reply, 404, renderNotFoundPage(visitorLocale(req)));
+      return reply
+        .header('content-type', 'text/javascript; charset=utf-8')
+        .header('cache-control', IMMUTABLE)
+        .header('x-content-type-options', 'nosniff')
+        .header('cross-origin-resource-policy', 'same-origin')
+        .send(script.body);
+    });
+
+    // JSON for the wallet script: errors in the API's envelope, not as pages.
+    await pages.register(async (json) => {
+      json.setErrorHandler((err: FastifyError, req, reply) => {
+        const status = refusalStatus(err);
+        if (status === null) {
+          req.log.error({ err }, 'payment status failed');
+          return reply.status(500).header('cache-control', 'no-store').send(errorEnvelope(new ApiError('internal_error', 'Something went wrong on our side.')));
+        }
+        const apiErr = err instanceof ApiError ? err : new ApiError(status === 429 ? 'rate_limited' : 'validation_failed', err.message);
+        return reply.status(status).header('cache-control', 'no-store').send(errorEnvelope(apiErr));
+      });
+
+      /**
+       * What the payer's page needs to pay and to follow its payment: public facts only (the
+       * status, amounts, the instructions printed on the page, the payments' hashes and
+       * confirmations), never a name, an email or an id of the service.
+       */
+      json.get<{ Params: Params }>('/:id/status', { schema: { hide: true } }, async (req, reply) => {
+        const { id } = req.params;
+        const inv = PAGE_ID.test(id) && !isLinkId(id) ? await findInvoiceByReference(pool, id) : null;
+        if (!inv || inv.status === 'draft' || inv.amount_atomic === null) throw notFound('payment page', id);
+        const chain = chainById(inv.chain_id);
+        const payments = await paymentsOfInvoice(pool, inv.id);
+        reply.header('cache-control', 'no-store');
+        return {
+          status: inv.status,
+          currency: inv.currency,
+          amount_atomic: inv.amount_atomic,
+          amount_paid_atomic: inv.amount_paid_atomic,
+          amount_remaining_atomic: remainingAtomic({ amountAtomic: BigInt(inv.amount_atomic), paidAtomic: BigInt(inv.amount_paid_atomic) }).toString(),
+          required_confirmations: chain?.confirmations ?? 0,
+          payments: payments.map((p) => {
+            const o = presentPayment(p);
+            return { tx_hash: o.tx_hash, status: o.status, confirmations: o.confirmations, explorer_url: o.explorer_url };
+          }),
+          instructions: pageInstructions(inv),
+          chain: chain ? walletChain(chain) : null,
+        };
+      });
+    });
 
     pages.get<{ Params: Params; Querystring: Query }>('/:id', { schema: { hide: true } }, async (req, reply) => {
       const { id } = req.params;

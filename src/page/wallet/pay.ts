@@ -1,0 +1,297 @@
+// The payment page's "Pay with wallet": runs in the payer's browser, bundled with viem into one
+// file (src/page/wallet-script.ts) that the page loads from its own origin. Everything it needs
+// comes from the page's data attributes and GET /pay/<reference>/status; it never sees a secret.
+// Without this script (or without a wallet) the page still shows how to pay by hand.
+import {
+  createPublicClient,
+  createWalletClient,
+  custom,
+  erc20Abi,
+  formatUnits,
+  type Address,
+  type EIP1193Provider,
+  type Hash,
+  type Hex,
+} from 'viem';
+
+// Written out rather than parseAbi'd: the human-readable ABI parser would add its weight to the bundle.
+const PROXY_ABI = [
+  {
+    type: 'function',
+    name: 'transferFromWithReferenceAndFee',
+    stateMutability: 'nonpayable',
+    inputs: [
+      { name: '_tokenAddress', type: 'address' },
+      { name: '_to', type: 'address' },
+      { name: '_amount', type: 'uint256' },
+      { name: '_paymentReference', type: 'bytes' },
+      { name: '_feeAmount', type: 'uint256' },
+      { name: '_feeAddress', type: 'address' },
+    ],
+    outputs: [],
+  },
+] as const;
+/** How often the page asks its status while a payment confirms. */
+const STATUS_POLL_MS = 1500;
+/** How often viem asks the wallet for a receipt (its default for a custom transport is 4 s). */
+const RECEIPT_POLL_MS = 1000;
+/** EIP-1193: the user rejected the request. */
+const USER_REJECTED = 4001;
+/** EIP-3326: the wallet does not know the chain it was asked to switch to. */
+const UNKNOWN_CHAIN = 4902;
+
+interface Instructions {
+  chain_id: number;
+  network: string;
+  token_address: Address;
+  token_decimals: number;
+  to: Address;
+  amount_atomic: string;
+  fee_atomic: string;
+  total_atomic: string;
+  fee_address: Address;
+  proxy_address: Address;
+  payment_reference: Hex;
+}
+
+interface Status {
+  status: string;
+  currency: string;
+  amount_paid_atomic: string;
+  amount_remaining_atomic: string;
+  required_confirmations: number;
+  payments: { tx_hash: string; status: 'pending' | 'confirmed' | 'removed'; confirmations: number }[];
+  instructions: Instructions | null;
+  chain: { chain_id: number; name: string; rpc_url: string | null; explorer_url: string | null; native_symbol: string };
+}
+
+interface Announced {
+  info: { name: string; rdns?: string };
+  provider: EIP1193Provider;
+}
+
+// EIP-6963: wallets announce themselves when asked; listen first, then ask, at load, so they are
+// known by the time the payer clicks.
+const announced: Announced[] = [];
+window.addEventListener('eip6963:announceProvider', (event) => {
+  const detail = (event as CustomEvent<Announced>).detail;
+  if (detail?.provider && !announced.some((a) => a.provider === detail.provider)) announced.push(detail);
+});
+window.dispatchEvent(new Event('eip6963:requestProvider'));
+
+function discoverProvider(): EIP1193Provider | null {
+  if (announced.length > 0) return announced[0].provider;
+  const legacy = (window as unknown as { ethereum?: EIP1193Provider }).ethereum;
+  return legacy ?? null;
+}
+
+/** The EIP-1193 code of an error, wherever a wallet or viem nested it. */
+function errorCode(err: unknown): number | null {
+  for (let e: unknown = err, depth = 0; e && typeof e === 'object' && depth < 8; depth++) {
+    const o = e as { code?: unknown; data?: { originalError?: { code?: unknown } }; cause?: unknown };
+    if (typeof o.code === 'number' && o.code !== -32603) return o.code;
+    if (typeof o.data?.originalError?.code === 'number') return o.data.originalError.code;
+    e = o.cause;
+  }
+  return null;
+}
+
+function errorMessage(err: unknown): string {
+  const o = err as { shortMessage?: unknown; message?: unknown };
+  return String(o?.shortMessage ?? o?.message ?? err);
+}
+
+class Stop extends Error {}
+
+function setUp(root: HTMLElement): void {
+  const button = root.querySelector<HTMLButtonElement>('#pay-with-wallet');
+  const line = root.querySelector<HTMLElement>('#payment-status');
+  if (!button || !line) return;
+  const messages = JSON.parse(root.dataset.messages ?? '{}') as Record<string, string>;
+  const t = (key: string, values: Record<string, string | number> = {}) =>
+    (messages[key] ?? key).replace(/\{\{(\w+)\}\}/g, (_m, name: string) => String(values[name] ?? ''));
+  const checkoutUrl = root.dataset.checkoutUrl ?? null;
+  let statusUrl = root.dataset.statusUrl ?? null;
+  let busy = false;
+
+  const say = (text: string, state = 'info') => {
+    line.textContent = text;
+    line.dataset.state = state;
+  };
+  const sayTx = (text: string, hash: Hash, explorer: string | null) => {
+    line.textContent = `${text} `;
+    line.dataset.state = 'info';
+    const code = document.createElement('code');
+    code.textContent = hash;
+    if (explorer) {
+      const a = document.createElement('a');
+      a.href = `${explorer.replace(/\/+$/, '')}/tx/${hash}`;
+      a.rel = 'noopener noreferrer';
+      a.target = '_blank';
+      a.append(code);
+      line.append(a);
+    } else {
+      line.append(code);
+    }
+  };
+
+  async function fetchStatus(): Promise<Status> {
+    const res = await fetch(statusUrl!, { headers: { accept: 'application/json' }, cache: 'no-store' });
+    if (!res.ok) throw new Error(`status ${res.status}`);
+    return (await res.json()) as Status;
+  }
+
+  /** A payment link: an invoice of the link for the chosen amount, made once per amount. */
+  let checkoutFor: string | null = null;
+  async function checkout(): Promise<void> {
+    const amountInput = root.querySelector<HTMLInputElement>('#wallet-amount');
+    const emailInput = root.querySelector<HTMLInputElement>('#wallet-email');
+    const amount = amountInput ? amountInput.value.trim() : undefined;
+    const email = emailInput && emailInput.value.trim() !== '' ? emailInput.value.trim() : undefined;
+    const key = `${amount ?? ''}|${email ?? ''}`;
+    if (statusUrl && checkoutFor === key) return;
+    say(t('wallet.checkout'));
+    const res = await fetch(checkoutUrl!, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json' },
+      body: JSON.stringify({ amount, customer_email: email }),
+    });
+    const body = (await res.json()) as { status_url?: string; error?: { message?: string } };
+    if (!res.ok || !body.status_url) {
+      say(body.error?.message ?? t('wallet.failed', { message: String(res.status) }), 'error');
+      throw new Stop();
+    }
+    statusUrl = new URL(body.status_url, window.location.href).href;
+    checkoutFor = key;
+  }
+
+  async function switchChain(provider: EIP1193Provider, chain: Status['chain']): Promise<void> {
+    const current = Number(await provider.request({ method: 'eth_chainId' }));
+    if (current === chain.chain_id) return;
+    const chainId = `0x${chain.chain_id.toString(16)}` as Hex;
+    say(t('wallet.switching', { network: chain.name }));
+    try {
+      await provider.request({ method: 'wallet_switchEthereumChain', params: [{ chainId }] });
+    } catch (err) {
+      if (errorCode(err) !== UNKNOWN_CHAIN) throw err;
+      if (!chain.rpc_url) {
+        say(t('wallet.addNetwork', { network: chain.name, chainId: chain.chain_id }), 'error');
+        throw new Stop();
+      }
+      await provider.request({
+        method: 'wallet_addEthereumChain',
+        params: [
+          {
+            chainId,
+            chainName: chain.name,
+            rpcUrls: [chain.rpc_url],
+            nativeCurrency: { name: chain.native_symbol, symbol: chain.native_symbol, decimals: 18 },
+            blockExplorerUrls: chain.explorer_url ? [chain.explorer_url] : undefined,
+          },
+        ],
+      });
+    }
+  }
+
+  async function pay(): Promise<void> {
+    const provider = discoverProvider();
+    if (!provider) {
+      say(t('wallet.noWallet'), 'error');
+      return;
+    }
+    if (checkoutUrl) await checkout();
+    let status = await fetchStatus();
+    const inst = status.instructions;
+    if (status.status === 'paid' || !inst) {
+      say(status.status === 'paid' ? t('wallet.paid') : t('wallet.nothingDue'), status.status === 'paid' ? 'paid' : 'info');
+      button!.hidden = status.status === 'paid';
+      return;
+    }
+    say(t('wallet.connecting'));
+    const [account] = (await provider.request({ method: 'eth_requestAccounts' })) as Address[];
+    if (!account) throw new Error('the wallet shared no account');
+    await switchChain(provider, status.chain);
+
+    const transport = custom(provider);
+    const publicClient = createPublicClient({ transport, pollingInterval: RECEIPT_POLL_MS });
+    const wallet = createWalletClient({ account, transport, pollingInterval: RECEIPT_POLL_MS });
+    const total = BigInt(inst.total_atomic);
+    const fmt = (v: bigint) => formatUnits(v, inst.token_decimals);
+    const currency = status.currency;
+
+    say(t('wallet.checking'));
+    const balance = await publicClient.readContract({ address: inst.token_address, abi: erc20Abi, functionName: 'balanceOf', args: [account] });
+    if (balance < total) {
+      say(t('wallet.short', { balance: fmt(balance), amount: fmt(total), currency }), 'error');
+      return;
+    }
+    const allowance = await publicClient.readContract({ address: inst.token_address, abi: erc20Abi, functionName: 'allowance', args: [account, inst.proxy_address] });
+    if (allowance < total) {
+      say(t('wallet.approve', { amount: fmt(total), currency }));
+      const approval = await wallet.writeContract({ chain: null, address: inst.token_address, abi: erc20Abi, functionName: 'approve', args: [inst.proxy_address, total] });
+      say(t('wallet.approving'));
+      const receipt = await publicClient.waitForTransactionReceipt({ hash: approval });
+      if (receipt.status !== 'success') throw new Error('the approval failed on-chain');
+    }
+    say(t('wallet.confirmPay', { amount: fmt(total), currency }));
+    const hash = await wallet.writeContract({
+      chain: null,
+      address: inst.proxy_address,
+      abi: PROXY_ABI,
+      functionName: 'transferFromWithReferenceAndFee',
+      args: [inst.token_address, inst.to, BigInt(inst.amount_atomic), inst.payment_reference, BigInt(inst.fee_atomic), inst.fee_address],
+    });
+    const explorer = status.chain.explorer_url;
+    sayTx(t('wallet.sent'), hash, explorer);
+    // The page's own view of the payment (the service's watcher), until it is final one way or the other.
+    for (;;) {
+      await new Promise((resolve) => setTimeout(resolve, STATUS_POLL_MS));
+      try {
+        status = await fetchStatus();
+      } catch {
+        continue;
+      }
+      const mine = status.payments.find((p) => p.tx_hash.toLowerCase() === hash.toLowerCase());
+      if (status.status === 'paid') {
+        say(t('wallet.paid'), 'paid');
+        button!.hidden = true;
+        return;
+      }
+      if (!mine) continue;
+      if (mine.status === 'removed') {
+        say(t('wallet.removed'), 'error');
+        return;
+      }
+      if (mine.status === 'pending') {
+        const n = Math.min(mine.confirmations, status.required_confirmations);
+        sayTx(t('wallet.confirming', { n, total: status.required_confirmations }), hash, explorer);
+        continue;
+      }
+      // Confirmed and applied, yet the invoice is not paid: a partial payment. What remains is
+      // payable with the next click (fresh instructions from the status).
+      say(t('wallet.partial', { remaining: fmt(BigInt(status.amount_remaining_atomic)), currency }), 'partial');
+      button!.textContent = t('wallet.buttonRest');
+      return;
+    }
+  }
+
+  button.addEventListener('click', () => {
+    if (busy) return;
+    busy = true;
+    button.disabled = true;
+    pay()
+      .catch((err: unknown) => {
+        if (err instanceof Stop) return;
+        if (errorCode(err) === USER_REJECTED) say(t('wallet.rejected'), 'rejected');
+        else say(t('wallet.failed', { message: errorMessage(err) }), 'error');
+      })
+      .finally(() => {
+        busy = false;
+        button.disabled = false;
+      });
+  });
+  root.hidden = false;
+}
+
+const root = document.getElementById('wallet-pay');
+if (root) setUp(root);

@@ -1,0 +1,301 @@
+// "Pay with wallet" on the payment page, in real Chromium with JavaScript on, against a real chain:
+// anvil with the fee proxy and the 6-decimal test USDC, the API and a worker watching it. The
+// wallet is a test EIP-1193 provider (test/helpers/test-wallet.ts) announced with EIP-6963 whose
+// requests go to anvil, where the well-known accounts sign. Every state is waited for on the page
+// or through the API, never a clock. Plus a screenshot of the page with its button.
+import { existsSync, mkdtempSync } from 'node:fs';
+import { readFile, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { ParsedMail } from 'mailparser';
+import pixelmatch from 'pixelmatch';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { PNG } from 'pngjs';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { WorkerRuntime } from '../../src/runtime/worker-runtime.js';
+import { startTestChain, type TestChain } from '../helpers/anvil.js';
+import { chromiumPath, launchChromium, NO_CHROMIUM } from '../helpers/browser.js';
+import { startApiFixture, type ApiFixture } from '../helpers/context.js';
+import { apiClient, type JsonBody } from '../helpers/http.js';
+import { recipientsOf, startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
+import { installTestWallet, type TestWallet } from '../helpers/test-wallet.js';
+import { startWorker, waitUntil } from '../helpers/worker.js';
+
+const CHROMIUM = chromiumPath();
+const BASELINE = new URL('../fixtures/payment-page-wallet.png', import.meta.url);
+/** The merchant's address: fixed, so the page (and its screenshot) is the same on every run. */
+const MERCHANT = '0x3333333333333333333333333333333333333333';
+const STATE_TIMEOUT_MS = 30_000;
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+const decode = (s: string) => s.replace(/&#x3D;/g, '=').replace(/&amp;/g, '&').replace(/&#x2F;/g, '/');
+
+describe.skipIf(!CHROMIUM)(`Pay with wallet in Chromium${CHROMIUM ? '' : ` (${NO_CHROMIUM})`}`, () => {
+  let chain: TestChain;
+  let fx: ApiFixture;
+  let sink: SmtpSink;
+  let worker: WorkerRuntime;
+  let browser: Browser;
+  let origin: string;
+  const api = apiClient(() => fx.api.app);
+  const key = () => fx.merchant.keys.sandbox;
+
+  beforeAll(async () => {
+    chain = await startTestChain();
+    sink = await startSmtpSink();
+    const port = await freePort();
+    origin = `http://127.0.0.1:${port}`;
+    const chainsFile = chain.writeChainsFile(mkdtempSync(path.join(tmpdir(), 'wallet-page-')));
+    const env = {
+      SMTP_URL: sink.url,
+      PORT: String(port),
+      PAYMENT_PAGE_BASE: `${origin}/pay`,
+      CHAINS_FILE: chainsFile,
+      CHAIN_POLL_INTERVAL_MS: '100',
+      OUTBOX_RELAY_INTERVAL_MS: '100',
+      // The page polls its status: no rate limit in the way.
+      RATE_LIMIT_MAX: '1000000',
+    };
+    fx = await startApiFixture(env);
+    await fx.api.app.listen({ port, host: '127.0.0.1' });
+    worker = await startWorker(fx.env.config(env));
+    const set = await api.patch('/v1/account', key(), { settlement_address: MERCHANT });
+    expect(set.status, set.raw).toBe(200);
+    browser = await launchChromium(CHROMIUM!);
+  }, 120_000);
+  afterAll(async () => {
+    await browser?.close();
+    await worker?.close();
+    await fx?.close();
+    await sink?.close();
+    await chain?.stop();
+  });
+
+  async function sentInvoice(amount: string, email = `payer-${Math.random().toString(36).slice(2)}@example.test`): Promise<JsonBody> {
+    const created = await api.post('/v1/invoices', key(), { customer_email: email, amount, network: 'local', currency: 'USDC', due_at: '2031-06-30T12:00:00Z' });
+    expect(created.status, created.raw).toBe(200);
+    const sent = await api.post(`/v1/invoices/${created.body.data.id}/send`, key());
+    expect(sent.status, sent.raw).toBe(200);
+    return sent.body.data;
+  }
+  const invoice = async (id: string): Promise<JsonBody> => (await api.get(`/v1/invoices/${id}`, key())).body.data;
+
+  async function mailMatching(pred: (m: ParsedMail) => boolean): Promise<ParsedMail> {
+    for (;;) {
+      const found = sink.messages.find(pred);
+      if (found) return found;
+      await sink.waitFor(sink.messages.length + 1, 20_000);
+    }
+  }
+
+  /** A page with the test wallet reporting `account`; console errors and foreign requests collected. */
+  async function openWithWallet(account: string): Promise<{ context: BrowserContext; page: Page; wallet: TestWallet; problems: string[]; requested: string[] }> {
+    const context = await browser.newContext({ viewport: { width: 800, height: 1000 } });
+    const page = await context.newPage();
+    const wallet = await installTestWallet(page, chain.rpcUrl, account);
+    const problems: string[] = [];
+    const requested: string[] = [];
+    page.on('request', (r) => requested.push(r.url()));
+    page.on('console', (msg) => msg.type() === 'error' && problems.push(msg.text()));
+    page.on('pageerror', (err) => problems.push(err.message));
+    return { context, page, wallet, problems, requested };
+  }
+
+  const status = (page: Page) => page.locator('#payment-status');
+  const waitForStatus = (page: Page, text: string | RegExp) => status(page).filter({ hasText: text }).waitFor({ timeout: STATE_TIMEOUT_MS });
+  const sends = (wallet: TestWallet) => wallet.requests.filter((r) => r.method === 'eth_sendTransaction').length;
+
+  it('from the emailed link: Pay with wallet adds the chain, approves, pays; the transaction, "confirming", then paid; the receipt arrives', async () => {
+    const email = 'wallet-flow@example.test';
+    const inv = await sentInvoice('12.5', email);
+    const mail = await mailMatching((m) => recipientsOf(m).includes(email));
+    const href = /<a href="([^"]+)"[^>]*>Pay invoice<\/a>/.exec(String(mail.html))?.[1];
+    expect(href).toBeDefined();
+    const link = decode(href!);
+    expect(link).toBe(`${origin}/pay/${inv.reference}`);
+
+    const payer = chain.payers[1];
+    const { context, page, wallet, problems, requested } = await openWithWallet(payer.address);
+    // The wallet starts on Ethereum and does not know the local chain: the page adds it.
+    wallet.chainId = '0x1';
+    wallet.knownChains = new Set(['0x1']);
+    try {
+      expect((await page.goto(link))?.status()).toBe(200);
+      expect(await page.locator('#payment-reference').innerText()).toBe(inv.payment_instructions.payment_reference);
+      const button = page.locator('#pay-with-wallet');
+      await button.waitFor({ state: 'visible' });
+      expect(await button.innerText()).toBe('Pay with wallet');
+      const before = await chain.balanceOf(payer.address);
+      await button.click();
+      await waitForStatus(page, /^Confirming 1 of 2/);
+      // The transaction is shown; the local chain has no explorer, so it is not a link.
+      const txHash = await status(page).locator('code').innerText();
+      expect(txHash).toMatch(/^0x[0-9a-f]{64}$/);
+      expect(await status(page).locator('a').count()).toBe(0);
+      expect(wallet.added).toEqual([
+        expect.objectContaining({ chainId: '0x7a69', chainName: 'local', rpcUrls: [chain.rpcUrl], nativeCurrency: { name: 'ETH', symbol: 'ETH', decimals: 18 } }),
+      ]);
+      // approve (the allowance was short), then the proxy call: two transactions, nothing else.
+      expect(sends(wallet)).toBe(2);
+      const receipt = await chain.publicClient.getTransactionReceipt({ hash: txHash as `0x${string}` });
+      expect(receipt.to?.toLowerCase()).toBe(chain.feeProxy.toLowerCase());
+      expect(await chain.balanceOf(payer.address)).toBe(before - 12_500_000n);
+
+      await chain.mine(2);
+      await waitForStatus(page, 'Paid. Thank you!');
+      expect(await button.isHidden()).toBe(true);
+      expect((await invoice(inv.id)).status).toBe('paid');
+      const paidMail = await mailMatching((m) => recipientsOf(m).includes(email) && (m.subject ?? '').startsWith('Payment received'));
+      expect(paidMail.subject).toBe(`Payment received: invoice ${inv.code} from Acme Widgets Ltd`);
+      // Only the page's own origin: the page, its script, its status; the wallet's calls go elsewhere.
+      expect(requested.every((u) => u.startsWith(`${origin}/pay/`)), requested.join('\n')).toBe(true);
+      expect(requested.some((u) => /\/pay\/assets\/pay\.[0-9a-f]{16}\.js$/.test(u))).toBe(true);
+      expect(problems).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('a request rejected in the wallet says so and sends nothing; trying again pays', async () => {
+    const inv = await sentInvoice('3');
+    const { context, page, wallet } = await openWithWallet(chain.payers[2].address);
+    wallet.rejectOnce.add('eth_sendTransaction');
+    try {
+      await page.goto(`${origin}/pay/${inv.reference}`);
+      const button = page.locator('#pay-with-wallet');
+      await button.click();
+      await waitForStatus(page, 'You rejected the request in your wallet.');
+      expect(await status(page).getAttribute('data-state')).toBe('rejected');
+      expect(await button.isEnabled()).toBe(true);
+      // The rejected approve never reached the chain.
+      expect(await chain.publicClient.getTransactionCount({ address: chain.payers[2].address })).toBe(0);
+
+      await button.click();
+      await waitForStatus(page, /^Confirming/);
+      await chain.mine(2);
+      await waitForStatus(page, 'Paid. Thank you!');
+      expect((await invoice(inv.id)).status).toBe('paid');
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('a balance short of the amount says so and sends nothing', async () => {
+    const inv = await sentInvoice('5');
+    const empty = privateKeyToAccount(generatePrivateKey()).address;
+    const { context, page, wallet } = await openWithWallet(empty);
+    try {
+      await page.goto(`${origin}/pay/${inv.reference}`);
+      await page.locator('#pay-with-wallet').click();
+      await waitForStatus(page, 'Your balance, 0 USDC, is short of the 5 USDC to pay. Nothing was sent.');
+      expect(sends(wallet)).toBe(0);
+      expect((await invoice(inv.id)).status).toBe('open');
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('after a partial payment, the page shows what remains and pays the rest', async () => {
+    const inv = await sentInvoice('30');
+    const pi = inv.payment_instructions;
+    // 10 of the 30 paid through the proxy by the harness, its fee by the same rule (0.5 %).
+    await chain.payWithReference({ to: pi.to, amountAtomic: 9_950_000n, feeAtomic: 50_000n, reference: pi.payment_reference, feeAddress: pi.fee_address });
+    await chain.mine(2);
+    await waitUntil(async () => (await invoice(inv.id)).amount_paid_atomic === '10000000', STATE_TIMEOUT_MS);
+
+    const payer = chain.payers[3];
+    const { context, page } = await openWithWallet(payer.address);
+    try {
+      await page.goto(`${origin}/pay/${inv.reference}`);
+      expect(await page.locator('#partially-paid').innerText()).toBe('Received so far: 10.00 USDC. Remaining to pay: 20.00 USDC.');
+      const button = page.locator('#pay-with-wallet');
+      expect(await button.innerText()).toBe('Pay the rest with wallet');
+      const before = await chain.balanceOf(payer.address);
+      await button.click();
+      await waitForStatus(page, /^Confirming/);
+      expect(await chain.balanceOf(payer.address)).toBe(before - 20_000_000n);
+      await chain.mine(2);
+      await waitForStatus(page, 'Paid. Thank you!');
+      expect(await invoice(inv.id)).toMatchObject({ status: 'paid', amount_paid_atomic: '30000000' });
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('GET /pay/<reference>/status: public facts only, for the script', async () => {
+    const inv = await sentInvoice('7');
+    const res = await fetch(`${origin}/pay/${inv.reference}/status`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('cache-control')).toBe('no-store');
+    const body = (await res.json()) as JsonBody;
+    expect(body).toEqual({
+      status: 'open',
+      currency: 'USDC',
+      amount_atomic: '7000000',
+      amount_paid_atomic: '0',
+      amount_remaining_atomic: '7000000',
+      required_confirmations: 2,
+      payments: [],
+      instructions: inv.payment_instructions,
+      chain: { chain_id: chain.chainId, name: 'local', rpc_url: chain.rpcUrl, explorer_url: null, native_symbol: 'ETH' },
+    });
+    expect(JSON.stringify(body)).not.toContain('@');
+    expect(JSON.stringify(body)).not.toContain(inv.id);
+    const missing = await fetch(`${origin}/pay/NoSuchReference123/status`);
+    expect(missing.status).toBe(404);
+    expect(((await missing.json()) as JsonBody).error.code).toBe('resource_missing');
+  });
+
+  it('serves the script under its hashed name for a year, anything else under /pay/assets/ is a 404', async () => {
+    const inv = await sentInvoice('1');
+    const html = await (await fetch(`${origin}/pay/${inv.reference}`)).text();
+    const src = /<script src="(\/pay\/assets\/pay\.[0-9a-f]{16}\.js)" defer><\/script>/.exec(html)?.[1];
+    expect(src).toBeDefined();
+    const script = await fetch(`${origin}${src}`);
+    expect(script.status).toBe(200);
+    expect(script.headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
+    expect(script.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
+    expect((await fetch(`${origin}/pay/assets/pay.0000000000000000.js`)).status).toBe(404);
+  });
+
+  it('looks like the committed baseline with its button (loosely: fonts hint differently between machines)', async () => {
+    const created = await sentInvoice('1234.5', 'shot-wallet@example.test');
+    await fx.api.pool.query(`update invoices set reference = 'WalletBaseline000001', code = 'TEST-INV-000124' where id = $1`, [created.id]);
+    const { context, page } = await openWithWallet(chain.payers[4].address);
+    try {
+      await page.goto(`${origin}/pay/WalletBaseline000001`);
+      await page.locator('#pay-with-wallet').waitFor({ state: 'visible' });
+      // The page's own URL carries this run's port, the payment reference its random salt: hidden.
+      const shot = PNG.sync.read(await page.screenshot({ fullPage: true, mask: [page.locator('#page-qr'), page.locator('#payment-reference')] }));
+      if (!existsSync(BASELINE) || process.env.UPDATE_SCREENSHOTS === '1') {
+        await writeFile(BASELINE, PNG.sync.write(shot));
+        if (process.env.UPDATE_SCREENSHOTS !== '1') throw new Error(`no baseline: wrote ${BASELINE.pathname}; check it and commit it`);
+      }
+      const base = PNG.sync.read(await readFile(BASELINE));
+      const width = Math.min(base.width, shot.width);
+      const height = Math.min(base.height, shot.height);
+      const crop = (img: PNG) => {
+        const out = new PNG({ width, height });
+        PNG.bitblt(img, out, 0, 0, width, height, 0, 0);
+        return out.data;
+      };
+      const differing = pixelmatch(crop(base), crop(shot), undefined, width, height, { threshold: 0.3 });
+      const extra = base.width * base.height + shot.width * shot.height - 2 * width * height;
+      const ratio = (differing + extra) / (base.width * base.height);
+      expect(ratio, `${((differing + extra) / 1000).toFixed(1)}k pixels differ`).toBeLessThan(0.03);
+    } finally {
+      await context.close();
+    }
+  });
+});
