@@ -71,6 +71,7 @@ interface InvoiceState {
 
 const lower = (a: string) => a.toLowerCase();
 const key = (txHash: string, logIndex: number) => `${txHash}:${logIndex}`;
+const transferKey = (to: string, token: string, remaining: bigint) => `${lower(to)}|${lower(token)}|${remaining}`;
 
 /** Null when another worker moved the cursor meanwhile (nothing written: its run covers the range). */
 export async function recordRange(pool: Pool, chain: Chain, range: RangeToRecord): Promise<RangeOutcome | null> {
@@ -121,6 +122,20 @@ async function recordPayments(tx: PoolClient, chain: Chain, range: RangeToRecord
     ]),
   );
   const byTopic = new Map([...invoices.values()].filter((s) => s.row.payment_reference_topic).map((s) => [s.row.payment_reference_topic!, s]));
+  // A plain transfer's candidates by (address, token, remaining), kept current as payments apply:
+  // scanning every invoice of the address for each transfer is quadratic in a busy range.
+  const byRemaining = new Map<string, Set<InvoiceState>>();
+  const remainingKey = (s: InvoiceState) =>
+    s.status === 'open' || s.status === 'overdue'
+      ? transferKey(s.row.settlement_address ?? '', s.row.token_address, remainingAtomic({ amountAtomic: BigInt(s.row.amount_atomic), paidAtomic: s.paid }))
+      : null;
+  const indexAt = (s: InvoiceState, k: string | null) => {
+    if (k === null) return;
+    let bucket = byRemaining.get(k);
+    if (!bucket) byRemaining.set(k, (bucket = new Set()));
+    bucket.add(s);
+  };
+  for (const s of invoices.values()) indexAt(s, remainingKey(s));
   const owners = await ownersOfAddresses(tx, chain.chainId, chain.environment, [...new Set(todo.map((o) => lower(o.to)))]);
 
   const inserts: PaymentWrite[] = [];
@@ -134,9 +149,7 @@ async function recordPayments(tx: PoolClient, chain: Chain, range: RangeToRecord
       const s = o.referenceTopic ? byTopic.get(o.referenceTopic) : undefined;
       if (s && sameAddress(s.row.settlement_address, o.to) && sameAddress(s.row.token_address, o.tokenAddress)) inv = s;
     } else {
-      const candidates = [...invoices.values()]
-        .filter((s) => (s.status === 'open' || s.status === 'overdue') && sameAddress(s.row.settlement_address, o.to) && sameAddress(s.row.token_address, o.tokenAddress))
-        .map((s) => ({ s, remainingAtomic: remainingAtomic({ amountAtomic: BigInt(s.row.amount_atomic), paidAtomic: s.paid }) }));
+      const candidates = [...(byRemaining.get(transferKey(o.to, o.tokenAddress, counted)) ?? [])].map((s) => ({ s, remainingAtomic: counted }));
       inv = matchTransfer(candidates, counted)?.s ?? null;
     }
     const accountId = inv?.row.account_id ?? owners.get(lower(o.to));
@@ -148,6 +161,7 @@ async function recordPayments(tx: PoolClient, chain: Chain, range: RangeToRecord
       if (!inv) {
         result = 'unmatched';
       } else {
+        const before = remainingKey(inv);
         const application = applyPayment({ status: inv.status, amountAtomic: BigInt(inv.row.amount_atomic), paidAtomic: inv.paid }, counted);
         result = application.outcome;
         if (application.outcome === 'applied') {
@@ -160,6 +174,8 @@ async function recordPayments(tx: PoolClient, chain: Chain, range: RangeToRecord
             partial.push(inv.row.id);
           }
           outcome.applied++;
+          if (before !== null) byRemaining.get(before)!.delete(inv);
+          indexAt(inv, remainingKey(inv));
         }
       }
     }

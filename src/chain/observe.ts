@@ -29,9 +29,16 @@ const lower = (a: string) => a.toLowerCase();
 export function observePayments(proxyLogs: readonly ProxyLog[], transferLogs: readonly TransferLog[]): ObservedPayment[] {
   const claimed = new Set<TransferLog>();
   const out: ObservedPayment[] = [];
+  // By transaction: a range can hold thousands of each, and each proxy log looks only at its own.
+  const byTx = new Map<string, TransferLog[]>();
+  for (const t of transferLogs) {
+    const same = byTx.get(t.txHash);
+    if (same) same.push(t);
+    else byTx.set(t.txHash, [t]);
+  }
   for (const p of proxyLogs) {
     // The proxy's transferFrom to `to` comes before its event in the same transaction.
-    const own = transferLogs.find(
+    const own = (byTx.get(p.txHash) ?? []).find(
       (t) =>
         !claimed.has(t) &&
         t.txHash === p.txHash &&
