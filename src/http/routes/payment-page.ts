@@ -106,8 +106,12 @@ export async function paymentPageRoutes(app: FastifyInstance, deps: AppDeps): Pr
    * since the form is a sandbox convenience with no secret to steal, only a payment to forge.
    */
   const isCrossSite = (req: FastifyRequest): boolean => {
-    if (req.headers['sec-fetch-site'] === 'cross-site') return true;
+    const site = req.headers['sec-fetch-site'];
+    if (site === 'cross-site') return true;
     const origin = req.headers.origin;
+    // The page's no-referrer policy makes a browser send `Origin: null` for its own form; its
+    // Sec-Fetch-Site then says same-origin.
+    if (origin === 'null' && site === 'same-origin') return false;
     if (origin === undefined) return false;
     return origin !== ownOrigin && origin !== `${req.protocol}://${req.host}`;
   };
