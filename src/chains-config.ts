@@ -31,7 +31,7 @@ export function discoverLocalChainsFile(env: Record<string, string | undefined>,
 
 export interface LocalChainsChoice<E> {
   /** The environment to load the configuration from: CHAINS_FILE set when the local file was found. */
-  env: E;
+  env: E & { CHAINS_FILE?: string };
   /** What the start line says (`chains_file`), or null when nothing was found. */
   found: string | null;
 }
