@@ -15,7 +15,7 @@ import { startTestChain, type TestChain } from '../helpers/anvil.js';
 import { startApiFixture, type ApiFixture } from '../helpers/context.js';
 import { apiClient, type JsonBody } from '../helpers/http.js';
 import { startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
-import { ROOT, startWorker, waitUntil } from '../helpers/worker.js';
+import { ROOT, spawnWorker, startWorker, waitUntil, workerProcessEnv } from '../helpers/worker.js';
 
 let chain: TestChain;
 let fx: ApiFixture;
@@ -200,4 +200,19 @@ describe('npm run pay', () => {
     expect(await chain.balanceOf(merchant)).toBe(merchantBefore);
     expect((await invoice(open.id)).amount_paid_atomic).toBe('0');
   }, 180_000);
+});
+
+describe('found without configuration', () => {
+  it('npm run worker with CHAINS_FILE unset uses the chains file of npm run chain (CHAIN_STATE_DIR), says so and watches its chain', async () => {
+    const stateDir = path.dirname(chainsFile);
+    const worker = spawnWorker(workerProcessEnv(fx.env.config(), { CHAIN_STATE_DIR: stateDir }), { command: 'worker' });
+    try {
+      const found = await worker.waitForLine((l) => l.msg === 'chains file found', 60_000);
+      expect(found.chains_file).toBe(`${path.join(stateDir, 'chains.json')} (found: npm run chain)`);
+      const started = await worker.waitForLine((l) => l.msg === 'worker started', 60_000);
+      expect(started.watched_chains).toEqual([`local (${chain.chainId}, 2 confirmations)`]);
+    } finally {
+      expect(await worker.stop()).toBe(0);
+    }
+  }, 120_000);
 });
