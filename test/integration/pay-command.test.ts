@@ -14,7 +14,8 @@ import type { WorkerRuntime } from '../../src/runtime/worker-runtime.js';
 import { startTestChain, type TestChain } from '../helpers/anvil.js';
 import { startApiFixture, type ApiFixture } from '../helpers/context.js';
 import { apiClient, type JsonBody } from '../helpers/http.js';
-import { startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
+import { extractPdfText } from '../helpers/pdf-text.js';
+import { recipientsOf, startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
 import { ROOT, spawnWorker, startWorker, waitUntil, workerProcessEnv } from '../helpers/worker.js';
 
 let chain: TestChain;
@@ -27,11 +28,12 @@ const key = () => fx.merchant.keys.sandbox;
 // A fresh address: its test USDC balance is exactly what it was paid.
 const merchant = privateKeyToAccount(generatePrivateKey()).address;
 const PAGE_BASE = 'https://pay.example.test';
+const EXPLORER = 'https://explorer.example.test';
 
 beforeAll(async () => {
   chain = await startTestChain();
   sink = await startSmtpSink();
-  chainsFile = chain.writeChainsFile(mkdtempSync(path.join(tmpdir(), 'pay-command-')));
+  chainsFile = chain.writeChainsFile(mkdtempSync(path.join(tmpdir(), 'pay-command-')), { explorer_url: EXPLORER });
   const env = { SMTP_URL: sink.url, CHAINS_FILE: chainsFile, CHAIN_POLL_INTERVAL_MS: '100', OUTBOX_RELAY_INTERVAL_MS: '100', RATE_LIMIT_MAX: '1000000', PAYMENT_PAGE_BASE: PAGE_BASE };
   fx = await startApiFixture(env);
   worker = await startWorker(fx.env.config(env));
@@ -83,8 +85,8 @@ function expectRefusal(run: Run, message: RegExp): void {
   expect(run.stderr).toMatch(message);
 }
 
-async function newInvoice(amount: string, opts: { network?: string; send?: boolean } = {}): Promise<JsonBody> {
-  const created = await api.post('/v1/invoices', key(), { customer_email: `payer-${Math.random().toString(36).slice(2)}@example.test`, amount, network: opts.network ?? 'local', currency: 'USDC' });
+async function newInvoice(amount: string, opts: { network?: string; send?: boolean; email?: string } = {}): Promise<JsonBody> {
+  const created = await api.post('/v1/invoices', key(), { customer_email: opts.email ?? `payer-${Math.random().toString(36).slice(2)}@example.test`, amount, network: opts.network ?? 'local', currency: 'USDC' });
   expect(created.status, created.raw).toBe(200);
   if (opts.send === false) return created.body.data;
   const sent = await api.post(`/v1/invoices/${created.body.data.id}/send`, key());
@@ -106,7 +108,8 @@ async function confirmed(id: string, status: string, paidAtomic: string): Promis
 
 describe('npm run pay', () => {
   it('pays by payment reference through the fee proxy (approve, then transferFromWithReferenceAndFee): the tokens land, the invoice turns paid, a second run refuses', async () => {
-    const inv = await newInvoice('25.00');
+    const email = 'first-payer@example.test';
+    const inv = await newInvoice('25.00', { email });
     const pi = inv.payment_instructions;
     const [merchantBefore, feeBefore] = await Promise.all([chain.balanceOf(merchant), chain.balanceOf(chain.feeAddress)]);
 
@@ -125,6 +128,22 @@ describe('npm run pay', () => {
     expect(payments).toEqual([expect.objectContaining({ tx_hash: mined.txHash, kind: 'proxy', outcome: 'applied', fee_collected: true })]);
 
     expectRefusal(await pay([pi.payment_reference]), new RegExp(`invoice ${inv.code} is already paid`));
+
+    // The documents as the customer got them: the invoice email and its PDF carry the reference
+    // beside the address; the receipt email and its PDF name the transaction, linked to the explorer.
+    const mailOf = (subject: RegExp) => sink.messages.find((m) => recipientsOf(m).includes(email) && subject.test(m.subject ?? ''));
+    await waitUntil(async () => mailOf(/^Invoice /) !== undefined && mailOf(/^Payment received/) !== undefined, 30_000);
+    const invoiceMail = mailOf(/^Invoice /)!;
+    expect(invoiceMail.text).toContain(`Pay to: ${merchant}\nPayment reference: ${pi.payment_reference}\n`);
+    const invoicePdf = (await extractPdfText(invoiceMail.attachments[0].content)).join(' ').replace(/\s+/g, ' ');
+    expect(invoicePdf).toContain(`Payment reference: ${pi.payment_reference}`);
+    expect(invoicePdf).toContain(`Pay to: ${merchant}`);
+    const receiptMail = mailOf(/^Payment received/)!;
+    const txUrl = `${EXPLORER}/tx/${mined.txHash}`;
+    expect(receiptMail.text).toContain(`Transaction: ${txUrl}`);
+    expect(receiptMail.html).toContain(`href="${txUrl}"`);
+    const receiptPdf = (await extractPdfText(receiptMail.attachments[0].content)).join('').replace(/\s+/g, '');
+    expect(receiptPdf).toContain(`Transaction:${mined.txHash}`);
   }, 120_000);
 
   it('pays a partial amount by invoice id (its fee by the same rule), then the rest by payment page URL', async () => {
