@@ -85,7 +85,9 @@ try {
   }
   // Also for a demo account made before settlement addresses existed.
   // On a local chain the sandbox is paid for real (test USDC), to an account whose balance shows it.
-  await setSettlementAddress(api.pool, { accountId: DEMO_ACCOUNT, environment: 'sandbox' }, localChain ? LOCAL_MERCHANT : DEMO_SETTLEMENT_ADDRESS, true);
+  // A local chain replaces the made-up address (the demo's own account: nobody else set it).
+  if (localChain) await setSettlementAddress(api.pool, { accountId: DEMO_ACCOUNT, environment: 'sandbox' }, LOCAL_MERCHANT);
+  else await setSettlementAddress(api.pool, { accountId: DEMO_ACCOUNT, environment: 'sandbox' }, DEMO_SETTLEMENT_ADDRESS, true);
   await setSettlementAddress(api.pool, { accountId: DEMO_ACCOUNT, environment: 'live' }, DEMO_SETTLEMENT_ADDRESS, true);
   const key = keys.sandbox;
 

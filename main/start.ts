@@ -57,5 +57,6 @@ exitOnSignals(log, config.shutdownTimeoutMs, async () => {
   await worker.close();
   await database.stop();
 });
-// The chain watcher, once there is one, hands its chains in here (watchedChains).
-announceReady(log, readyInfo({ config, ...ports, psql: database.psql, watchedChains: [] }), pretty);
+// The chains the worker watches (those with RPC URLs), as its `worker started` line names them.
+const watchedChains = config.chains.filter((c) => c.rpcUrls.length > 0).map((c) => `${c.network} (${c.chainId}, ${c.confirmations} confirmations)`);
+announceReady(log, readyInfo({ config, ...ports, psql: database.psql, watchedChains }), pretty);
