@@ -6,7 +6,7 @@
 import { existsSync } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import { createPublicClient, formatUnits, http } from 'viem';
-import { DEPLOYER_INDEX, FEE_ACCOUNT_INDEX, WELL_KNOWN_ACCOUNTS } from '../src/devchain/accounts.js';
+import { DEPLOYER_INDEX, FEE_ACCOUNT_INDEX, MERCHANT_ACCOUNT_INDEX, WELL_KNOWN_ACCOUNTS } from '../src/devchain/accounts.js';
 import { AnvilError, ANVIL_CHAIN_ID, startAnvil, type AnvilProcess } from '../src/devchain/anvil.js';
 import {
   CHAIN_BLOCK_TIME_SECONDS,
@@ -115,6 +115,7 @@ async function ready(running: AnvilProcess): Promise<void> {
         blockNumber,
         ...contracts,
         feeAddress,
+        merchant: WELL_KNOWN_ACCOUNTS[MERCHANT_ACCOUNT_INDEX].address,
         payer,
         payerBalance: formatUnits(payerBalance, contracts.tokenDecimals),
       })}\n`,

@@ -3,6 +3,12 @@
 //
 // Re-running keeps the same merchant, keys, product, links and subscription, and creates a new
 // draft invoice only when the previous one was already sent.
+//
+// With a local chain (`npm run chain` wrote var/chain/chains.json, or CHAINS_FILE names a chain of
+// network `local`): the sandbox settlement address is anvil's account 8 (never a payer), and the
+// demo invoice is made on that chain in USDC and sent, so it has payment instructions; the lines
+// before the JSON say how to pay it (`npm run pay -- <payment reference>`).
+import { useLocalChainsFile } from '../src/chains-config.js';
 import { loadConfigOrExit } from '../src/config.js';
 import { setSettlementAddress } from '../src/db/accounts.js';
 import { countLiveKeys, findDemoObjects, linkHasPayments, revokeKeysNamed } from '../src/db/demo-fixtures.js';
@@ -16,15 +22,21 @@ import { provisionMerchant, type MerchantKeys } from '../src/runtime/provision.j
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { hashApiKey } from '../src/domain/api-keys.js';
+import { MERCHANT_ACCOUNT_INDEX, WELL_KNOWN_ACCOUNTS } from '../src/devchain/accounts.js';
 
 const DEMO_ACCOUNT = 'acct_demo';
 const KEYS_FILE = 'var/demo-keys.json';
 const DEMO_SETTLEMENT_ADDRESS = '0xDe30000000000000000000000000000000000001';
 
 // Quiet by default: the last line of stdout is the JSON a newcomer copies from.
-const database = await chooseDatabaseOrExit({ LOG_LEVEL: 'warn', ...process.env }, 'share');
+const chains = useLocalChainsFile({ LOG_LEVEL: 'warn', ...process.env });
+const database = await chooseDatabaseOrExit(chains.env, 'share');
 const config = loadConfigOrExit(database.env);
 const log = createLogger(config.logLevel, undefined, { pretty: prettyLogs(config.logFormat) });
+if (chains.found !== null) log.info({ chains_file: chains.found }, 'chains file found');
+// The local chain (network `local`) with a token to invoice in: the demo's invoice is paid there.
+const localChain = config.chains.find((c) => c.network === 'local' && c.environment === 'sandbox' && c.tokens.some((t) => t.currency === 'USDC'));
+const LOCAL_MERCHANT = WELL_KNOWN_ACCOUNTS[MERCHANT_ACCOUNT_INDEX].address;
 await migrate(config.databaseUrl, undefined, { queueSchema: config.queueBackend === 'postgres' });
 const api = await startOrExit(() => createApiRuntime(config, log));
 
@@ -72,9 +84,11 @@ try {
     await writeFile(KEYS_FILE, JSON.stringify(keys), { mode: 0o600 });
   }
   // Also for a demo account made before settlement addresses existed.
-  for (const environment of ['sandbox', 'live'] as const) {
-    await setSettlementAddress(api.pool, { accountId: DEMO_ACCOUNT, environment }, DEMO_SETTLEMENT_ADDRESS, true);
-  }
+  // On a local chain the sandbox is paid for real (test USDC), to an account whose balance shows it.
+  // A local chain replaces the made-up address (the demo's own account: nobody else set it).
+  if (localChain) await setSettlementAddress(api.pool, { accountId: DEMO_ACCOUNT, environment: 'sandbox' }, LOCAL_MERCHANT);
+  else await setSettlementAddress(api.pool, { accountId: DEMO_ACCOUNT, environment: 'sandbox' }, DEMO_SETTLEMENT_ADDRESS, true);
+  await setSettlementAddress(api.pool, { accountId: DEMO_ACCOUNT, environment: 'live' }, DEMO_SETTLEMENT_ADDRESS, true);
   const key = keys.sandbox;
 
   const productId =
@@ -107,9 +121,10 @@ try {
     (await call<{ id: string }>(key, 'POST', '/v1/test_helpers/subscriptions', { price_id: priceId, customer_email: 'subscriber@example.com' })).id;
 
   const invoiceId =
-    (await findDemoObjects.draftInvoice(api.pool, DEMO_ACCOUNT)) ??
+    (await findDemoObjects.draftInvoice(api.pool, DEMO_ACCOUNT, localChain ? localChain.network : null)) ??
     (
       await call<{ id: string }>(key, 'POST', '/v1/invoices', {
+        ...(localChain ? { network: localChain.network, currency: 'USDC' } : {}),
         customer_email: 'jane.doe@example.com',
         customer_name: 'Jane Doe',
         customer_time_zone: 'Europe/Paris',
@@ -125,10 +140,33 @@ try {
       })
     ).id;
 
+  // On a local chain the invoice is sent (its email goes where SANDBOX_SMTP_URL says, .eml files by
+  // default): sending fixes its settlement address and payment reference.
+  let payment: { payment_reference: string; pay_command: string } | null = null;
+  if (localChain) {
+    const sent = await call<{ code: string; amount: string; currency: string; payment_instructions: { to: string; payment_reference: string } | null }>(
+      key,
+      'POST',
+      `/v1/invoices/${invoiceId}/send`,
+    );
+    const instructions = sent.payment_instructions;
+    if (instructions === null) throw new Error(`invoice ${invoiceId} was sent without payment instructions (chain ${localChain.chainId} has no fee proxy?)`);
+    payment = { payment_reference: instructions.payment_reference, pay_command: `npm run pay -- ${instructions.payment_reference}` };
+    process.stdout.write(
+      [
+        `Invoice ${sent.code} sent on the local chain (${localChain.chainId}): ${sent.amount} ${sent.currency} to ${instructions.to} (anvil account ${MERCHANT_ACCOUNT_INDEX}).`,
+        `Payment reference ${instructions.payment_reference}. Pay it from anvil account 0:`,
+        `  ${payment.pay_command}`,
+        '',
+      ].join('\n'),
+    );
+  }
+
   const summary = {
     account_id: DEMO_ACCOUNT,
     keys,
     invoice_id: invoiceId,
+    ...(payment ?? {}),
     product_id: productId,
     price_id: priceId,
     payment_link_id: linkId,

@@ -2,6 +2,7 @@
 // runs the API and a worker in one process. DATABASE_URL unset: runs an embedded PostgreSQL
 // first (a second `start` on its folder refuses), stopped after the drain. Ends with one "ready"
 // block (a JSON `ready` line when stdout is not a terminal) saying where everything is.
+import { useLocalChainsFile } from '../src/chains-config.js';
 import { describeWatched } from '../src/domain/chains.js';
 import { loadConfigOrExit } from '../src/config.js';
 import { migrate } from '../src/db/migrate.js';
@@ -22,10 +23,13 @@ const modules = Promise.all([
 // Awaited below; a failure meanwhile is not an unhandled rejection.
 modules.catch(() => undefined);
 
-const database = await chooseDatabaseOrExit(process.env, 'own');
+// CHAINS_FILE unset and `npm run chain` has written its file: that chain is used, and said so.
+const chains = useLocalChainsFile(process.env);
+const database = await chooseDatabaseOrExit(chains.env, 'own');
 const config = loadConfigOrExit(database.env);
 const pretty = prettyLogs(config.logFormat);
 const log = createLogger(config.logLevel, undefined, { pretty });
+if (chains.found !== null) log.info({ chains_file: chains.found }, 'chains file found');
 try {
   await migrate(config.databaseUrl, (msg) => log.debug(msg), { queueSchema: config.queueBackend === 'postgres' });
 } catch (err) {

@@ -2,6 +2,7 @@
 // throughput; on one host each takes its own health port). DATABASE_URL unset: the embedded
 // PostgreSQL of a running `start`, else its own.
 import { jobHandlers } from '../jobs/index.js';
+import { useLocalChainsFile } from '../src/chains-config.js';
 import { loadConfigOrExit } from '../src/config.js';
 import { createLogger, prettyLogs } from '../src/log.js';
 import { chooseDatabaseOrExit } from '../src/runtime/database.js';
@@ -9,9 +10,12 @@ import { exitOnSignals } from '../src/runtime/shutdown.js';
 import { startOrExit } from '../src/runtime/startup-error.js';
 import { createWorkerRuntime } from '../src/runtime/worker-runtime.js';
 
-const database = await chooseDatabaseOrExit(process.env, 'share');
+// CHAINS_FILE unset and `npm run chain` has written its file: that chain is used, and said so.
+const chains = useLocalChainsFile(process.env);
+const database = await chooseDatabaseOrExit(chains.env, 'share');
 const config = loadConfigOrExit(database.env);
 const log = createLogger(config.logLevel, undefined, { pretty: prettyLogs(config.logFormat) });
+if (chains.found !== null) log.info({ chains_file: chains.found }, 'chains file found');
 const worker = await startOrExit(() => createWorkerRuntime(config, log, jobHandlers));
 exitOnSignals(log, config.shutdownTimeoutMs, async () => {
   await worker.close();

@@ -29,6 +29,20 @@ export function discoverLocalChainsFile(env: Record<string, string | undefined>,
   return existsSync(path.resolve(cwd, file)) ? file : null;
 }
 
+export interface LocalChainsChoice<E> {
+  /** The environment to load the configuration from: CHAINS_FILE set when the local file was found. */
+  env: E & { CHAINS_FILE?: string };
+  /** What the start line says (`chains_file`), or null when nothing was found. */
+  found: string | null;
+}
+
+/** discoverLocalChainsFile applied to an environment, for the entrypoints (one call each). */
+export function useLocalChainsFile<E extends Record<string, string | undefined>>(env: E, cwd = process.cwd()): LocalChainsChoice<E> {
+  const file = discoverLocalChainsFile(env, cwd);
+  if (file === null) return { env, found: null };
+  return { env: { ...env, CHAINS_FILE: file }, found: `${file} (found: npm run chain)` };
+}
+
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 
 const URL_PROTOCOLS = ['http:', 'https:', 'ws:', 'wss:'];

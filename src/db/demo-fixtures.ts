@@ -32,11 +32,13 @@ export const findDemoObjects = {
     firstId(db, `select id from payment_links where account_id = $1 and environment = 'sandbox' and name = $2`, [accountId, name]),
   subscription: (db: Queryable, accountId: string) =>
     firstId(db, `select id from subscriptions where account_id = $1 and environment = 'sandbox' order by created_at limit 1`, [accountId]),
-  draftInvoice: (db: Queryable, accountId: string) =>
+  /** The newest demo draft, on `network` when given (the demo on a local chain wants one there). */
+  draftInvoice: (db: Queryable, accountId: string, network: string | null = null) =>
     firstId(
       db,
-      `select id from invoices where account_id = $1 and environment = 'sandbox' and status = 'draft' and metadata->>'demo' = 'true' order by created_at desc limit 1`,
-      [accountId],
+      `select id from invoices where account_id = $1 and environment = 'sandbox' and status = 'draft' and metadata->>'demo' = 'true'
+         and ($2::text is null or network = $2) order by created_at desc limit 1`,
+      [accountId, network],
     ),
 };
 

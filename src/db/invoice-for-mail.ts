@@ -4,6 +4,7 @@ import type { DeliveryStatus } from './deliveries.js';
 import type { InvoiceStatus } from '../domain/invoice-rules.js';
 import { lineTotal, formatDecimal, Money } from '../domain/money.js';
 import type { InvoiceDocument } from '../domain/invoice-document.js';
+import { explorerTxUrl } from '../domain/chains.js';
 import type { Queryable } from './pool.js';
 
 export interface InvoiceForMail {
@@ -29,6 +30,10 @@ interface Row {
   network: string;
   chain_id: number;
   token_address: string;
+  settlement_address: string | null;
+  payment_reference: string | null;
+  /** The latest applied payment's transaction. */
+  paid_tx_hash: string | null;
   customer_locale: string;
   paid_at: Date | null;
   sent_at: Date | null;
@@ -56,13 +61,15 @@ export async function loadInvoiceForMail(
   const { rows } = await db.query<Row>({
     name: 'invoice-for-mail',
     text: `select i.id, i.environment, i.code, i.reference, i.status, i.reminders_enabled, i.amount::text as amount, i.currency, i.network,
-       i.chain_id, i.token_address, i.customer_locale, i.paid_at, i.sent_at, i.created_at, i.due_at, i.memo, i.footer, i.tax_id,
+       i.chain_id, i.token_address, i.settlement_address, i.payment_reference, i.customer_locale, i.paid_at, i.sent_at, i.created_at, i.due_at, i.memo, i.footer, i.tax_id,
        c.email as customer_email, c.name as customer_name, c.time_zone as customer_time_zone,
        a.name as account_name, a.email as account_email, a.time_zone as account_time_zone,
        coalesce((select json_agg(json_build_object('description', l.description, 'quantity', l.quantity,
                   'unit_amount', l.unit_amount::text) order by l.position)
                  from invoice_line_items l where l.invoice_id = i.id), '[]') as lines,
-       (select d.status from deliveries d where d.id = $2 and d.invoice_id = i.id) as delivery_status
+       (select d.status from deliveries d where d.id = $2 and d.invoice_id = i.id) as delivery_status,
+       (select p.tx_hash from payments p where p.invoice_id = i.id and p.outcome = 'applied'
+         order by p.block_number desc, p.log_index desc limit 1) as paid_tx_hash
      from invoices i
      join customers c on c.id = i.customer_id
      join accounts a on a.id = i.account_id
@@ -109,6 +116,8 @@ export async function loadInvoiceForMail(
       locale: r.customer_locale,
       testMode: r.environment === 'sandbox',
       tokenAddress: r.token_address,
+      onChain: r.settlement_address && r.payment_reference ? { to: r.settlement_address, paymentReference: r.payment_reference } : null,
+      transaction: r.paid_tx_hash ? { txHash: r.paid_tx_hash, url: explorerTxUrl(r.chain_id, r.paid_tx_hash) } : null,
       paidAt: r.paid_at ? r.paid_at.toISOString() : null,
     },
   };

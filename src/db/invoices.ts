@@ -103,6 +103,18 @@ export async function findInvoice(db: Queryable, scope: Scope, id: string, forUp
   return rows[0] ?? null;
 }
 
+/**
+ * The invoice `npm run pay` names, across accounts (a local development tool): by its id, its page
+ * reference, or its payment reference (stored in lower case).
+ */
+export async function findInvoiceByAnyReference(db: Queryable, handle: string): Promise<InvoiceRow | null> {
+  const { rows } = await db.query<InvoiceRow>(
+    `select ${COLUMNS} from invoices where id = $1 or reference = $1 or payment_reference = lower($1) limit 1`,
+    [handle],
+  );
+  return rows[0] ?? null;
+}
+
 export async function findLines(db: Queryable, invoiceId: string): Promise<LineRow[]> {
   const { rows } = await db.query<LineRow>(
     'select position, description, quantity, unit_amount::text as unit_amount from invoice_line_items where invoice_id = $1 order by position',

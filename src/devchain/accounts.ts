@@ -17,8 +17,16 @@ export const DEPLOYER_INDEX = 0;
  */
 export const FEE_ACCOUNT_INDEX = 9;
 
-/** The funded payers: accounts 0 to 8 (every well-known account but the fee address). */
-export const PAYER_INDICES: readonly number[] = Array.from({ length: ANVIL_ACCOUNT_COUNT }, (_, i) => i).filter((i) => i !== FEE_ACCOUNT_INDEX);
+/**
+ * The demo merchant's settlement address on local chains (`npm run demo`): account 8. It is never
+ * a payer and is given no test USDC, so its token balance is exactly what it was paid.
+ */
+export const MERCHANT_ACCOUNT_INDEX = 8;
+
+/** The funded payers: accounts 0 to 7 (every well-known account but the merchant and the fee address). */
+export const PAYER_INDICES: readonly number[] = Array.from({ length: ANVIL_ACCOUNT_COUNT }, (_, i) => i).filter(
+  (i) => i !== FEE_ACCOUNT_INDEX && i !== MERCHANT_ACCOUNT_INDEX,
+);
 
 export interface WellKnownAccount {
   index: number;

@@ -56,6 +56,8 @@ export interface ChainReadyInfo {
   tokenDecimals: number;
   feeProxy: Address;
   feeAddress: Address;
+  /** Where `npm run demo` has the demo merchant paid (anvil account 8). */
+  merchant: Address;
   payer: { address: Address; privateKey: Hex };
   payerBalance: string;
 }
@@ -85,7 +87,8 @@ export function chainReadyMessage(info: ChainReadyInfo): string {
     `  Payer with USDC    ${info.payer.address}  (holds ${info.payerBalance} USDC)`,
     `  Its private key    ${info.payer.privateKey}`,
     `                     anvil's well-known account 0: public knowledge, for this local chain only.`,
-    `                     Accounts 1 to 8 of anvil's "test test ... junk" mnemonic hold test USDC too.`,
+    `                     Accounts 1 to 7 of anvil's "test test ... junk" mnemonic hold test USDC too.`,
+    `  Demo merchant      ${info.merchant}  (anvil account 8: npm run demo makes it the sandbox settlement address)`,
     ``,
     `  Next, in another terminal:`,
     `    npm start`,

@@ -27,7 +27,7 @@ export interface DevChainContracts {
 }
 
 export interface DeployOptions {
-  /** Who receives test USDC: default the payers (well-known accounts 0 to 8). */
+  /** Who receives test USDC: default the payers (well-known accounts 0 to 7). */
   mintTo?: readonly Address[];
   mintAtomic?: bigint;
 }

@@ -40,6 +40,16 @@ export interface InvoiceDocument {
   testMode?: boolean;
   /** The token's contract address on the chain, printed with the payment terms. */
   tokenAddress?: string | null;
+  /**
+   * Where and with which reference the invoice is paid on-chain: fixed at send when the account had
+   * a settlement address; absent or null otherwise (and on drafts).
+   */
+  onChain?: { to: string; paymentReference: string } | null;
+  /**
+   * The receipt's payment: the latest applied payment of the invoice, its explorer link when the
+   * chain has an `explorer_url`. Absent or null when none (a paid invoice without a chain payment).
+   */
+  transaction?: { txHash: string; url: string | null } | null;
   /** When the invoice was paid (ISO 8601), for receipts. */
   paidAt?: string | null;
   /**

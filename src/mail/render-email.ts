@@ -38,6 +38,10 @@ interface EmailView {
   footer: string | null;
   taxId: string | null;
   payUrl: string;
+  /** Where and how to pay on-chain (settlement address, payment reference, token contract); null when the invoice has none. */
+  onChain: { to: string; paymentReference: string; tokenAddress: string | null } | null;
+  /** The receipt's payment; url null when the chain has no explorer. */
+  transaction: { txHash: string; url: string | null } | null;
   /** Sandbox: the email says plainly that it is a test and no real funds move. */
   testMode: boolean;
   isReceipt: boolean;
@@ -102,6 +106,9 @@ function view(kind: EmailKind, doc: InvoiceDocument): EmailView & WithMessages {
   if (pay.protocol !== 'https:' && pay.protocol !== 'http:') throw new Error(`payUrl must be http(s), got ${pay.protocol}`);
   if (kind.startsWith('reminder') && doc.dueAt === null) throw new Error(`a ${kind} email needs a due date (invoice ${doc.invoiceId})`);
   if (kind === 'receipt' && !doc.paidAt) throw new Error(`a receipt needs a paid date (invoice ${doc.invoiceId})`);
+  // The explorer link goes into href="" too.
+  const txUrl = doc.transaction?.url ?? null;
+  if (txUrl !== null && !/^https?:$/.test(new URL(txUrl).protocol)) throw new Error(`transaction url must be http(s), got ${txUrl}`);
   const locale = doc.locale ?? 'en';
   const messages = messagesFor(locale);
   return {
@@ -122,6 +129,8 @@ function view(kind: EmailKind, doc: InvoiceDocument): EmailView & WithMessages {
     footer: doc.footer,
     taxId: doc.taxId,
     payUrl: doc.payUrl,
+    onChain: doc.onChain ? { ...doc.onChain, tokenAddress: doc.tokenAddress ?? null } : null,
+    transaction: doc.transaction ? { txHash: doc.transaction.txHash, url: txUrl } : null,
     testMode: doc.testMode === true,
     isReceipt: kind === 'receipt',
     paidDate: doc.paidAt ? formatDocumentDate(doc.paidAt, doc.timeZone, locale) : null,

@@ -341,7 +341,8 @@ function drawPaymentTerms(pdf: Doc, { doc, m, kind }: Ctx): void {
   const width = contentWidth(pdf);
   const textX = left + QR_SIZE + 14;
   const textWidth = width - QR_SIZE - 14;
-  ensureSpace(pdf, 30 + QR_SIZE);
+  // The on-chain lines make the text column taller than the QR code.
+  ensureSpace(pdf, 30 + QR_SIZE + (doc.onChain || doc.transaction ? 50 : 0));
   pdf.font(SANS_BOLD).fontSize(8).fillColor(MUTED);
   const y = pdf.y + 16;
   // A receipt asks for nothing: its link is to the (paid) page, not to pay.
@@ -360,6 +361,22 @@ function drawPaymentTerms(pdf: Doc, { doc, m, kind }: Ctx): void {
     // An address is 42 characters with no break opportunity: small enough to stay on one line.
     pdf.fontSize(8);
     ty += textAt(pdf, m.t('pdf.tokenContract', { address: doc.tokenAddress }), textX, ty, textWidth) + 2;
+  }
+  pdf.fontSize(8);
+  if (kind === 'invoice' && doc.onChain) {
+    ty += textAt(pdf, m.t('pdf.payTo', { address: doc.onChain.to }), textX, ty, textWidth) + 2;
+    pdf.font(SANS_BOLD);
+    ty += textAt(pdf, m.t('pdf.paymentReference', { reference: doc.onChain.paymentReference }), textX, ty, textWidth) + 2;
+    pdf.font(SANS).fillColor(MUTED);
+    ty += textAt(pdf, m.t('howToPayOnChain'), textX, ty, textWidth) + 2;
+    pdf.fillColor('black');
+  }
+  if (kind === 'receipt' && doc.transaction) {
+    const { txHash, url } = doc.transaction;
+    // A hash has no break opportunity: 66 characters at 8 points may wrap by character, which is fine.
+    pdf.fillColor(url ? LINK : 'black');
+    ty += textAt(pdf, m.t('pdf.transaction', { txHash }), textX, ty, textWidth, url ? { link: url } : {}) + 2;
+    pdf.fillColor('black');
   }
   pdf.y = Math.max(top + QR_SIZE, ty);
 }

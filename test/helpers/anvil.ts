@@ -78,7 +78,7 @@ export interface TestChain {
   tokenDecimals: number;
   /** Well-known account 9: receives the fees, holds no test USDC of its own. */
   feeAddress: Address;
-  /** Well-known accounts 0 to 8, each funded with DEFAULT_MINT_ATOMIC test USDC (and anvil's 10,000 ETH). */
+  /** Well-known accounts 0 to 7, each funded with DEFAULT_MINT_ATOMIC test USDC (and anvil's 10,000 ETH). */
   payers: readonly WellKnownAccount[];
   publicClient: PublicClient;
   testClient: ReturnType<typeof createTestChainClients>['testClient'];

@@ -15,6 +15,8 @@ export async function startWorker(config: Config, opts: WorkerRuntimeOptions = {
 }
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+/** A folder that never holds a chains file. */
+export const NO_LOCAL_CHAIN_DIR = fileURLToPath(new URL('../../var/no-local-chain-in-tests/', import.meta.url));
 
 export interface WorkerProcess {
   child: ChildProcess;
@@ -42,7 +44,9 @@ export function spawnWorker(env: Record<string, string>, opts: SpawnOptions = {}
   const args = opts.compiled ? ['dist/main/cli.js', command] : ['--import', 'tsx', 'main/cli.ts', command];
   const child = spawn(opts.npm ? 'npm' : process.execPath, opts.npm ? ['run', command] : args, {
     cwd: ROOT,
-    env: { ...process.env, LOG_LEVEL: 'info', ...env },
+    // CHAIN_STATE_DIR: a developer's own `npm run chain` (var/chain/chains.json) must not join a
+    // test's processes, which would find it when CHAINS_FILE is unset.
+    env: { ...process.env, LOG_LEVEL: 'info', CHAIN_STATE_DIR: NO_LOCAL_CHAIN_DIR, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const lines: string[] = [];

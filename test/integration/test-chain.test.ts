@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createPublicClient, getAddress, http, keccak256, parseEventLogs, toEventSelector, type Address } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MERCHANT_ACCOUNT_INDEX, WELL_KNOWN_ACCOUNTS } from '../../src/devchain/accounts.js';
 import { ERC20_FEE_PROXY_ABI, TEST_USDC_ABI } from '../../src/devchain/contracts.js';
 import { startRpcProxy, startTestChain, type RpcProxy, type TestChain } from '../helpers/anvil.js';
 
@@ -31,7 +32,7 @@ describe('test chain (automine)', () => {
     await chain?.stop();
   });
 
-  it('deploys the proxy and a 6-decimal USDC at deterministic addresses and funds 9 payers, not the fee address', async () => {
+  it('deploys the proxy and a 6-decimal USDC at deterministic addresses and funds 8 payers, not the demo merchant or the fee address', async () => {
     expect(chain.chainId).toBe(31337);
     expect(await chain.publicClient.getChainId()).toBe(31337);
     // CREATE addresses of account 0's nonces 0 and 1: the same on every fresh anvil.
@@ -40,11 +41,13 @@ describe('test chain (automine)', () => {
     expect(await chain.publicClient.readContract({ address: chain.token, abi: TEST_USDC_ABI, functionName: 'decimals' })).toBe(6);
     expect(await chain.publicClient.readContract({ address: chain.token, abi: TEST_USDC_ABI, functionName: 'symbol' })).toBe('USDC');
     expect(chain.tokenDecimals).toBe(6);
-    expect(chain.payers).toHaveLength(9);
+    expect(chain.payers).toHaveLength(8);
     expect(chain.payers.map((p) => p.address)).not.toContain(chain.feeAddress);
+    expect(chain.payers.map((p) => p.address)).not.toContain(WELL_KNOWN_ACCOUNTS[MERCHANT_ACCOUNT_INDEX].address);
     expect(chain.feeAddress).toBe('0xa0Ee7A142d267C1f36714E4a8F75612F20a79720');
-    for (const payer of [chain.payers[0], chain.payers[8]]) expect(await chain.balanceOf(payer.address)).toBe(1_000_000_000_000n);
+    for (const payer of [chain.payers[0], chain.payers[7]]) expect(await chain.balanceOf(payer.address)).toBe(1_000_000_000_000n);
     expect(await chain.balanceOf(chain.feeAddress)).toBe(0n);
+    expect(await chain.balanceOf(WELL_KNOWN_ACCOUNTS[MERCHANT_ACCOUNT_INDEX].address)).toBe(0n);
   });
 
   it('a payment with a reference emits TransferWithReferenceAndFee with topic keccak256(reference); approve only when short', async () => {

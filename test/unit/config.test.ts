@@ -1,8 +1,9 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { getAddress } from 'viem';
 import { describe, expect, it } from 'vitest';
+import { useLocalChainsFile } from '../../src/chains-config.js';
 import { ConfigError, embeddedPostgresDirOf, environmentOf, loadConfig as load } from '../../src/config.js';
 
 // The entrypoints always load the configuration with a DATABASE_URL (an embedded server's when unset).
@@ -275,6 +276,25 @@ describe('chain variables', () => {
     expect(err.variable).toBe(variable);
     expect(err.message).toMatch(new RegExp(`^invalid configuration: ${variable} `));
     expect(err.message).not.toContain('\n');
+  });
+});
+
+describe('the local chain found without configuration', () => {
+  it('uses var/chain/chains.json (or CHAIN_STATE_DIR\'s) only when CHAINS_FILE is unset and the file exists', () => {
+    const cwd = mkdtempSync(path.join(tmpdir(), 'found-'));
+    expect(useLocalChainsFile({}, cwd)).toEqual({ env: {}, found: null });
+    mkdirSync(path.join(cwd, 'var/chain'), { recursive: true });
+    writeFileSync(path.join(cwd, 'var/chain/chains.json'), JSON.stringify([LOCAL_CHAIN]));
+    expect(useLocalChainsFile({ LOG_LEVEL: 'warn' }, cwd)).toEqual({
+      env: { LOG_LEVEL: 'warn', CHAINS_FILE: 'var/chain/chains.json' },
+      found: 'var/chain/chains.json (found: npm run chain)',
+    });
+    expect(useLocalChainsFile({ CHAINS_FILE: '/etc/chains.json' }, cwd)).toEqual({ env: { CHAINS_FILE: '/etc/chains.json' }, found: null });
+    // CHAIN_STATE_DIR moves `npm run chain`'s files, so it moves where they are looked for.
+    expect(useLocalChainsFile({ CHAIN_STATE_DIR: 'elsewhere' }, cwd).found).toBeNull();
+    mkdirSync(path.join(cwd, 'elsewhere'));
+    writeFileSync(path.join(cwd, 'elsewhere/chains.json'), '[]');
+    expect(useLocalChainsFile({ CHAIN_STATE_DIR: 'elsewhere' }, cwd).env.CHAINS_FILE).toBe('elsewhere/chains.json');
   });
 });
 

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import type { Abi } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FEE_ACCOUNT_INDEX, PAYER_INDICES, WELL_KNOWN_ACCOUNTS } from '../../src/devchain/accounts.js';
+import { FEE_ACCOUNT_INDEX, MERCHANT_ACCOUNT_INDEX, PAYER_INDICES, WELL_KNOWN_ACCOUNTS } from '../../src/devchain/accounts.js';
 import { anvilArgs, anvilBinary } from '../../src/devchain/anvil.js';
 import { ChainCommandError, chainCommandOptions } from '../../src/devchain/chain-command.js';
 import { localChainsFileEntry, readLocalContracts, writeChainsFile } from '../../src/devchain/chains-file.js';
@@ -48,7 +48,7 @@ describe('contracts', () => {
 });
 
 describe('well-known accounts', () => {
-  it('are anvil\'s default accounts; 0 to 8 pay, 9 takes the fees', () => {
+  it('are anvil\'s default accounts; 0 to 7 pay, 8 is the demo merchant, 9 takes the fees', () => {
     expect(WELL_KNOWN_ACCOUNTS).toHaveLength(10);
     expect(WELL_KNOWN_ACCOUNTS[0]).toEqual({
       index: 0,
@@ -57,7 +57,8 @@ describe('well-known accounts', () => {
     });
     expect(WELL_KNOWN_ACCOUNTS[9].address).toBe('0xa0Ee7A142d267C1f36714E4a8F75612F20a79720');
     expect(FEE_ACCOUNT_INDEX).toBe(9);
-    expect(PAYER_INDICES).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8]);
+    expect(MERCHANT_ACCOUNT_INDEX).toBe(8);
+    expect(PAYER_INDICES).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
   });
 });
 

@@ -93,6 +93,37 @@ describe('renderEmail', () => {
     expect(renderEmail('invoice', doc).subject).toBe('Invoice INV-1 Bcc: victim@example.com from Acme X-Injected: yes');
   });
 
+  it('shows the settlement address, the payment reference and the token beside the amount, with one line on how to pay', () => {
+    const onChain = { to: '0x23618e81E3f5cdF7f54C3d65f7FBc0aBf5B21E8f', paymentReference: '0x1a2b3c4d5e6f7a8b' };
+    const doc = invoice({ tokenAddress: '0x036CbD53842c5426634e7929541eC2318f3dCF7e', onChain });
+    const { html, text } = renderEmail('invoice', doc);
+    expect(text).toContain(`Pay to: ${onChain.to}\nPayment reference: ${onChain.paymentReference}\nToken contract: 0x036CbD53842c5426634e7929541eC2318f3dCF7e\n`);
+    expect(text).toContain('Pay through the fee proxy with this reference (a wallet on the payment page does it), or by plain transfer of exactly this amount to this address.');
+    expect(html).toMatch(/Payment reference<\/td><td[^>]*>0x1a2b3c4d5e6f7a8b</);
+    expect(html).toMatch(/Pay to<\/td><td[^>]*>0x23618e81E3f5cdF7f54C3d65f7FBc0aBf5B21E8f</);
+    expect(html).toContain('Pay through the fee proxy with this reference');
+    expect(renderEmail('reminder_after', doc).text).toContain(`Payment reference: ${onChain.paymentReference}`);
+    // Without a settlement address (or on a receipt) there are no payment instructions.
+    for (const body of [renderEmail('invoice', invoice()).text, renderEmail('receipt', doc).text, renderEmail('receipt', doc).html]) {
+      expect(body).not.toContain('Payment reference');
+      expect(body).not.toContain('fee proxy');
+    }
+  });
+
+  it('a receipt names its transaction, linked to the explorer when the chain has one', () => {
+    const txHash = `0x${'ab'.repeat(32)}`;
+    const url = `https://explorer.example.test/tx/${txHash}`;
+    const linked = renderEmail('receipt', invoice({ transaction: { txHash, url } }));
+    expect(linked.text).toContain(`Transaction: ${url}`);
+    expect(linked.html).toContain(`<a href="${url}" style="color:#1a4fd6;">${txHash}</a>`);
+    const unlinked = renderEmail('receipt', invoice({ transaction: { txHash, url: null } }));
+    expect(unlinked.text).toContain(`Transaction: ${txHash}`);
+    expect(unlinked.html).toContain(txHash);
+    expect(unlinked.html).not.toContain('explorer.example.test');
+    expect(renderEmail('receipt', invoice()).text).not.toContain('Transaction');
+    expect(() => renderEmail('receipt', invoice({ transaction: { txHash, url: 'javascript:alert(1)' } }))).toThrow(/http/);
+  });
+
   it('greets by email when the customer has no name', () => {
     const { text } = renderEmail('invoice', invoice({ customer: { name: null, email: 'anon@example.com' } }));
     expect(text).toMatch(/^Hello anon@example\.com,/);

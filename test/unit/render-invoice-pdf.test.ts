@@ -3,7 +3,7 @@ import { getDocument } from 'pdfjs-dist/legacy/build/pdf.mjs';
 import { describe, expect, it, vi } from 'vitest';
 import type { InvoiceDocument, InvoiceDocumentLine } from '../../src/domain/invoice-document.js';
 import { formatDocumentDate, formatTokenAmount } from '../../src/domain/invoice-format.js';
-import { renderInvoicePdf } from '../../src/pdf/render-invoice-pdf.js';
+import { renderInvoicePdf, renderReceiptPdf } from '../../src/pdf/render-invoice-pdf.js';
 import { extractPdfText } from '../helpers/pdf-text.js';
 
 function line(n: number, description = `Consulting block ${n}`): InvoiceDocumentLine {
@@ -65,6 +65,48 @@ describe('renderInvoicePdf content', () => {
     expect(text).toContain('Acme Widgets Ltd, 1 Example Street, Berlin');
     expect(text).toContain('https://pay.example.com/pay/ref_8f3k2');
     expect(text).not.toContain('Tax ID');
+  });
+
+  it('prints the settlement address and the payment reference beside the token, and how to pay, when the invoice has them', async () => {
+    const onChain = { to: '0x23618e81E3f5cdF7f54C3d65f7FBc0aBf5B21E8f', paymentReference: '0x1a2b3c4d5e6f7a8b' };
+    const text = flat(await extractPdfText(await renderInvoicePdf(invoice({ tokenAddress: '0x036CbD53842c5426634e7929541eC2318f3dCF7e', onChain }))));
+    expect(text).toContain('Token contract: 0x036CbD53842c5426634e7929541eC2318f3dCF7e');
+    expect(text).toContain(`Pay to: ${onChain.to}`);
+    expect(text).toContain(`Payment reference: ${onChain.paymentReference}`);
+    expect(text).toContain('Pay through the fee proxy with this reference');
+    expect(text).toContain('by plain transfer of exactly this amount to this address');
+    const without = flat(await extractPdfText(await renderInvoicePdf(invoice())));
+    expect(without).not.toContain('Payment reference');
+    expect(without).not.toContain('Pay to');
+  });
+
+  it('a receipt names its transaction, linked to the explorer when the chain has one', async () => {
+    const txHash = `0x${'ab'.repeat(32)}`;
+    const url = `https://explorer.example.test/tx/${txHash}`;
+    const paid = { paidAt: '2026-11-25T08:00:00.000Z', onChain: { to: '0x23618e81E3f5cdF7f54C3d65f7FBc0aBf5B21E8f', paymentReference: '0x1a2b3c4d5e6f7a8b' } };
+    const linked = await renderReceiptPdf(invoice({ ...paid, transaction: { txHash, url } }));
+    // A hash may wrap by character in the narrow column: compared without whitespace.
+    expect(flat(await extractPdfText(linked)).replace(/ /g, '')).toContain(`Transaction:${txHash}`);
+    // The receipt asks for nothing: no payment instructions on it.
+    expect(flat(await extractPdfText(linked))).not.toContain('Payment reference');
+    const task = getDocument({ data: new Uint8Array(linked), verbosity: 0 });
+    const pdf = await task.promise;
+    try {
+      const annotations = (await (await pdf.getPage(pdf.numPages)).getAnnotations()) as { subtype: string; url?: string }[];
+      expect(annotations.filter((a) => a.subtype === 'Link').map((a) => a.url)).toContain(url);
+    } finally {
+      await task.destroy();
+    }
+    const unlinked = await renderReceiptPdf(invoice({ ...paid, transaction: { txHash, url: null } }));
+    expect(flat(await extractPdfText(unlinked)).replace(/ /g, '')).toContain(`Transaction:${txHash}`);
+    const plain = getDocument({ data: new Uint8Array(unlinked), verbosity: 0 });
+    try {
+      const page = await (await plain.promise).getPage(1);
+      const annotations = (await page.getAnnotations()) as { subtype: string; url?: string }[];
+      expect(annotations.map((a) => a.url)).not.toContain(url);
+    } finally {
+      await plain.destroy();
+    }
   });
 
   it('prints the tax id only when there is one', async () => {
