@@ -16,8 +16,9 @@ const BOTH_BACKENDS = [
 ];
 
 // The send and reminder end-to-end files run a third time, on the Redis backend over a throwaway
-// 3-master Redis Cluster (started by the global setup when `redis-server` is on the PATH;
-// TEST_REDIS_CLUSTER=off skips it, =required makes its absence an error).
+// 3-master Redis Cluster (started by the cluster project's own global setup, so only when one of
+// its files runs, and when `redis-server` is on the PATH; TEST_REDIS_CLUSTER=off skips it,
+// =required makes its absence an error).
 // (reminders-recovery.test.ts stays on single Redis: its Redis-loss simulation deletes keys while
 // the reconciler, slower over 12 shards, may be restoring them, and it flakes on a loaded machine.)
 const CLUSTER_FILES = [
@@ -34,14 +35,14 @@ const redis = await redisAvailability();
 // One line saying why, when the Redis runs cannot happen.
 if (!redis.available) process.stdout.write(`queue backend redis: end-to-end runs skipped: ${redis.why}\n`);
 
-// On CI (CI=true) a failing test runs once more before it fails the run: the end-to-end tests bound
-// real SMTP, BullMQ and worker processes in time, and a starved 2-core runner can miss such a bound
-// once. Locally there is no retry, so a flaky test shows.
-const common = { testTimeout: 30_000, hookTimeout: 60_000, teardownTimeout: 30_000, retry: process.env.CI ? 1 : 0 };
+// No retry, on CI either: a test that fails once is a flaky test, fixed at its cause (a state to
+// wait for, not a longer bound), never hidden by a second run.
+const common = { testTimeout: 30_000, hookTimeout: 60_000, teardownTimeout: 30_000 };
 
 export default defineConfig({
   test: {
-    // Once per run, for every project (a project that extended this would run it again).
+    // Once per run, for every project (a project that extended this would run it again); the
+    // root project's provided values reach every project.
     globalSetup: ['test/helpers/global-setup.ts'],
     // Two cores: two test files at a time, each with its own database and Redis prefix.
     pool: 'forks',
@@ -50,8 +51,18 @@ export default defineConfig({
     projects: [
       { test: { ...common, name: 'postgres', include: ['test/**/*.test.ts'], exclude: CLUSTER_ONLY, provide: { queueBackend: 'postgres' } } },
       ...(redis.available ? [{ test: { ...common, name: 'redis', include: BOTH_BACKENDS, provide: { queueBackend: 'redis' as const } } }] : []),
-      ...(clusterTestsWanted(process.env, true)
-        ? [{ test: { ...common, name: 'cluster', include: CLUSTER_FILES, provide: { queueBackend: 'redis' as const, redisMode: 'cluster' as const } } }]
+      ...(clusterTestsWanted(process.env)
+        ? [
+            {
+              test: {
+                ...common,
+                name: 'cluster',
+                include: CLUSTER_FILES,
+                globalSetup: ['test/helpers/cluster-setup.ts'],
+                provide: { queueBackend: 'redis' as const, redisMode: 'cluster' as const },
+              },
+            },
+          ]
         : []),
     ],
   },

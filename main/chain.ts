@@ -78,7 +78,8 @@ try {
   if (hadState) fail(`${err.message}\n(the state in ${opts.statePath} may be damaged: npm run chain -- --fresh starts over)`);
   fail(err.message);
 }
-running.exited.then(({ code, signal }) => {
+// A watcher, not a step: `exited` never rejects, and fail() ends the process.
+void running.exited.then(({ code, signal }) => {
   if (!stopping) fail(`anvil exited on its own (code ${code}, signal ${signal}):\n${running.outputTail()}`);
 });
 

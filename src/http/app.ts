@@ -32,6 +32,8 @@ import { webhookEndpointRoutes } from './routes/webhook-endpoints.js';
 
 export type { Api as App, AppDeps } from './types.js';
 
+type CallbackBodyParser = (req: FastifyRequest, body: string, done: (err: Error | null, body?: unknown) => void) => void;
+
 function sendError(reply: FastifyReply, err: ApiError): FastifyReply {
   return reply.status(err.status).send(errorEnvelope(err));
 }
@@ -138,18 +140,24 @@ export async function buildApp(deps: AppDeps): Promise<Api> {
     routerOptions: { ignoreTrailingSlash: true },
     // Errors the router raises before any route or error handler runs (an undecodable
     // percent-escape, a path parameter over maxParamLength) get the envelope too.
+    // (A void callback: the reply is a thenable, and returning it would read as a promise to wait for.)
     frameworkErrors: (err, req, reply) => {
       // A mangled payment page address is a page that does not exist, in HTML like the pages.
-      if (isPaymentPagePath(req.url)) return sendPageNotFound(reply, req.headers['accept-language']);
-      if (err.code === 'FST_ERR_BAD_URL') return sendError(reply, new ApiError('validation_failed', 'The request path is not a valid URL component.'));
-      if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') return sendError(reply, new ApiError('validation_failed', 'A path parameter of the request is too long.'));
-      return sendError(reply, new ApiError('internal_error', 'An internal error occurred; it has been logged. Retry later.'));
+      if (isPaymentPagePath(req.url)) {
+        sendPageNotFound(reply, req.headers['accept-language']);
+        return;
+      }
+      if (err.code === 'FST_ERR_BAD_URL') sendError(reply, new ApiError('validation_failed', 'The request path is not a valid URL component.'));
+      else if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') sendError(reply, new ApiError('validation_failed', 'A path parameter of the request is too long.'));
+      else sendError(reply, new ApiError('internal_error', 'An internal error occurred; it has been logged. Retry later.'));
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   // JSON only. An empty body with a JSON content type counts as no body (clients send one on
   // POST /send); anything unparseable is the API's invalid_json.
-  const jsonParser = app.getDefaultJsonParser('error', 'error');
+  // Fastify's default JSON parser is the callback form (it calls done before it returns); its type
+  // also admits the promise form, which it never takes.
+  const jsonParser = app.getDefaultJsonParser('error', 'error') as CallbackBodyParser;
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
     const text = typeof body === 'string' ? body : body.toString('utf8');

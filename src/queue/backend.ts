@@ -120,9 +120,11 @@ function redisBackend(config: Config, role: QueueRole): QueueBackend {
 function postgresBackend(config: Config, role: QueueRole): QueueBackend {
   // One pool per process for every Queue and Worker (BullMQ takes a pool as is and leaves it to
   // us): each BullMQ object would otherwise open a pool of its own, and a worker process would
-  // hold dozens of connections. A Worker checks its LISTEN connection out of it for good, so the
-  // pool has room for the workers' LISTENs plus the jobs' queries. The service's own reads of the
-  // schema (reconciler, readiness) use it too, with qualified names.
+  // hold dozens of connections. The size is the jobs' queries; a Worker checks its LISTEN
+  // connection out of it for good, so each Worker built widens the pool by one (a fixed size ran
+  // out with send, webhooks, chain and a reminder shard at WORKER_CONCURRENCY=2, and the worker
+  // hung at start). The service's own reads of the schema (reconciler, readiness) use it too,
+  // with qualified names.
   const pool = createQueueSchemaPool(config.databaseUrl, role === 'producer' ? 4 : 2 + Math.min(config.workerConcurrency, 8));
   const connection: PostgresConnectionOptions = pool;
   // The pool outlives every Queue and Worker on it: close() waits for theirs (each close is
@@ -132,7 +134,10 @@ function postgresBackend(config: Config, role: QueueRole): QueueBackend {
   return {
     kind: 'postgres',
     queue: (name, opts = {}) => track(new Queue(name, { ...opts, connection }, createPostgresBackend) as AppQueue),
-    worker: (name, processor, opts) => track(new Worker(name, processor, { ...opts, connection }, createPostgresBackend) as unknown as AppWorker),
+    worker: (name, processor, opts) => {
+      pool.options.max += 1;
+      return track(new Worker(name, processor, { ...opts, connection }, createPostgresBackend) as unknown as AppWorker);
+    },
     readiness: { name: 'queue', probe: () => pingQueueSchema(pool) },
     schedulerIds: (queue) => queueSchedulerIds(pool, queue.name),
     existingJobIds: (queue, ids) => existingQueueJobIds(pool, queue.name, ids),

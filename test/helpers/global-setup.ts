@@ -4,9 +4,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { migrate } from '../../src/db/migrate.js';
-import { startRedisCluster, type LocalRedisCluster } from './redis-cluster.js';
 import { resolveServices } from './services.js';
-import { clusterTestsWanted } from './test-modes.js';
 import { redactUrl } from '../../src/log.js';
 
 declare module 'vitest' {
@@ -16,7 +14,7 @@ declare module 'vitest' {
     redisUrl: string | null;
     /** Which queue backend this project's files run on (see vitest.config.ts). */
     queueBackend: 'redis' | 'postgres';
-    /** REDIS_CLUSTER_NODES of the local cluster, when one runs (see vitest.config.ts). */
+    /** REDIS_CLUSTER_NODES of the local cluster in the cluster project (cluster-setup.ts), else null. */
     redisClusterNodes: string | null;
     /** 'cluster' in the cluster test project (queue backend redis, on the local cluster). */
     redisMode: 'single' | 'cluster' | undefined;
@@ -43,13 +41,9 @@ export default async function setup(project: TestProject) {
   await migrate(withDatabase(services.databaseUrl, template), undefined, { queueSchema: true });
   project.provide('databaseUrl', services.databaseUrl);
   project.provide('redisUrl', services.redisUrl);
-  // The send and reminder end-to-end files run a second time on a throwaway 3-master cluster.
-  let cluster: LocalRedisCluster | null = null;
-  if (clusterTestsWanted()) {
-    cluster = await startRedisCluster({ masters: 3 });
-    process.stdout.write(`tests: local Redis Cluster on ${cluster.nodes}\n`);
-  }
-  project.provide('redisClusterNodes', cluster?.nodes ?? null);
+  // The cluster project starts its cluster in its own global setup (cluster-setup.ts), when one of
+  // its files runs; every other project has none.
+  project.provide('redisClusterNodes', null);
   project.provide('templateDatabase', template);
   project.provide('runId', runId);
 
@@ -63,7 +57,6 @@ export default async function setup(project: TestProject) {
       }
     } finally {
       await admin.end();
-      await cluster?.stop();
     }
     await services.stop();
   };

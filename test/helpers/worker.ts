@@ -1,5 +1,5 @@
 // Worker processes for tests: in this process (createWorkerRuntime), or as real child processes
-// (`main/cli.ts worker`, or the compiled `dist/main/cli.js`) for scale-out and crash tests.
+// (`main/cli.ts worker`, or a build's compiled `main/cli.js`) for scale-out and crash tests.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { Queue } from 'bullmq';
@@ -30,8 +30,8 @@ export interface WorkerProcess {
 }
 
 export interface SpawnOptions {
-  /** Run the compiled CLI (`node dist/main/cli.js <command>`, as in production; needs `npm run build`). */
-  compiled?: boolean;
+  /** Run this compiled CLI (`node <build>/main/cli.js <command>`, as production runs dist/main/cli.js; see buildService()). */
+  compiled?: string;
   /** The CLI command; default `worker`. */
   command?: 'worker' | 'api' | 'migrate' | 'start' | 'demo';
   /** Through its npm script (`npm run <command>`), as a newcomer or a supervisor starts it: the child is npm. */
@@ -41,7 +41,7 @@ export interface SpawnOptions {
 /** A worker (or another CLI command) as a child process, with the given environment on top of the test's. */
 export function spawnWorker(env: Record<string, string>, opts: SpawnOptions = {}): WorkerProcess {
   const command = opts.command ?? 'worker';
-  const args = opts.compiled ? ['dist/main/cli.js', command] : ['--import', 'tsx', 'main/cli.ts', command];
+  const args = opts.compiled ? [opts.compiled, command] : ['--import', 'tsx', 'main/cli.ts', command];
   const child = spawn(opts.npm ? 'npm' : process.execPath, opts.npm ? ['run', command] : args, {
     cwd: ROOT,
     // CHAIN_STATE_DIR: a developer's own `npm run chain` (var/chain/chains.json) must not join a

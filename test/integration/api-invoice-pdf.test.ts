@@ -84,7 +84,7 @@ describe('GET /v1/invoices/{id}/pdf', () => {
     expect(early.status).toBe(200);
     // The customer's name changes (a later invoice for the same address names them anew).
     await draft(email, { customer_name: 'Ada After' });
-    for (const w of worker.workers) w.resume();
+    await Promise.all(worker.workers.map((w) => w.resume()));
     await waitUntil(async () => sink.messages.some((m) => to(m).includes(email)), 20_000, 20);
     const mail = sink.messages.find((m) => to(m).includes(email))!;
     expect(sha256(mail.attachments[0].content)).toBe(sha256(early.bytes));
@@ -97,7 +97,7 @@ describe('GET /v1/invoices/{id}/pdf', () => {
     await Promise.all(worker.workers.map((w) => w.pause()));
     expect((await api.post(`/v1/invoices/${inv.id}/send`, key())).status).toBe(200);
     expect((await api.post(`/v1/invoices/${inv.id}/void`, key())).status).toBe(200);
-    for (const w of worker.workers) w.resume();
+    await Promise.all(worker.workers.map((w) => w.resume()));
     const deliveries = async () => (await fx.api.pool.query('select status from deliveries where invoice_id = $1', [inv.id])).rows;
     await waitUntil(async () => (await deliveries()).length === 0, 20_000, 20);
     // A later invoice to the same address arrives, so the queue has moved past the voided one.

@@ -1,22 +1,24 @@
-// The service as production runs it: `npm run build`, then `node dist/main/cli.js <command>` as
-// real processes. Signals (SIGTERM mid-batch, a signal delivered twice), ports on a shared host.
+// The service as production runs it: the production build (scripts/build.mjs, into a temporary
+// folder, not the working tree's dist/), then `node <build>/main/cli.js <command>` as real
+// processes. Signals (SIGTERM mid-batch, a signal delivered twice), ports on a shared host.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { accessSync, constants, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startApiFixture, type ApiFixture } from '../helpers/context.js';
+import { buildService, type ServiceBuild } from '../helpers/build.js';
 import { recipientsOf, startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
 import { ROOT, spawnWorker, startWorker, waitUntil, workerProcessEnv, type SpawnOptions, type WorkerProcess } from '../helpers/worker.js';
 
 let fx: ApiFixture;
 let sink: SmtpSink;
+let build: ServiceBuild;
 const cleanups: (() => Promise<unknown>)[] = [];
 
 beforeAll(async () => {
   // The production build, as CI and the Dockerfile make it.
-  const build = spawnSync('npm', ['run', '-s', 'build'], { cwd: ROOT, encoding: 'utf8', timeout: 180_000 });
-  expect(build.status, `${build.stdout}\n${build.stderr}`).toBe(0);
+  build = buildService();
   // Each RCPT waits: a batch of sends is still running when the signal arrives.
   sink = await startSmtpSink({ rcptDelayMs: 400 });
   fx = await startApiFixture({ SMTP_URL: sink.url });
@@ -27,6 +29,7 @@ afterEach(async () => {
 afterAll(async () => {
   await fx?.close();
   await sink?.close();
+  build?.remove();
 });
 
 function processEnv(extra: Record<string, string> = {}): Record<string, string> {
@@ -34,7 +37,7 @@ function processEnv(extra: Record<string, string> = {}): Record<string, string> 
 }
 
 function spawned(extra: Record<string, string> = {}, opts: SpawnOptions = {}): WorkerProcess {
-  const p = spawnWorker(processEnv(extra), { compiled: true, ...opts });
+  const p = spawnWorker(processEnv(extra), { compiled: build.cli, ...opts });
   cleanups.push(() => p.stop('SIGKILL'));
   return p;
 }
@@ -81,7 +84,8 @@ describe('the compiled build', () => {
       dependencies: Record<string, string>;
       devDependencies: Record<string, string>;
     };
-    const bin = path.join(ROOT, pkg.bin['invoice-lifecycle']);
+    // The bin is dist/main/cli.js; the build's dist/ is build.dir.
+    const bin = path.join(build.dir, path.relative('dist', pkg.bin['invoice-lifecycle']));
     accessSync(bin, constants.X_OK);
     const help = execFileSync(process.execPath, [bin, '--help'], { encoding: 'utf8' });
     for (const command of ['api', 'worker', 'migrate', 'start', 'demo']) expect(help).toMatch(new RegExp(`^  ${command}\\b`, 'm'));
@@ -161,7 +165,7 @@ describe('ports on a shared host', () => {
     cleanups.push(() => new Promise((r) => (held ? held.close(r) : r(undefined))));
     const env = processEnv();
     delete env.WORKER_PORT;
-    const p = spawnWorker(env, { compiled: true });
+    const p = spawnWorker(env, { compiled: build.cli });
     cleanups.push(() => p.stop('SIGKILL'));
     const started = await p.waitForLine((l) => l.msg === 'worker started');
     const port = started.port as number;

@@ -8,7 +8,7 @@ import { startApiFixture, type ApiFixture } from '../helpers/context.js';
 import { apiClient } from '../helpers/http.js';
 import { extractPdfText } from '../helpers/pdf-text.js';
 import { recipientsOf, startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
-import { sleep, startWorker, waitUntil } from '../helpers/worker.js';
+import { startWorker, waitQueueDrained, waitUntil } from '../helpers/worker.js';
 
 let fx: ApiFixture;
 let sink: SmtpSink;
@@ -48,6 +48,15 @@ async function receiptRows(invoiceId: string) {
   return rows;
 }
 
+/** Outbox rows of the invoice the relay has still to hand over. */
+async function pendingOutboxRows(invoiceId: string): Promise<number> {
+  const { rows } = await fx.api.pool.query<{ n: number }>(
+    `select count(*)::int as n from outbox where payload->>'invoiceId' = $1 and enqueued_at is null and failed_at is null`,
+    [invoiceId],
+  );
+  return rows[0].n;
+}
+
 describe('receipts', () => {
   it('paid through the test helper: one "payment received" email with a receipt PDF', async () => {
     const email = 'helper@example.test';
@@ -71,8 +80,12 @@ describe('receipts', () => {
     for (const expected of ['Receipt', inv.code, 'Paid 250.75 USDC on base-sepolia', `Paid: ${paidDate.day} ${paidDate.month} ${paidDate.year}`, 'Chain id: 84532', 'TEST MODE']) {
       expect(pdf).toContain(expected);
     }
-    // Nothing else arrives later, and the reminder timeline does not list the receipt.
-    await sleep(1_000);
+    // Nothing else arrives later: once every outbox row of the invoice is handed over and the send
+    // queue is drained, nothing is left that could email it, and a second send would have reached
+    // RCPT (the invoice email and the receipt are the two). The timeline does not list the receipt.
+    await waitUntil(async () => (await pendingOutboxRows(inv.id)) === 0, 20_000);
+    await waitQueueDrained(fx.api.queues.send, 20_000);
+    expect(sink.recipientsSeen.filter((a) => a === email)).toHaveLength(2);
     expect(receiptsTo(email)).toHaveLength(1);
     const timeline = await api.get(`/v1/invoices/${inv.id}/reminders`, key());
     expect(timeline.body.data.past).toEqual([]);

@@ -13,7 +13,7 @@ import { createWorkerRuntime } from '../../src/runtime/worker-runtime.js';
 import { startApiFixture, type ApiFixture } from '../helpers/context.js';
 import { apiClient, type JsonBody } from '../helpers/http.js';
 import { recipientsOf, startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
-import { sleepUntil, startWorker, waitUntil } from '../helpers/worker.js';
+import { startWorker, waitUntil } from '../helpers/worker.js';
 
 // Old plan: due-9s, due-6s, due-3s, then due+2s, due+5s.
 const POLICY_A = {
@@ -122,7 +122,15 @@ describe('reminder policy change between two worker starts', () => {
     await waitUntil(async () => (await reminderRows(id)).some((r) => r.slot_at.toISOString() === next.scheduled_for && r.status === 'sent'), 8_000, 20);
     const last = Date.parse(before.upcoming[before.upcoming.length - 1].scheduled_for);
     await waitUntil(async () => (await reminderRows(id)).filter((r) => r.status === 'sent').length === sentUnderA.length + before.upcoming.length, last - Date.now() + 4_000, 50);
-    await sleepUntil(last + 1_000);
+    // Nothing else can fire once the invoice's scheduler is gone (its last slot done) and no job of
+    // it waits or runs: an old-plan slot left behind (the old plan ends a second after the new)
+    // would keep one of them.
+    const queue = apiB.reminders.queueOf(id);
+    const mine = `repeat:${reminderSchedulerId(id)}:`;
+    await waitUntil(async () => {
+      const [s, jobs] = await Promise.all([scheduler(), queue.getJobs(['delayed', 'waiting', 'prioritized', 'active'])]);
+      return s === undefined && !jobs.some((j) => (j.id ?? '').startsWith(mine));
+    }, 20_000, 50);
     // Sent rows: an old-plan job the stopped worker had in hand when it stopped may be left pending.
     const rows = (await reminderRows(id)).filter((r) => r.status === 'sent');
     expect(rows.map((r) => [r.kind, r.slot_at.toISOString(), r.status])).toEqual([
