@@ -229,7 +229,7 @@ describe('found without configuration', () => {
       const found = await worker.waitForLine((l) => l.msg === 'chains file found', 60_000);
       expect(found.chains_file).toBe(`${path.join(stateDir, 'chains.json')} (found: npm run chain)`);
       const started = await worker.waitForLine((l) => l.msg === 'worker started', 60_000);
-      expect(started.watched_chains).toEqual([`local (${chain.chainId}, 2 confirmations)`]);
+      expect(started.watched_chains).toEqual([`local (${chain.chainId}), 2 confirmations`]);
     } finally {
       expect(await worker.stop()).toBe(0);
     }
