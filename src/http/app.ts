@@ -99,7 +99,7 @@ function answerClientError(err: Error & { code?: string }, socket: Duplex): void
   const apiError = timeout
     ? new ApiError('request_timeout', 'The request did not arrive in time; the connection is closed.')
     : new ApiError('validation_failed', 'The request is not valid HTTP.');
-  const body = JSON.stringify({ error: { type: apiError.type, code: apiError.code, message: apiError.message } });
+  const body = JSON.stringify(errorEnvelope(apiError));
   if (socket.writable) {
     socket.write(`HTTP/1.1 ${apiError.status} ${timeout ? 'Request Timeout' : 'Bad Request'}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
   }

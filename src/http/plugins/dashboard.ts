@@ -8,6 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import { createFailureLimiter } from '../failure-limiter.js';
 
 import type { QueueBackendKind } from '../../config.js';
+import { ApiError, errorEnvelope } from '../../errors.js';
 import type { AppQueue } from '../../queue/backend.js';
 
 /**
@@ -60,7 +61,7 @@ export async function registerDashboard(
         reply
           .status(429)
           .header('retry-after', String(Math.ceil(waitMs / 1000)))
-          .send({ error: { type: 'invalid_request_error', code: 'rate_limited', message: 'Too many failed dashboard logins from this address; retry after the Retry-After delay.' } });
+          .send(errorEnvelope(new ApiError('rate_limited', 'Too many failed dashboard logins from this address; retry after the Retry-After delay.')));
       const addressWait = await byAddress.take(req.ip);
       if (addressWait > 0) return tooMany(addressWait);
       const nameWait = await byName.take(nameKey);
@@ -77,7 +78,7 @@ export async function registerDashboard(
         return reply
           .status(401)
           .header('www-authenticate', 'Basic realm="queues", charset="UTF-8"')
-          .send({ error: { type: 'authentication_error', code: 'dashboard_auth_required', message: 'The queue dashboard needs the admin credentials.' } });
+          .send(errorEnvelope(new ApiError('dashboard_auth_required', 'The queue dashboard needs the admin credentials.')));
       }
     });
     await scope.register(serverAdapter.registerPlugin(), { prefix: DASHBOARD_PATH });
