@@ -39,7 +39,7 @@ describe('queue dashboard', () => {
     const api = await fx.api.app.inject({ method: 'GET', url: '/admin/queues/api/queues', headers: { authorization: basic('ops', 's3cret:pass') } });
     expect(api.statusCode).toBe(200);
     const queues = api.json().queues as { name: string; counts: Record<string, number> }[];
-    expect(queues.map((q) => q.name).sort()).toEqual(['invoice-reminders-0', 'invoice-send', 'webhooks']);
+    expect(queues.map((q) => q.name).sort()).toEqual(['chain-watch', 'invoice-reminders-0', 'invoice-send', 'webhooks']);
     for (const q of queues) expect(q.counts).toHaveProperty('waiting');
     // The server panel reads the queue backend's own store; on Postgres the page says what differs.
     const stats = await fx.api.app.inject({ method: 'GET', url: '/admin/queues/api/redis/stats', headers: { authorization: basic('ops', 's3cret:pass') } });

@@ -5,7 +5,7 @@
 // In the sandbox a "Simulate payment" button (a plain form POST, no script) pays through
 // exactly the path of the test helpers (sandbox-payments.ts), then redirects back to the page
 // (POST/redirect/GET), which shows the new state.
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import rateLimit from '@fastify/rate-limit';
 import { Type } from 'typebox';
 import { findInvoiceByReference, findLinkForPage, findLinkPayment } from '../../db/payment-page.js';
@@ -15,7 +15,7 @@ import { ApiError } from '../../errors.js';
 import { PAYMENT_PAGE_CSP, renderInvoicePage, renderLinkPage, renderNoticePage, renderNotFoundPage, type PageNotice } from '../../page/render-payment-page.js';
 import { LinkPaymentBody } from '../schemas.js';
 import { validationError } from '../validation-message.js';
-import type { AppDeps } from '../types.js';
+import type { Api, AppDeps } from '../types.js';
 import { payInvoice, recordLinkPayment } from '../sandbox-payments.js';
 
 export const PAYMENT_PAGE_PREFIX = '/pay';
@@ -61,7 +61,7 @@ function refusalStatus(err: FastifyError): number | null {
   return err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : null;
 }
 
-export async function paymentPageRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
+export async function paymentPageRoutes(app: Api, deps: AppDeps): Promise<void> {
   const { pool, config } = deps;
   const ownOrigin = new URL(config.paymentPageBase).origin;
   /**
