@@ -166,8 +166,8 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
     },
   });
   const relayLoop = startOutboxRelayLoop(pool, queues, config.outboxRelayIntervalMs, log, metrics);
-  // emit_event NOTIFYs at commit when it wrote a fan-out row: relay at once rather than at the
-  // next tick, whoever wrote the event (the API, a worker, a trigger on plain SQL).
+  // Every insert into the outbox NOTIFYs at commit (a statement trigger): relay at once rather than at the
+  // next tick, whoever wrote the row (the API, a worker, a trigger on plain SQL).
   const outboxListener = listen(
     config.databaseUrl,
     'outbox_pending',
