@@ -1,13 +1,23 @@
 // Request and response schemas, written once with TypeBox: Fastify validates requests with them,
 // serialises responses with them, and @fastify/swagger publishes them as the OpenAPI document.
-import { Type, type Static, type TLiteral, type TSchema } from 'typebox';
+import { Type, type Static, type TSchema } from 'typebox';
 import { HTTP_URL_KEYWORD, INSTANT_KEYWORD } from './ajv-keywords.js';
-import { MAX_CUSTOMER_NAME, MAX_FOOTER, MAX_LINE_DESCRIPTION, MAX_LINE_ITEMS, MAX_MEMO, MAX_TAX_ID } from '../domain/invoice-limits.js';
-import { INVOICE_STATUSES, type InvoiceStatus } from '../domain/invoice-rules.js';
-
-const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
-const DateTime = Type.String({ format: 'date-time' });
-const NullableDateTime = Nullable(DateTime);
+import { Address, AtomicAmount, DateTime, literals, Nullable, NullableDateTime } from './schema-parts.js';
+import { CADENCES } from '../domain/cadence.js';
+import { ENVIRONMENTS, PERMISSIONS } from '../domain/environment.js';
+import {
+  MAX_CUSTOMER_NAME,
+  MAX_FOOTER,
+  MAX_LINE_DESCRIPTION,
+  MAX_LINE_ITEMS,
+  MAX_MEMO,
+  MAX_METADATA_KEY,
+  MAX_METADATA_KEYS,
+  MAX_METADATA_VALUE,
+  MAX_TAX_ID,
+} from '../domain/invoice-limits.js';
+import { INVOICE_STATUSES } from '../domain/invoice-rules.js';
+import { AFTER_COMPLETIONS, FEE_PAYERS, PAYMENT_LINK_STATUSES, PAYMENT_LINK_TYPES } from '../domain/payment-links.js';
 /**
  * An input instant: an RFC 3339 date-time, no leap second, a UTC offset within ±15:59, and an
  * instant (offset applied) within 1970-9999 UTC, so it is stored and written back as given.
@@ -22,14 +32,14 @@ const InputDateTime = Type.String({
 export const DecimalString = Type.String({ minLength: 1, maxLength: 40, description: 'decimal string, e.g. "12.50"' });
 const ShortText = (max = 500) => Type.String({ maxLength: max });
 /** The invoice statuses of the domain, in its order. */
-const InvoiceStatusSchema = Type.Union(INVOICE_STATUSES.map((s) => Type.Literal(s)) as [TLiteral<InvoiceStatus>]);
+const InvoiceStatusSchema = literals(INVOICE_STATUSES);
 
 // The key bounds go in propertyNames: TypeBox turns a Record's key schema into a catch-all
 // patternProperties and drops its minLength/maxLength.
-export const Metadata = Type.Record(Type.String(), Type.String({ maxLength: 500 }), {
-  maxProperties: 50,
-  propertyNames: { minLength: 1, maxLength: 40 },
-  description: 'up to 50 string keys (40 chars) with string values (500 chars)',
+export const Metadata = Type.Record(Type.String(), Type.String({ maxLength: MAX_METADATA_VALUE }), {
+  maxProperties: MAX_METADATA_KEYS,
+  propertyNames: { minLength: 1, maxLength: MAX_METADATA_KEY },
+  description: `up to ${MAX_METADATA_KEYS} string keys (${MAX_METADATA_KEY} chars) with string values (${MAX_METADATA_VALUE} chars)`,
 });
 
 /** The header every POST takes (see plugins/idempotency.ts); validated by the plugin, documented here. */
@@ -75,8 +85,6 @@ export const LineItem = Type.Object(
   { additionalProperties: false },
 );
 
-const Address = Type.String({ pattern: '^0x[0-9a-fA-F]{40}$' });
-const AtomicAmount = Type.String({ pattern: '^(0|[1-9][0-9]*)$' });
 
 /** How to pay what remains through the chain's ERC20FeeProxy (docs/payments.md). */
 export const PaymentInstructionsSchema = Type.Object({
@@ -222,7 +230,7 @@ export const CreatePriceBody = Type.Object(
     amount: DecimalString,
     currency: Type.Optional(Type.String({ minLength: 1, maxLength: 16 })),
     network: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
-    cadence: Type.Optional(Type.Union([Type.Literal('one_time'), Type.Literal('daily'), Type.Literal('weekly'), Type.Literal('monthly'), Type.Literal('yearly'), Type.Literal('custom')])),
+    cadence: Type.Optional(literals(CADENCES)),
     interval_seconds: Type.Optional(Type.Integer({ minimum: 60, maximum: 10 * 366 * 86_400 })),
     metadata: Type.Optional(Metadata),
   },
@@ -258,8 +266,8 @@ export const PaymentLink = Type.Object(
   {
     id: Type.String(),
     name: Type.String(),
-    type: Type.Union([Type.Literal('fixed_price'), Type.Literal('custom_amount')]),
-    status: Type.Union([Type.Literal('active'), Type.Literal('inactive')]),
+    type: literals(PAYMENT_LINK_TYPES),
+    status: literals(PAYMENT_LINK_STATUSES),
     url: Type.String(),
     price_id: Nullable(Type.String()),
     min_amount: Nullable(Type.String()),
@@ -270,10 +278,10 @@ export const PaymentLink = Type.Object(
     collect_phone: Type.Boolean(),
     collect_address: Type.Boolean(),
     max_payments: Nullable(Type.Integer()),
-    after_completion: Type.Union([Type.Literal('message'), Type.Literal('redirect')]),
+    after_completion: literals(AFTER_COMPLETIONS),
     confirmation_message: Nullable(Type.String()),
     redirect_url: Nullable(Type.String()),
-    fee_payer: Type.Union([Type.Literal('merchant'), Type.Literal('customer')]),
+    fee_payer: literals(FEE_PAYERS),
     created_at: DateTime,
     updated_at: DateTime,
   }
@@ -284,7 +292,7 @@ const RedirectUrl = Type.String({ format: 'uri', pattern: '^https?://', maxLengt
 export const CreatePaymentLinkBody = Type.Object(
   {
     name: Type.String({ minLength: 1, maxLength: 200 }),
-    type: Type.Optional(Type.Union([Type.Literal('fixed_price'), Type.Literal('custom_amount')])),
+    type: Type.Optional(literals(PAYMENT_LINK_TYPES)),
     price_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
     currency: Type.Optional(Type.String({ minLength: 1, maxLength: 16 })),
     network: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
@@ -296,10 +304,10 @@ export const CreatePaymentLinkBody = Type.Object(
     collect_phone: Type.Optional(Type.Boolean()),
     collect_address: Type.Optional(Type.Boolean()),
     max_payments: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000_000 })),
-    after_completion: Type.Optional(Type.Union([Type.Literal('message'), Type.Literal('redirect')])),
+    after_completion: Type.Optional(literals(AFTER_COMPLETIONS)),
     confirmation_message: Type.Optional(ShortText(1000)),
     redirect_url: Type.Optional(RedirectUrl),
-    fee_payer: Type.Optional(Type.Union([Type.Literal('merchant'), Type.Literal('customer')])),
+    fee_payer: Type.Optional(literals(FEE_PAYERS)),
   },
   { additionalProperties: false },
 );
@@ -308,12 +316,12 @@ export type CreatePaymentLinkBody = Static<typeof CreatePaymentLinkBody>;
 export const UpdatePaymentLinkBody = Type.Object(
   {
     name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
-    status: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('inactive')])),
+    status: Type.Optional(literals(PAYMENT_LINK_STATUSES)),
     collect_email: Type.Optional(Type.Boolean()),
     collect_name: Type.Optional(Type.Boolean()),
     collect_phone: Type.Optional(Type.Boolean()),
     collect_address: Type.Optional(Type.Boolean()),
-    after_completion: Type.Optional(Type.Union([Type.Literal('message'), Type.Literal('redirect')])),
+    after_completion: Type.Optional(literals(AFTER_COMPLETIONS)),
     confirmation_message: Type.Optional(ShortText(1000)),
     redirect_url: Type.Optional(RedirectUrl),
   },
@@ -380,8 +388,8 @@ export const Credential = Type.Object(
   {
     id: Type.String(),
     name: Type.String(),
-    permission: Type.Union([Type.Literal('full'), Type.Literal('read_only')]),
-    environment: Type.Union([Type.Literal('sandbox'), Type.Literal('live')]),
+    permission: literals(PERMISSIONS),
+    environment: literals(ENVIRONMENTS),
     last4: Type.String(),
     revoked: Type.Boolean(),
     revoked_at: NullableDateTime,
@@ -393,7 +401,7 @@ export const Credential = Type.Object(
 export const CreateCredentialBody = Type.Object(
   {
     name: Type.String({ minLength: 1, maxLength: 200 }),
-    permission: Type.Optional(Type.Union([Type.Literal('full'), Type.Literal('read_only')])),
+    permission: Type.Optional(literals(PERMISSIONS)),
   },
   { additionalProperties: false },
 );
