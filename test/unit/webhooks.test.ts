@@ -45,7 +45,7 @@ describe('enabled events', () => {
     expect(checkEnabledEvents([]).ok).toBe(false);
     expect(checkEnabledEvents(['*', 'invoice.paid']).ok).toBe(false);
     expect(checkEnabledEvents(['invoice.*']).ok).toBe(false);
-    expect(EVENT_TYPES).toHaveLength(15);
+    expect(EVENT_TYPES).toHaveLength(20);
   });
   it('matches "*" and listed kinds only', () => {
     expect(endpointWants(['*'], 'invoice.paid')).toBe(true);
