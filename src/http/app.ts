@@ -13,7 +13,7 @@ import rateLimit from '@fastify/rate-limit';
 import { healthPlugin } from './plugins/health.js';
 import { idempotencyPlugin } from './plugins/idempotency.js';
 import { operationIdFor } from './operation-ids.js';
-import { IdempotencyKeyHeaders } from './schemas.js';
+import { IdempotencyKeyHeaders } from './schemas/index.js';
 import { metricsPlugin } from './plugins/metrics.js';
 import { requestKeywords } from './ajv-keywords.js';
 import { createFailureLimiter } from './failure-limiter.js';

@@ -13,8 +13,8 @@ import type { WebhookEndpointRow } from '../db/webhook-endpoints.js';
 import { chainById } from '../domain/chains.js';
 import { paymentInstructions, remainingAtomic, type PaymentInstructions } from '../domain/payments.js';
 import type { Static } from 'typebox';
-import type { EventObject, WebhookDelivery, WebhookEndpoint } from './event-schemas.js';
-import type { Credential, InvoiceObject, LinkPayment, PaymentLink, Price, Product, Subscription } from './schemas.js';
+import type { EventObject, WebhookDelivery, WebhookEndpoint } from './schemas/index.js';
+import type { Credential, InvoiceObject, LinkPayment, PaymentLink, Price, Product, Subscription } from './schemas/index.js';
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 

@@ -13,7 +13,7 @@ import { negotiateLocale } from '../../domain/locale.js';
 import { resolveToken } from '../../domain/tokens.js';
 import { ApiError } from '../../errors.js';
 import { PAYMENT_PAGE_CSP, renderInvoicePage, renderLinkPage, renderNoticePage, renderNotFoundPage, type PageNotice } from '../../page/render-payment-page.js';
-import { LinkPaymentBody } from '../schemas.js';
+import { LinkPaymentBody } from '../schemas/index.js';
 import { validationError } from '../validation-message.js';
 import type { Api, AppDeps } from '../types.js';
 import { payInvoice, recordLinkPayment } from '../sandbox-payments.js';

@@ -1,10 +1,10 @@
 // Schemas of the account and the on-chain payments (docs/payments.md), written with TypeBox as
 // the others are: Fastify validates and serialises with them, the OpenAPI document publishes them.
 import { Type, type Static } from 'typebox';
-import { ENVIRONMENTS } from '../domain/environment.js';
-import { PAYMENT_KINDS, PAYMENT_OUTCOMES, PAYMENT_STATUSES } from '../domain/payments.js';
-import { Address, ATOMIC_AMOUNT_PATTERN, literals, Nullable } from './schema-parts.js';
-import { PageQueryFields } from './schemas.js';
+import { ENVIRONMENTS } from '../../domain/environment.js';
+import { PAYMENT_KINDS, PAYMENT_OUTCOMES, PAYMENT_STATUSES } from '../../domain/payments.js';
+import { Address, ATOMIC_AMOUNT_PATTERN, literals, Nullable } from './parts.js';
+import { PageQueryFields } from './common.js';
 
 const Atomic = Type.String({ pattern: ATOMIC_AMOUNT_PATTERN, description: 'integer string, atomic units of the token' });
 

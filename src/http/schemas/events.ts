@@ -1,9 +1,9 @@
-// Schemas of the events and webhook endpoint routes (see schemas.ts for the conventions).
+// Schemas of the events and webhook endpoint routes (see index.ts for the conventions).
 import { Type, type Static } from 'typebox';
-import { EVENT_TYPES } from '../domain/events.js';
-import { ENVIRONMENTS } from '../domain/environment.js';
-import { DateTime, literals, Nullable, NullableDateTime } from './schema-parts.js';
-import { PageQueryFields } from './schemas.js';
+import { EVENT_TYPES } from '../../domain/events.js';
+import { ENVIRONMENTS } from '../../domain/environment.js';
+import { DateTime, literals, Nullable, NullableDateTime } from './parts.js';
+import { PageQueryFields } from './common.js';
 
 const EventTypeName = Type.String({ description: `one of: ${EVENT_TYPES.join(', ')}` });
 
