@@ -3,6 +3,7 @@
 import { type TSchema, Type } from 'typebox';
 import { INSTANT_KEYWORD } from '../ajv-keywords.js';
 import { MAX_METADATA_KEY, MAX_METADATA_KEYS, MAX_METADATA_VALUE } from '../../domain/invoice-limits.js';
+import { Nullable } from './parts.js';
 
 /**
  * An input instant: an RFC 3339 date-time, no leap second, a UTC offset within ±15:59, and an
@@ -77,3 +78,14 @@ export const PageQuery = Type.Object(PageQueryFields, { additionalProperties: fa
 export const ListOf = <T extends TSchema>(t: T) => Type.Object({ data: Type.Array(t), has_more: Type.Boolean() });
 
 export const DeletedObject = Type.Object({ id: Type.String(), deleted: Type.Boolean() });
+
+/** What a price charges and on which chain: the same fields on a price and on a subscription to it. */
+export const PriceTerms = {
+  amount: Type.String(),
+  amount_atomic: Type.String(),
+  currency: Type.String(),
+  cadence: Type.String(),
+  interval_seconds: Nullable(Type.Integer()),
+  network: Type.String(),
+  chain_id: Type.Integer(),
+};

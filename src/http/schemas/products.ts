@@ -2,19 +2,13 @@
 import { type Static, Type } from 'typebox';
 import { DateTime, literals, Nullable } from './parts.js';
 import { CADENCES } from '../../domain/cadence.js';
-import { DecimalString, Metadata, ShortText } from './common.js';
+import { DecimalString, Metadata, PriceTerms, ShortText } from './common.js';
 
 export const Price = Type.Object(
   {
     id: Type.String(),
     product_id: Type.String(),
-    amount: Type.String(),
-    amount_atomic: Type.String(),
-    currency: Type.String(),
-    cadence: Type.String(),
-    interval_seconds: Nullable(Type.Integer()),
-    network: Type.String(),
-    chain_id: Type.Integer(),
+    ...PriceTerms,
     token_address: Type.String(),
     token_decimals: Type.Integer(),
     active: Type.Boolean(),

@@ -1,19 +1,14 @@
 // Schemas of the subscription routes.
 import { Type } from 'typebox';
-import { DateTime, Nullable, NullableDateTime } from './parts.js';
+import { DateTime, NullableDateTime } from './parts.js';
+import { PriceTerms } from './common.js';
 
 export const Subscription = Type.Object(
   {
     id: Type.String(),
     status: Type.String(),
     mode: Type.String(),
-    amount: Type.String(),
-    amount_atomic: Type.String(),
-    currency: Type.String(),
-    cadence: Type.String(),
-    interval_seconds: Nullable(Type.Integer()),
-    network: Type.String(),
-    chain_id: Type.Integer(),
+    ...PriceTerms,
     contract_address: Type.String(),
     onchain_id: Type.String(),
     platform_fee_bps: Type.Integer(),
