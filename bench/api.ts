@@ -36,9 +36,7 @@ import {
   cpuMsOf,
   cpuSnapshot,
   createBenchDatabase,
-  deleteRedisPrefix,
   fmt,
-  freePort,
   loadAvg,
   machineCpu,
   note,
@@ -49,6 +47,8 @@ import {
   waitForHttp,
   type Child,
 } from './support.js';
+import { deleteRedisPrefix } from '../test/helpers/redis-keys.js';
+import { freePort } from '../src/lib/free-port.js';
 
 const SELF = 'bench/api.ts';
 
@@ -147,7 +147,7 @@ async function main(): Promise<void> {
     for (const c of children.reverse()) await c.stop().catch(() => undefined);
     await pool.end().catch(() => undefined);
     await db.drop().catch((err) => note(`could not drop ${db.name}: ${err}`));
-    const keys = await deleteRedisPrefix(prefix).catch(() => -1);
+    const keys = await deleteRedisPrefix(REDIS_URL, prefix).catch(() => -1);
     rmSync(tmp, { recursive: true, force: true });
     note(`cleaned up: database ${db.name} dropped, ${keys} Redis keys under ${prefix}: deleted`);
   };

@@ -34,21 +34,21 @@ import {
   cpuMsOf,
   cpuSnapshot,
   createBenchDatabase,
-  deleteRedisPrefix,
   fmt,
   loadAvg,
   note,
   percentile,
   randomSuffix,
+  REDIS_URL,
   sleep,
   spawnTs,
-  startSmtpSink,
   table,
   type BenchBackend,
   type BenchDatabase,
   type Child,
-  type SmtpSink,
 } from './support.js';
+import { deleteRedisPrefix } from '../test/helpers/redis-keys.js';
+import { startSmtpSink, type SmtpSink } from '../test/helpers/smtp-sink.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -519,7 +519,7 @@ async function latency(chain: TestChain, sink: SmtpSink): Promise<LatencyResult>
   } finally {
     await worker?.stop();
     await pool.end();
-    if (BACKEND === 'redis') await deleteRedisPrefix(prefix);
+    if (BACKEND === 'redis') await deleteRedisPrefix(REDIS_URL, prefix);
     await db.drop();
     rmSync(outbox, { recursive: true, force: true });
   }

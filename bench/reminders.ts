@@ -62,7 +62,6 @@ import {
   backendEnv,
   backendsFromArgs,
   createBenchDatabase,
-  deleteRedisPrefix,
   fmt,
   loadAvg,
   note,
@@ -73,6 +72,7 @@ import {
   type BenchBackend,
   type BenchDatabase,
 } from './support.js';
+import { deleteRedisPrefix } from '../test/helpers/redis-keys.js';
 
 const IN_FLIGHT = 200;
 const CANCEL_SAMPLE = 200;
@@ -186,7 +186,7 @@ function redisStore(prefix: string, target: RedisTarget): Store {
     },
     async close() {
       await connections.close();
-      await deleteRedisPrefix(prefix, target);
+      await deleteRedisPrefix(target, prefix);
     },
   };
 }

@@ -71,27 +71,27 @@ import {
   cpuSnapshot,
   createBenchDatabase,
   DEFAULT_PG,
-  deleteRedisPrefix,
   fmt,
-  freePort,
   loadAvg,
   machineCpu,
   memoryOf,
   note,
   percentile,
   randomSuffix,
+  REDIS_URL,
   runTsJson,
   summarizeProfiles,
   sleep,
   spawnTs,
-  startSmtpSink,
   table,
   waitForHttp,
   type BenchBackend,
   type BenchDatabase,
   type Child,
-  type SmtpSink,
 } from './support.js';
+import { deleteRedisPrefix } from '../test/helpers/redis-keys.js';
+import { startSmtpSink, type SmtpSink } from '../test/helpers/smtp-sink.js';
+import { freePort } from '../src/lib/free-port.js';
 
 const SELF = 'bench/send.ts';
 const PAYMENT_PAGE_BASE = 'https://pay.example.com/pay';
@@ -678,7 +678,7 @@ async function openBackend(backend: BenchBackend, sink: SmtpSink, tmp: string): 
     await queues.close().catch(() => undefined);
     await pool.end().catch(() => undefined);
     await db.drop().catch((err) => note(`could not drop ${db.name}: ${err}`));
-    const keys = backend === 'redis' ? await deleteRedisPrefix(prefix).catch(() => -1) : 0;
+    const keys = backend === 'redis' ? await deleteRedisPrefix(REDIS_URL, prefix).catch(() => -1) : 0;
     note(`${backend}: cleaned up: database ${db.name} dropped${backend === 'redis' ? `, ${keys} Redis keys under ${prefix}: deleted` : ''}`);
   };
   try {
@@ -740,7 +740,7 @@ async function main(): Promise<void> {
   const startLoad = loadAvg();
   const codeAtStart = codeVersion();
   note(`bench:send N=${n}, backends ${backends.join(' and ')}, worker concurrency ${concurrencies.join('/')}, ${os.cpus().length} cpus, node ${process.version}; ${startLoad}`);
-  const sink = await startSmtpSink();
+  const sink = await startSmtpSink({ parse: false });
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'bench-send-'));
   const open: BackendRun[] = [];
   const cleanup = async () => {

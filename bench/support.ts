@@ -4,13 +4,10 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
-import net, { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { SMTPServer } from 'smtp-server';
 import { migrate } from '../src/db/migrate.js';
-import { createRedisConnections, type RedisTarget } from '../src/queue/redis.js';
 
 export const ROOT = fileURLToPath(new URL('../', import.meta.url));
 export const DEFAULT_PG = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -71,17 +68,6 @@ export function randomSuffix(): string {
   return randomBytes(4).toString('hex');
 }
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
 // ---------------------------------------------------------------------------------------------
 // Postgres and Redis of one run
 
@@ -112,30 +98,6 @@ export async function createBenchDatabase(opts: { queueSchema?: boolean } = {}):
   };
 }
 
-/**
- * Deletes every key under `<prefix>:`, on single Redis or node by node on a cluster (single-key
- * UNLINKs: a cluster refuses multi-key commands across slots); returns how many.
- */
-export async function deleteRedisPrefix(prefix: string, target: RedisTarget = { redisUrl: REDIS_URL, redisClusterNodes: null }): Promise<number> {
-  const connections = createRedisConnections(target);
-  let deleted = 0;
-  try {
-    for (const node of await connections.masters()) {
-      let cursor = '0';
-      do {
-        const [next, keys] = await node.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-        cursor = next;
-        if (keys.length === 0) continue;
-        const pipe = node.pipeline();
-        for (const k of keys) pipe.unlink(k);
-        for (const [, n] of (await pipe.exec()) ?? []) deleted += Number(n ?? 0);
-      } while (cursor !== '0');
-    }
-  } finally {
-    await connections.close();
-  }
-  return deleted;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Child processes (the service's own entrypoints, run the way `npm start` / `npm run worker` do)
@@ -282,12 +244,7 @@ export function busyPercent(a: { busy: number; total: number }, b: { busy: numbe
 // ---------------------------------------------------------------------------------------------
 // Statistics and printing
 
-export function percentile(values: number[], p: number): number {
-  if (values.length === 0) return NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
-  return sorted[i];
-}
+export { percentile } from '../test/helpers/percentile.js';
 
 export function fmt(n: number, digits = 1): string {
   return Number.isFinite(n) ? n.toFixed(digits) : '-';
@@ -298,83 +255,6 @@ export function table(headers: string[], rows: (string | number)[][]): string {
   const widths = headers.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));
   const line = (r: string[]) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
   return [line(cells[0]), widths.map((w) => '-'.repeat(w)).join('  '), ...cells.slice(1).map(line)].join('\n');
-}
-
-// ---------------------------------------------------------------------------------------------
-// Loopback SMTP sink: accepts everything, keeps no message, records when each recipient's
-// message was accepted (the moment the 250 reply to DATA is given).
-
-export interface SmtpSink {
-  port: number;
-  url: string;
-  /** performance.now() of acceptance, per recipient address (lower-cased). */
-  arrivals: Map<string, number>;
-  count(): number;
-  bytes(): number;
-  /** Resolves once every address is in `arrivals`. */
-  waitForAll(addresses: string[], timeoutMs: number): Promise<void>;
-  close(): Promise<void>;
-}
-
-export async function startSmtpSink(): Promise<SmtpSink> {
-  const arrivals = new Map<string, number>();
-  let messages = 0;
-  let bytes = 0;
-  const waiters = new Set<() => void>();
-  const server = new SMTPServer({
-    authOptional: true,
-    disabledCommands: ['STARTTLS'],
-    disableReverseLookup: true,
-    logger: false,
-    closeTimeout: 500,
-    onData(stream, session, callback) {
-      let size = 0;
-      stream.on('data', (chunk: Buffer) => (size += chunk.length));
-      stream.on('error', callback);
-      stream.on('end', () => {
-        const now = performance.now();
-        messages++;
-        bytes += size;
-        for (const rcpt of session.envelope.rcptTo) arrivals.set(rcpt.address.toLowerCase(), now);
-        callback();
-        for (const wake of waiters) wake();
-      });
-    },
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  const { port } = server.server.address() as AddressInfo;
-  return {
-    port,
-    url: `smtp://127.0.0.1:${port}`,
-    arrivals,
-    count: () => messages,
-    bytes: () => bytes,
-    waitForAll(addresses, timeoutMs) {
-      const missing = () => addresses.filter((a) => !arrivals.has(a.toLowerCase())).length;
-      if (missing() === 0) return Promise.resolve();
-      return new Promise((resolve, reject) => {
-        let pending = missing();
-        const wake = () => {
-          // Cheap check first; recount only when the count could have reached zero.
-          if (--pending > 0) return;
-          pending = missing();
-          if (pending > 0) return;
-          clearTimeout(timer);
-          waiters.delete(wake);
-          resolve();
-        };
-        const timer = setTimeout(() => {
-          waiters.delete(wake);
-          reject(new Error(`smtp sink: ${missing()} of ${addresses.length} messages still missing after ${timeoutMs} ms`));
-        }, timeoutMs);
-        waiters.add(wake);
-      });
-    },
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -10,7 +10,8 @@ import { Pool as UndiciPool } from 'undici';
 import { newId } from '../src/domain/ids.js';
 import { newWebhookSecret } from '../src/domain/webhooks.js';
 import { provisionMerchant } from '../src/runtime/provision.js';
-import { codeVersion, createBenchDatabase, deleteRedisPrefix, loadAvg, note, randomSuffix, REDIS_URL, sleep, spawnTs, type Child } from './support.js';
+import { codeVersion, createBenchDatabase, loadAvg, note, randomSuffix, REDIS_URL, sleep, spawnTs, type Child } from './support.js';
+import { deleteRedisPrefix } from '../test/helpers/redis-keys.js';
 
 const N = Number(process.argv[2] ?? 2000);
 const CONCURRENCY = Number(process.env.BENCH_WEBHOOK_CONCURRENCY ?? 50);
@@ -192,7 +193,7 @@ async function main(): Promise<void> {
     receiver.server.closeAllConnections();
     receiver.server.close();
     await pool.end();
-    await deleteRedisPrefix(prefix);
+    await deleteRedisPrefix(REDIS_URL, prefix);
     await db.drop();
   }
 }

@@ -61,6 +61,7 @@ const CATALOGUE = {
   api_key_missing: [401, 'authentication_error'],
   api_key_invalid: [401, 'authentication_error'],
   api_key_revoked: [401, 'authentication_error'],
+  dashboard_auth_required: [401, 'authentication_error'],
   // 403
   permission_denied: [403, 'permission_error'],
   live_mode_forbidden: [403, 'permission_error'],
@@ -126,6 +127,7 @@ export const ERROR_WHEN: Record<ErrorCode, string> = {
   api_key_missing: 'no key',
   api_key_invalid: 'an unknown or malformed key',
   api_key_revoked: 'a revoked key',
+  dashboard_auth_required: 'the queue dashboard (`/admin/queues`) without the admin credentials (`ADMIN_USER`/`ADMIN_PASSWORD`), or with wrong ones',
   permission_denied: 'a read-only key on a write',
   live_mode_forbidden: 'a live key on a sandbox test helper',
   internal_error: 'our fault (details in our logs, never in the message); retry later',

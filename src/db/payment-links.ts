@@ -1,12 +1,13 @@
 // SQL of payment links and the payments they took.
+import type { AfterCompletion, FeePayer, PaymentLinkStatus, PaymentLinkType } from '../domain/payment-links.js';
 import type { Scope } from './invoices.js';
 import type { Queryable } from './pool.js';
 
 export interface PaymentLinkRow {
   id: string;
   name: string;
-  type: 'fixed_price' | 'custom_amount';
-  status: 'active' | 'inactive';
+  type: PaymentLinkType;
+  status: PaymentLinkStatus;
   price_id: string | null;
   currency: string;
   network: string;
@@ -20,10 +21,10 @@ export interface PaymentLinkRow {
   collect_phone: boolean;
   collect_address: boolean;
   max_payments: number | null;
-  after_completion: 'message' | 'redirect';
+  after_completion: AfterCompletion;
   confirmation_message: string | null;
   redirect_url: string | null;
-  fee_payer: 'merchant' | 'customer';
+  fee_payer: FeePayer;
   created_at: Date;
   updated_at: Date;
 }

@@ -1,5 +1,6 @@
 // The reads of the public payment page: an invoice by its reference, a payment link by its id,
 // across accounts (the page has no API key; the unguessable reference or link id is the access).
+import type { PaymentLinkStatus, PaymentLinkType } from '../domain/payment-links.js';
 import type { Environment } from '../domain/environment.js';
 import type { InvoiceStatus } from '../domain/invoice-rules.js';
 import type { Queryable } from './pool.js';
@@ -53,8 +54,8 @@ export interface PageLink {
   account_id: string;
   environment: Environment;
   name: string;
-  type: 'fixed_price' | 'custom_amount';
-  status: 'active' | 'inactive';
+  type: PaymentLinkType;
+  status: PaymentLinkStatus;
   currency: string;
   network: string;
   chain_id: number;

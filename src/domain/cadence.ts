@@ -8,7 +8,9 @@ export const CADENCE_SECONDS = {
   yearly: 31_536_000,
 } as const;
 
-export type Cadence = 'one_time' | keyof typeof CADENCE_SECONDS | 'custom';
+/** Every cadence a price may have, in the API's order. */
+export const CADENCES = ['one_time', 'daily', 'weekly', 'monthly', 'yearly', 'custom'] as const satisfies readonly ('one_time' | keyof typeof CADENCE_SECONDS | 'custom')[];
+export type Cadence = (typeof CADENCES)[number];
 
 export type CadenceVerdict =
   | { ok: true; cadence: Cadence; intervalSeconds: number | null }

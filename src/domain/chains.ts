@@ -151,9 +151,14 @@ export function chainById(chainId: number): Chain | undefined {
   return active.find((c) => c.chainId === chainId);
 }
 
+/** A worker watches a chain when it has RPC URLs. */
+export function isWatched(chain: Chain): boolean {
+  return chain.rpcUrls.length > 0;
+}
+
 /** The chains a worker watches: those with RPC URLs. */
 export function watchedChains(): Chain[] {
-  return active.filter((c) => c.rpcUrls.length > 0);
+  return active.filter(isWatched);
 }
 
 /** One readable line per watched chain, for start lines: "local (31337), 2 confirmations". */

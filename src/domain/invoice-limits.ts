@@ -8,6 +8,11 @@ export const MAX_FOOTER = 5000;
 export const MAX_CUSTOMER_NAME = 200;
 export const MAX_TAX_ID = 100;
 
+/** Metadata of any object: at most this many keys, each 1 to MAX_METADATA_KEY characters, values up to MAX_METADATA_VALUE. */
+export const MAX_METADATA_KEYS = 50;
+export const MAX_METADATA_KEY = 40;
+export const MAX_METADATA_VALUE = 500;
+
 /** Instants the API accepts: from the Unix epoch to the last instant RFC 3339 can write. */
 export const EARLIEST_INSTANT_MS = Date.UTC(1970, 0, 1);
 export const LATEST_INSTANT_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);

@@ -3,18 +3,18 @@
 import { useChains } from '../domain/chains.js';
 import { randomUUID } from 'node:crypto';
 import type { Duplex } from 'node:stream';
-import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Api, AppDeps } from './types.js';
 import { ApiError, errorEnvelope } from '../errors.js';
 import { authenticate, presentKey } from './auth.js';
 import swagger from '@fastify/swagger';
 import rateLimit from '@fastify/rate-limit';
-import { registerHealth } from './plugins/health.js';
-import { registerIdempotency } from './plugins/idempotency.js';
+import { healthPlugin } from './plugins/health.js';
+import { idempotencyPlugin } from './plugins/idempotency.js';
 import { operationIdFor } from './operation-ids.js';
-import { IdempotencyKeyHeaders } from './schemas.js';
-import { observeHttpDurations } from './plugins/metrics.js';
+import { IdempotencyKeyHeaders } from './schemas/index.js';
+import { metricsPlugin } from './plugins/metrics.js';
 import { requestKeywords } from './ajv-keywords.js';
 import { createFailureLimiter } from './failure-limiter.js';
 import { validationError } from './validation-message.js';
@@ -101,7 +101,7 @@ function answerClientError(err: Error & { code?: string }, socket: Duplex): void
   const apiError = timeout
     ? new ApiError('request_timeout', 'The request did not arrive in time; the connection is closed.')
     : new ApiError('validation_failed', 'The request is not valid HTTP.');
-  const body = JSON.stringify({ error: { type: apiError.type, code: apiError.code, message: apiError.message } });
+  const body = JSON.stringify(errorEnvelope(apiError));
   if (socket.writable) {
     socket.write(`HTTP/1.1 ${apiError.status} ${timeout ? 'Request Timeout' : 'Bad Request'}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
   }
@@ -117,8 +117,11 @@ function windowText(ms: number): string {
 export async function buildApp(deps: AppDeps): Promise<Api> {
   // The deployment's chains (CHAINS_FILE, RPC_URL_<chainId>) are the registry tokens resolve against.
   useChains(deps.config.chains);
+  // Typed as Fastify's logger interface (which pino's satisfies) so the instance is the `Api`
+  // that plugins and route modules are written against.
+  const loggerInstance: FastifyBaseLogger = deps.log;
   const app = Fastify({
-    loggerInstance: deps.log,
+    loggerInstance,
     bodyLimit: deps.config.bodyLimitBytes,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
@@ -223,14 +226,13 @@ export async function buildApp(deps: AppDeps): Promise<Api> {
       security: [{ ApiKey: [] }, { XApiKey: [] }],
     },
   });
-  const root = app as unknown as FastifyInstance;
   // The histogram only: /metrics is served on the internal METRICS_PORT, not here.
-  if (deps.metrics) observeHttpDurations(root, deps.metrics);
-  if (deps.readiness) registerHealth(root, { db: deps.pool, readiness: deps.readiness });
-  for (const plugin of deps.plugins ?? []) await plugin(root);
+  if (deps.metrics) await app.register(metricsPlugin, { metrics: deps.metrics, serve: false });
+  if (deps.readiness) await app.register(healthPlugin, { db: deps.pool, readiness: deps.readiness });
+  for (const plugin of deps.plugins ?? []) await app.register(plugin);
   app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   // The hosted payment page (HTML, outside /v1 and its key authentication).
-  await paymentPageRoutes(root, deps);
+  await paymentPageRoutes(app, deps);
 
   await app.register(async (v1) => {
     // Failed authentications per client address, counted in memory and checked first: a client
@@ -295,7 +297,7 @@ export async function buildApp(deps: AppDeps): Promise<Api> {
       }
     });
     // After authentication (keys belong to an account and environment), for every POST below.
-    registerIdempotency(v1 as unknown as FastifyInstance, deps);
+    await v1.register(idempotencyPlugin, { pool: deps.pool });
     await invoiceRoutes(v1, deps);
     await invoiceLifecycleRoutes(v1, deps);
     await paymentLinkRoutes(v1, deps);
@@ -308,5 +310,5 @@ export async function buildApp(deps: AppDeps): Promise<Api> {
     await webhookEndpointRoutes(v1, deps);
   }, { prefix: '/v1' });
 
-  return app as unknown as Api;
+  return app;
 }

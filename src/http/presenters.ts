@@ -1,5 +1,6 @@
 // Rows to API objects: exactly the fields of the spec's resources, timestamps as ISO strings,
-// absent values as null.
+// absent values as null. Each presenter returns its schema's Static type, so a field the schema
+// and the presenter disagree on fails to compile.
 import type { Config } from '../config.js';
 import type { CredentialRow } from '../db/credentials.js';
 import type { InvoiceRow } from '../db/invoices.js';
@@ -11,8 +12,9 @@ import type { WebhookDeliveryRow } from '../db/webhook-deliveries.js';
 import type { WebhookEndpointRow } from '../db/webhook-endpoints.js';
 import { chainById } from '../domain/chains.js';
 import { paymentInstructions, remainingAtomic, type PaymentInstructions } from '../domain/payments.js';
-import type { EventObject } from './event-schemas.js';
-import type { InvoiceObject } from './schemas.js';
+import type { Static } from 'typebox';
+import type { EventObject, WebhookDelivery, WebhookEndpoint } from './schemas/index.js';
+import type { Credential, InvoiceObject, LinkPayment, PaymentLink, Price, Product, Subscription } from './schemas/index.js';
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 
@@ -67,11 +69,11 @@ function instructionsOf(r: InvoiceRow): PaymentInstructions | null {
   );
 }
 
-export function presentPrice(p: PriceRow) {
+export function presentPrice(p: PriceRow): Static<typeof Price> {
   return { ...p, created_at: p.created_at.toISOString(), updated_at: p.updated_at.toISOString() };
 }
 
-export function presentProduct(p: ProductRow) {
+export function presentProduct(p: ProductRow): Static<typeof Product> {
   return {
     id: p.id,
     name: p.name,
@@ -85,7 +87,7 @@ export function presentProduct(p: ProductRow) {
   };
 }
 
-export function presentLink(l: PaymentLinkRow, config: Pick<Config, 'paymentPageBase'>) {
+export function presentLink(l: PaymentLinkRow, config: Pick<Config, 'paymentPageBase'>): Static<typeof PaymentLink> {
   return {
     id: l.id,
     name: l.name,
@@ -110,11 +112,11 @@ export function presentLink(l: PaymentLinkRow, config: Pick<Config, 'paymentPage
   };
 }
 
-export function presentLinkPayment(p: LinkPaymentRow) {
+export function presentLinkPayment(p: LinkPaymentRow): Static<typeof LinkPayment> {
   return { ...p, created_at: p.created_at.toISOString() };
 }
 
-export function presentSubscription(s: SubscriptionRow) {
+export function presentSubscription(s: SubscriptionRow): Static<typeof Subscription> {
   return {
     ...s,
     started_at: s.started_at.toISOString(),
@@ -124,7 +126,7 @@ export function presentSubscription(s: SubscriptionRow) {
   };
 }
 
-export function presentCredential(c: CredentialRow, secret?: string) {
+export function presentCredential(c: CredentialRow, secret?: string): Static<typeof Credential> {
   return {
     id: c.id,
     name: c.name,
@@ -147,7 +149,7 @@ export function presentEvent(e: EventRow): EventObject {
   return { id: e.id, type: e.type, created_at: e.created_at.toISOString(), environment: e.environment, data: { object } };
 }
 
-export function presentWebhookEndpoint(w: WebhookEndpointRow, secret?: string) {
+export function presentWebhookEndpoint(w: WebhookEndpointRow, secret?: string): Static<typeof WebhookEndpoint> {
   return {
     id: w.id,
     url: w.url,
@@ -163,7 +165,7 @@ export function presentWebhookEndpoint(w: WebhookEndpointRow, secret?: string) {
   };
 }
 
-export function presentWebhookDelivery(d: WebhookDeliveryRow) {
+export function presentWebhookDelivery(d: WebhookDeliveryRow): Static<typeof WebhookDelivery> {
   return {
     id: d.id,
     event_id: d.event_id,

@@ -3,7 +3,7 @@
 import { ApiError, commonErrorStatuses, type CommonErrorStatus } from '../errors.js';
 import type { Verdict } from '../domain/invoice-rules.js';
 import type { OutboxJob } from '../queue/outbox.js';
-import { ErrorEnvelope } from './schemas.js';
+import { ErrorEnvelope } from './schemas/index.js';
 import type { AppDeps } from './types.js';
 
 /** The error statuses any v1 route can answer, from the error catalogue, for the OpenAPI document. */

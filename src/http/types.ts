@@ -4,6 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type {
   FastifyBaseLogger,
   FastifyInstance,
+  FastifyPluginAsync,
   RawReplyDefaultExpression,
   RawRequestDefaultExpression,
   RawServerDefault,
@@ -43,5 +44,5 @@ export interface AppDeps {
   /** The queue store's readiness check; without it /healthz and /readyz are not served. */
   readiness?: Readiness;
   /** Extra plugins (the queue dashboard) registered before the routes. */
-  plugins?: ((app: FastifyInstance) => Promise<void>)[];
+  plugins?: FastifyPluginAsync[];
 }

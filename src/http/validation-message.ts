@@ -3,6 +3,7 @@
 import type { FastifySchemaValidationError } from 'fastify';
 import { ApiError } from '../errors.js';
 import { MAX_LINE_ITEMS } from '../domain/invoice-limits.js';
+import { MAX_METADATA_KEY } from '../domain/invoice-limits.js';
 import { HTTP_URL_KEYWORD, INSTANT_KEYWORD } from './ajv-keywords.js';
 
 /** `/line_items/2/quantity` -> `line_items[2].quantity`. */
@@ -94,7 +95,7 @@ export function validationError(errors: FastifySchemaValidationError[], where: W
       message = `${name} must have at most ${String(p.limit)} keys`;
       break;
     case 'propertyNames':
-      message = `${name} has a key that is empty or too long (keys are 1 to 40 characters)`;
+      message = `${name} has a key that is empty or too long (keys are 1 to ${MAX_METADATA_KEY} characters)`;
       break;
     case 'format':
       message = `${name} ${FORMAT_RULES[String(p.format)] ?? `must be a valid ${String(p.format)}`}`;

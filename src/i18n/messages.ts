@@ -2,30 +2,26 @@
 // catalogue per language in templates/locales/<language>.json. Each phrase is a small Handlebars
 // template over plain values; the caller escapes the result for its medium (the HTML templates
 // escape it, the PDF draws it as text). A phrase a catalogue lacks comes from English.
-import { readFileSync } from 'node:fs';
-import Handlebars from 'handlebars';
+import type Handlebars from 'handlebars';
 import { SUPPORTED_LANGUAGES, templateLanguage, type Language } from '../domain/locale.js';
-
-const LOCALES_DIR = new URL('../../templates/locales/', import.meta.url);
+import { compileTemplate, documentTemplates, readTemplate } from './templates.js';
 
 type Phrase = Handlebars.TemplateDelegate<Record<string, unknown>>;
 
-// An isolated instance: nothing registered elsewhere can leak into the phrases.
-const hbs = Handlebars.create();
 const catalogues = new Map<Language, Map<string, Phrase>>();
 const rawCatalogues = new Map<Language, Map<string, string>>();
 
 function catalogue(language: Language): Map<string, Phrase> {
   let phrases = catalogues.get(language);
   if (!phrases) {
-    const raw = JSON.parse(readFileSync(new URL(`${language}.json`, LOCALES_DIR), 'utf8')) as Record<string, unknown>;
+    const raw = JSON.parse(readTemplate(`locales/${language}.json`)) as Record<string, unknown>;
     phrases = new Map();
     const texts = new Map<string, string>();
     for (const [key, text] of Object.entries(raw)) {
       if (typeof text !== 'string') throw new Error(`templates/locales/${language}.json: "${key}" is not a string`);
       texts.set(key, text);
-      // strict: a misspelt placeholder throws instead of printing nothing; noEscape: see header.
-      phrases.set(key, hbs.compile(text, { strict: true, noEscape: true }));
+      // noEscape: see header.
+      phrases.set(key, compileTemplate(text, { noEscape: true }));
     }
     catalogues.set(language, phrases);
     rawCatalogues.set(language, texts);
@@ -85,14 +81,12 @@ export const MESSAGES = Symbol('messages');
 export type WithMessages = { [MESSAGES]?: Messages };
 
 /**
- * `{{t "key" name=value}}` on a Handlebars instance: the phrase in the view's language (the
+ * `{{t "key" name=value}}` in every document template: the phrase in the view's language (the
  * Messages under MESSAGES on the root view), filled from the view and the hash. In HTML output the
  * phrase is escaped like any value.
  */
-export function registerPhraseHelpers(hbs: typeof Handlebars): void {
-  hbs.registerHelper('t', function (this: unknown, key: unknown, options: Handlebars.HelperOptions) {
-    const root = options.data.root as Record<string, unknown> & WithMessages;
-    const messages = root[MESSAGES] ?? messagesFor('en');
-    return messages.t(String(key), { ...root, ...options.hash });
-  });
-}
+documentTemplates.registerHelper('t', function (this: unknown, key: unknown, options: Handlebars.HelperOptions) {
+  const root = options.data.root as Record<string, unknown> & WithMessages;
+  const messages = root[MESSAGES] ?? messagesFor('en');
+  return messages.t(String(key), { ...root, ...options.hash });
+});

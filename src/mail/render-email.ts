@@ -2,12 +2,12 @@
 // templates/. Amounts and dates are formatted exactly as on the PDF, by the same functions, in
 // the invoice's locale; every phrase comes from the locale's catalogue (`{{t "key"}}`, see
 // src/i18n/messages.ts), so one set of templates serves every language.
-import { readFileSync } from 'node:fs';
-import Handlebars from 'handlebars';
+import type Handlebars from 'handlebars';
 import { DELIVERY_KINDS, type DeliveryKind } from '../domain/delivery-kinds.js';
 import type { InvoiceDocument } from '../domain/invoice-document.js';
 import { formatDocumentDate, formatInvoiceAmount } from '../domain/invoice-format.js';
-import { MESSAGES, messagesFor, registerPhraseHelpers, type WithMessages } from '../i18n/messages.js';
+import { MESSAGES, messagesFor, type WithMessages } from '../i18n/messages.js';
+import { compileTemplate, documentTemplates, readTemplate } from '../i18n/templates.js';
 
 /** One email (subject, HTML and text templates) per delivery kind. */
 export type EmailKind = DeliveryKind;
@@ -51,33 +51,20 @@ interface EmailView {
   lang: string;
 }
 
-// Relative to this module, not the cwd, so workers, tests and scripts find the same files.
-const TEMPLATES_DIR = new URL('../../templates/', import.meta.url);
-
-// An isolated instance: partials registered here cannot clash with anyone else's Handlebars use.
-const hbs = Handlebars.create();
-
-registerPhraseHelpers(hbs);
-
 type Part = 'subject' | 'html' | 'text';
 type Template = Handlebars.TemplateDelegate<EmailView & { subject?: string }>;
 
 const cache = new Map<string, Template>();
 
-function source(file: string): string {
-  return readFileSync(new URL(file, TEMPLATES_DIR), 'utf8');
-}
-
 function compile(kind: EmailKind, part: Part): Template {
   const key = `${kind}.${part}`;
   let template = cache.get(key);
   if (template === undefined) {
-    if (part === 'html' && !hbs.partials.layout) {
-      hbs.registerPartial('layout', hbs.compile(source('layout.html.hbs'), { strict: true }));
+    if (part === 'html' && !documentTemplates.partials.layout) {
+      documentTemplates.registerPartial('layout', compileTemplate(readTemplate('layout.html.hbs')));
     }
-    // strict: a misspelt variable throws instead of silently rendering as empty. Only HTML is
-    // escaped; in the subject and the text body "&" must stay "&".
-    template = hbs.compile<EmailView & { subject?: string }>(source(`${key}.hbs`), { strict: true, noEscape: part !== 'html' });
+    // Only HTML is escaped; in the subject and the text body "&" must stay "&".
+    template = compileTemplate<EmailView & { subject?: string }>(readTemplate(`${key}.hbs`), { noEscape: part !== 'html' });
     cache.set(key, template);
   }
   return template;

@@ -5,17 +5,16 @@
 // wallet"; it reads what it needs from data attributes, so no inline script is ever needed.
 // Pure: data in, HTML out.
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import Handlebars from 'handlebars';
+import type Handlebars from 'handlebars';
 import QRCode from 'qrcode';
 import { formatUnits } from 'viem';
 import { erc20TransferUri } from '../domain/eip681.js';
 import type { InvoiceStatus } from '../domain/invoice-rules.js';
-import { MESSAGES, messagesFor, registerPhraseHelpers, type WithMessages } from '../i18n/messages.js';
+import { MESSAGES, messagesFor, type WithMessages } from '../i18n/messages.js';
+import { compileTemplate, readTemplate } from '../i18n/templates.js';
 import { formatDocumentDate, formatTokenAmount } from '../domain/invoice-format.js';
 
-const TEMPLATES_DIR = new URL('../../templates/', import.meta.url);
-const CSS = readFileSync(new URL('pay-page.css', TEMPLATES_DIR), 'utf8').trim();
+const CSS = readTemplate('pay-page.css').trim();
 
 /**
  * The inline stylesheet (by hash), the page's own form, its own wallet script file (no inline
@@ -32,12 +31,10 @@ export const PAYMENT_PAGE_CSP = [
   "frame-ancestors 'none'",
 ].join('; ');
 
-const hbs = Handlebars.create();
-registerPhraseHelpers(hbs);
 let template: Handlebars.TemplateDelegate | null = null;
 
 function compiled(): Handlebars.TemplateDelegate {
-  template ??= hbs.compile(readFileSync(new URL('pay-page.html.hbs', TEMPLATES_DIR), 'utf8'), { strict: true });
+  template ??= compileTemplate(readTemplate('pay-page.html.hbs'));
   return template;
 }
 

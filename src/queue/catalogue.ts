@@ -3,6 +3,8 @@
 // (which queue a handler listens on), the dashboard and the metrics all read this module; a new
 // job kind is one entry here plus its handler in jobs/ (see ARCHITECTURE.md).
 import type { JobsOptions } from 'bullmq';
+import type { Config } from '../config.js';
+import { isWatched } from '../domain/chains.js';
 import type { ReminderPhase } from '../domain/reminder-schedule.js';
 import { CAPPED_BACKOFF } from './backoff.js';
 
@@ -80,9 +82,56 @@ export interface JobSpec<N extends JobName> {
    * relay and the fast path, a re-run) is a no-op. BullMQ ids must not contain ':'.
    */
   jobId?(payload: JobPayloads[N]): string;
-  /** How the job reaches its queue: written to the outbox, added with a delay, or made by a job scheduler. */
-  producedBy: 'outbox' | 'delayed' | 'scheduler';
+  /**
+   * How the job reaches its queue: written to the outbox (enqueueInTransaction refuses any other
+   * job), added by another job's handler, added with a delay, or made by a job scheduler (each
+   * invoice's reminder scheduler, or the upkeep `schedule` below).
+   */
+  producedBy: 'outbox' | 'handler' | 'delayed' | 'scheduler';
+  /**
+   * An upkeep job on job schedulers of its own: the worker runtime upserts (and guards) one
+   * scheduler per instance, on the job's queue (reminder shard 0 for the reminder role).
+   */
+  schedule?: JobSchedule<N>;
 }
+
+/** One job scheduler of an upkeep job: its id, its payload, and its name in the log lines. */
+export interface ScheduledInstance<N extends JobName> {
+  id: string;
+  data: JobPayloads[N];
+  what: string;
+}
+
+export interface JobSchedule<N extends JobName> {
+  /** The period between two runs. */
+  everyMs(config: Config): number;
+  /** The schedulers this configuration wants: one, or one per watched chain. */
+  instances(config: Config): ScheduledInstance<N>[];
+  /** Schedulers with this id prefix that `instances` does not name are removed at start. */
+  removeOthersWithPrefix?: string;
+}
+
+/** How often expired Idempotency-Key records are deleted. */
+export const IDEMPOTENCY_PRUNE_EVERY_MS = 3_600_000;
+
+/** Scheduler ids (BullMQ job schedulers): the upkeep jobs', and the prefixes of the per-invoice and per-chain ones. */
+export const SCHEDULERS = {
+  reconcile: 'reminders-reconcile',
+  idempotencyPrune: 'idempotency-prune',
+  eventsPrune: 'events-prune',
+  reminderPrefix: 'rem-',
+  chainWatchPrefix: 'chain-watch-',
+} as const;
+
+/** The job scheduler of one watched chain. */
+export function chainWatchSchedulerId(chainId: number): string {
+  return `${SCHEDULERS.chainWatchPrefix}${chainId}`;
+}
+
+/** A single upkeep scheduler with an empty payload. */
+const single =
+  (id: string, what: string) =>
+  (): { id: string; data: Record<string, never>; what: string }[] => [{ id, data: {}, what }];
 
 const DAY_S = 24 * 3600;
 
@@ -133,11 +182,13 @@ export const JOBS: { readonly [N in JobName]: JobSpec<N> } = {
     producedBy: 'scheduler',
     options: { attempts: 30, backoff: { type: CAPPED_BACKOFF } },
   },
-  // Made by its own job scheduler every RECONCILE_EVERY: makes Redis match Postgres.
+  // Made by its own job scheduler every RECONCILE_EVERY (and once at worker start): makes Redis
+  // match Postgres.
   'reminders.reconcile': {
     queue: QUEUES.reminders,
     producedBy: 'scheduler',
     options: { removeOnComplete: 50, removeOnFail: 50 },
+    schedule: { everyMs: (config) => config.reconcileEvery.toMillis(), instances: single(SCHEDULERS.reconcile, 'reconciler') },
   },
   // Made by its own job scheduler every IDEMPOTENCY_PRUNE_EVERY_MS: deletes expired
   // Idempotency-Key records. On the reminder queue, whose workers every process runs.
@@ -145,6 +196,7 @@ export const JOBS: { readonly [N in JobName]: JobSpec<N> } = {
     queue: QUEUES.reminders,
     producedBy: 'scheduler',
     options: { removeOnComplete: 24, removeOnFail: 24 },
+    schedule: { everyMs: () => IDEMPOTENCY_PRUNE_EVERY_MS, instances: single(SCHEDULERS.idempotencyPrune, 'idempotency prune') },
   },
   // One per event, from the outbox row that emit_event (SQL, see the events migration) writes
   // with the event when its account has an enabled endpoint in that environment; that SQL
@@ -165,7 +217,7 @@ export const JOBS: { readonly [N in JobName]: JobSpec<N> } = {
   // ends it (the attempt cap is only a bound).
   'webhook.deliver': {
     queue: QUEUES.webhooks,
-    producedBy: 'outbox',
+    producedBy: 'handler',
     options: {
       attempts: 10_000,
       backoff: { type: WEBHOOK_BACKOFF },
@@ -179,6 +231,7 @@ export const JOBS: { readonly [N in JobName]: JobSpec<N> } = {
     queue: QUEUES.webhooks,
     producedBy: 'scheduler',
     options: { removeOnComplete: 24, removeOnFail: 24 },
+    schedule: { everyMs: (config) => config.events.pruneEvery.toMillis(), instances: single(SCHEDULERS.eventsPrune, 'events prune') },
   },
   // Made by one job scheduler per watched chain every CHAIN_POLL_INTERVAL_MS, on a queue of its
   // own so a slow RPC never holds a send or a webhook. A run that fails is not retried: the next
@@ -187,6 +240,13 @@ export const JOBS: { readonly [N in JobName]: JobSpec<N> } = {
     queue: QUEUES.chain,
     producedBy: 'scheduler',
     options: { attempts: 1, removeOnComplete: 100, removeOnFail: 100 },
+    schedule: {
+      everyMs: (config) => config.chainPollIntervalMs,
+      instances: (config) =>
+        config.chains.filter(isWatched).map((c) => ({ id: chainWatchSchedulerId(c.chainId), data: { chainId: c.chainId }, what: `chain ${c.chainId} watch` })),
+      // A chain no longer watched loses its scheduler.
+      removeOthersWithPrefix: SCHEDULERS.chainWatchPrefix,
+    },
   },
 };
 
@@ -213,19 +273,22 @@ export function dueJobId(invoiceId: string, dueAt: Date): string {
   return `invoice.due-${invoiceId}-${dueAt.getTime()}`;
 }
 
-/** Scheduler ids (BullMQ job schedulers): the reconciler's, and the prefix of each invoice's reminder scheduler. */
-export const SCHEDULERS = {
-  reconcile: 'reminders-reconcile',
-  idempotencyPrune: 'idempotency-prune',
-  eventsPrune: 'events-prune',
-  reminderPrefix: 'rem-',
-  chainWatchPrefix: 'chain-watch-',
-} as const;
+/** The upkeep jobs: those with a `schedule`. */
+export const SCHEDULED_JOBS: JobName[] = JOB_NAMES.filter((n) => JOBS[n].schedule !== undefined);
 
-/** The job scheduler of one watched chain. */
-export function chainWatchSchedulerId(chainId: number): string {
-  return `${SCHEDULERS.chainWatchPrefix}${chainId}`;
+/**
+ * A job as a queue's add()/addBulk() takes it: the catalogue's options, its id (the catalogue's
+ * unless given), any extra options (a delay).
+ */
+export function jobToAdd<N extends JobName>(
+  name: N,
+  data: JobPayloads[N],
+  extra: JobsOptions & { jobId?: string } = {},
+): { name: N; data: JobPayloads[N]; opts: JobsOptions } {
+  return { name, data, opts: { ...JOBS[name].options, jobId: extra.jobId ?? jobIdOf(name, data), ...extra } };
 }
 
-/** How often expired Idempotency-Key records are deleted. */
-export const IDEMPOTENCY_PRUNE_EVERY_MS = 3_600_000;
+/** The due-date job of an invoice: delayed to its due instant. */
+export function dueJob(invoiceId: string, dueAt: Date, now: number = Date.now()): ReturnType<typeof jobToAdd<'invoice.due'>> {
+  return jobToAdd('invoice.due', { invoiceId }, { jobId: dueJobId(invoiceId, dueAt), delay: Math.max(0, dueAt.getTime() - now) });
+}

@@ -9,8 +9,13 @@ export interface JobMeta {
   jobId: string;
   /** 1 on the first run. */
   attempt: number;
-  /** The instant the job was planned for: its delay's end, or its slot for a scheduler's job. */
+  /** The instant the job was planned for: when it was added plus its delay (a scheduler's job: see `source`). */
   plannedAt: Date;
+  /**
+   * Where the job came from: its queue, and its options (a scheduler-made job carries its repeat
+   * options there). For a handler that keeps its own schedule in step (the reminder job).
+   */
+  source: { queueName: string; opts: object };
 }
 
 export type JobHandler<P, C> = (payload: P, ctx: C & { log: Logger }, meta: JobMeta) => Promise<string>;
@@ -24,7 +29,6 @@ export function createProcessor<C>(
   handlers: Record<string, JobHandler<never, C>>,
   ctx: C,
   log: Logger,
-  plannedAtOf: (job: Job) => Date,
   observer: JobObserver = {},
 ): Processor {
   return async (job: Job) => {
@@ -33,7 +37,12 @@ export function createProcessor<C>(
     const jobLog = log.child({ job_id: job.id, job_name: job.name, ...(data.invoiceId ? { invoice_id: data.invoiceId } : {}) });
     if (!handler) throw new UnrecoverableError(`no handler for job ${job.name}`);
     const started = performance.now();
-    const meta: JobMeta = { jobId: job.id ?? '', attempt: job.attemptsMade + 1, plannedAt: plannedAtOf(job) };
+    const meta: JobMeta = {
+      jobId: job.id ?? '',
+      attempt: job.attemptsMade + 1,
+      plannedAt: plannedAtOfDelayed(job),
+      source: { queueName: job.queueName, opts: job.opts },
+    };
     try {
       const outcome = await handler(job.data, { ...ctx, log: jobLog }, meta);
       const durationMs = performance.now() - started;

@@ -14,7 +14,7 @@
 // and a handler must be idempotent anyway (BullMQ runs a job at least once).
 import { insertOutbox } from '../db/outbox.js';
 import type { PoolClient } from '../db/pool.js';
-import { jobIdOf, type JobName, type JobPayloads } from './catalogue.js';
+import { jobIdOf, JOBS, type JobName, type JobPayloads } from './catalogue.js';
 
 /** A job recorded in the outbox: what the relay hands to BullMQ. */
 export interface OutboxJob<N extends JobName = JobName> {
@@ -34,6 +34,7 @@ export async function enqueueInTransaction<N extends JobName>(
   payload: JobPayloads[N],
   jobId: string = jobIdOf(name, payload),
 ): Promise<OutboxJob<N>> {
+  if (JOBS[name].producedBy !== 'outbox') throw new Error(`job ${name} is not produced through the outbox (catalogue: ${JOBS[name].producedBy})`);
   await insertOutbox(tx, name, jobId, payload);
   return { job_name: name, job_id: jobId, payload };
 }

@@ -39,7 +39,7 @@
 // - Fire lateness comes from Redis, not from this module: the worker waits for the next delayed
 //   job with a BZPOPMIN timeout, which Redis only expires on its `hz` tick (10/s by default), so
 //   a reminder starts 0–100 ms after its planned instant (measured p50 ~20 ms, p99 ~60–95 ms).
-import { defaultRepeatStrategy, type AdvancedRepeatOptions, type Job, type JobSchedulerJobOptions, type JobSchedulerTemplateOptions, type RepeatOptions, type RepeatStrategy, type WorkerOptions } from 'bullmq';
+import { defaultRepeatStrategy, type AdvancedRepeatOptions, type JobSchedulerJobOptions, type JobSchedulerTemplateOptions, type RepeatOptions, type RepeatStrategy, type WorkerOptions } from 'bullmq';
 import { Duration } from 'luxon';
 import {
   firstSlotFrom,
@@ -52,6 +52,7 @@ import {
 } from '../domain/reminder-schedule.js';
 import type { AppQueue } from './backend.js';
 import { SCHEDULERS, type JobName, type ReminderJobData } from './catalogue.js';
+
 
 const REMINDER_JOB = 'invoice.reminder' satisfies JobName;
 
@@ -133,8 +134,19 @@ export function invoiceIdOfReminderScheduler(schedulerId: string): string | null
 
 const JOB_ID_RE = /^repeat:(.+):(\d+)$/;
 
+/**
+ * A fired reminder job as its handler sees it: its id, queue, payload and options (where a
+ * scheduler-made job carries its repeat options). A BullMQ Job is one.
+ */
+export interface FiredReminder {
+  id?: string;
+  queueName: string;
+  data: ReminderJobData;
+  opts: object;
+}
+
 /** Scheduler-produced jobs carry their repeat options in opts (typed internal in BullMQ 6). */
-function repeatOf(job: Job): JobSchedulerJobOptions['repeat'] {
+function repeatOf(job: Pick<FiredReminder, 'opts'>): JobSchedulerJobOptions['repeat'] {
   return (job.opts as JobSchedulerJobOptions).repeat;
 }
 
@@ -145,7 +157,7 @@ function repeatOf(job: Job): JobSchedulerJobOptions['repeat'] {
  * clamps the instant to the upsert time (job-scheduler.js). So for iteration 1 the slot is
  * recomputed the way the strategy chose it, from the startDate stored in the job's repeat opts.
  */
-export function plannedInstantOf(job: Job): Date {
+export function plannedInstantOf(job: Pick<FiredReminder, 'id' | 'opts'>): Date {
   const m = JOB_ID_RE.exec(job.id ?? '');
   if (m === null) throw new Error(`not a scheduler-produced job: ${job.id}`);
   const repeat = repeatOf(job);
@@ -167,12 +179,12 @@ export interface ReminderSchedulers {
   /** The invoice has a scheduler in this queue. */
   exists(invoiceId: string): Promise<boolean>;
   /** Call after handling a reminder: moves on when its phase is used up (see file header). */
-  advance(job: Job<ReminderJobData>, now: Date): Promise<void>;
-  plannedInstantOf(job: Job): Date;
+  advance(job: FiredReminder, now: Date): Promise<void>;
+  plannedInstantOf(job: Pick<FiredReminder, 'id' | 'opts'>): Date;
   /** Whether a scheduler's pattern is this policy's plan for its phase (false for foreign patterns). */
   followsPolicy(pattern: string | undefined, dueAt: Date): boolean;
   /** Whether a fired reminder job was planned under this policy (true for jobs not ours). */
-  plannedUnderPolicy(job: Job): boolean;
+  plannedUnderPolicy(job: Pick<FiredReminder, 'opts'>): boolean;
 }
 
 export function createReminderSchedulers(
@@ -228,7 +240,7 @@ export function createReminderSchedulers(
   // slot after `now`, that job exists and there is nothing to do, without a round trip. Otherwise
   // the chain may be exhausted, which only Redis knows for sure (a catch-up job from a past `now`
   // can end its phase early): the scheduler still pointing at this very job means no next job.
-  async function advance(job: Job<ReminderJobData>, now: Date): Promise<void> {
+  async function advance(job: FiredReminder, now: Date): Promise<void> {
     const repeat = repeatOf(job);
     const pattern = repeat?.pattern;
     const spec = decodeSpec(pattern);
@@ -253,7 +265,7 @@ export function createReminderSchedulers(
     return spec !== null && pattern === encodeSpec(phaseRule(policy, spec.rule.phase), dueAt);
   }
 
-  function plannedUnderPolicy(job: Job): boolean {
+  function plannedUnderPolicy(job: Pick<FiredReminder, 'opts'>): boolean {
     const pattern = repeatOf(job)?.pattern;
     const spec = decodeSpec(pattern);
     return spec === null || followsPolicy(pattern, spec.dueAt);

@@ -3,18 +3,16 @@
 // (reminders on/off, paid through the test helper). An invoice's scheduler and due-date job live
 // in its reminder shard (reminder-shards.ts); while the shard count changes, the placement rules
 // of reminder-placement.ts say where else they may be.
-import type { Job } from 'bullmq';
 import type { AppQueue, QueueBackend } from './backend.js';
 import { describePolicy, type ReminderPolicy } from '../domain/reminder-schedule.js';
 import { remindersShouldRun } from '../domain/invoice-rules.js';
 import { existingInvoiceIds, findReminderTarget, listReminderTargets, type ReminderTarget } from '../db/reminders.js';
 import type { Queryable } from '../db/pool.js';
-import { dueJobId, JOBS, type InvoiceDuePayload } from './catalogue.js';
+import { dueJob, dueJobId, JOBS } from './catalogue.js';
 import { forgettable, inPlace, placementsOf } from './reminder-placement.js';
-import { createReminderSchedulers, invoiceIdOfReminderScheduler, reminderSchedulerId, type ReminderSchedulers } from './reminder-schedulers.js';
+import { createReminderSchedulers, invoiceIdOfReminderScheduler, reminderSchedulerId, type FiredReminder, type ReminderSchedulers } from './reminder-schedulers.js';
 import type { ReminderShardSet } from './reminder-shard-set.js';
 import { reminderShardOf, shardOfQueueName } from './reminder-shards.js';
-import type { ReminderJobData } from './catalogue.js';
 
 /** Reminders run for this invoice: the domain rule, and its invoice email went out (never a reminder before it). */
 export function remindersRunFor(t: ReminderTarget): boolean {
@@ -51,9 +49,9 @@ export interface ReminderService {
   /** Reminders turned on again: future slots only, no burst of missed ones. */
   resume(invoiceId: string): Promise<void>;
   /** The job's slot was planned under this process's policy (issue: policy changes at reconcile). */
-  plannedUnderPolicy(job: Job): boolean;
+  plannedUnderPolicy(job: FiredReminder): boolean;
   /** After a reminder job ran, in the shard it came from: the schedule moves on when its phase is used up. */
-  advance(job: Job<ReminderJobData>, now: Date): Promise<void>;
+  advance(job: FiredReminder, now: Date): Promise<void>;
   /** Makes Redis match Postgres for every open and overdue invoice, shard by shard. */
   reconcile(): Promise<ReconcileReport>;
 }
@@ -93,12 +91,8 @@ export function createReminderService(
   const runs = remindersRunFor;
 
   async function addDueJob(t: ReminderTarget): Promise<void> {
-    const payload: InvoiceDuePayload = { invoiceId: t.id };
-    await shards.queues.shard(ownShard(t.id)).add('invoice.due', payload, {
-      ...JOBS['invoice.due'].options,
-      jobId: dueJobId(t.id, t.due_at!),
-      delay: Math.max(0, t.due_at!.getTime() - Date.now()),
-    });
+    const job = dueJob(t.id, t.due_at!);
+    await shards.queues.shard(ownShard(t.id)).add(job.name, job.data, job.opts);
   }
 
   // The policy the schedules in the queue store were last brought in line with, kept beside them

@@ -12,8 +12,10 @@
 //   3 masters, and close to it on 2, 4 or 6.
 import { createHash } from 'node:crypto';
 import calculateSlot from 'cluster-key-slot';
+import { QUEUES } from './catalogue.js';
 
-export const REMINDER_QUEUE_BASE = 'invoice-reminders';
+/** The reminder role's queue name is the shards' base: `invoice-reminders-<i>`. */
+export const REMINDER_QUEUE_BASE = QUEUES.reminders;
 export const MAX_REMINDER_SHARDS = 1024;
 const SLOTS = 16_384;
 /** Width of the slot window a shard's tag must land in. */
@@ -24,9 +26,11 @@ export function reminderShardQueue(shard: number): string {
   return `${REMINDER_QUEUE_BASE}-${shard}`;
 }
 
+const SHARD_QUEUE_RE = new RegExp(`^${REMINDER_QUEUE_BASE}-(\\d+)$`);
+
 /** The shard index of a queue name, or null when it is not a reminder shard. */
 export function shardOfQueueName(name: string): number | null {
-  const m = /^invoice-reminders-(\d+)$/.exec(name);
+  const m = SHARD_QUEUE_RE.exec(name);
   return m ? Number(m[1]) : null;
 }
 

@@ -8,7 +8,7 @@ import { allQueues, openQueues, type QueueSet } from '../queue/queues.js';
 import { createReminderService, type ReminderService } from '../queue/reminder-service.js';
 import { createReminderShardSet } from '../queue/reminder-shard-set.js';
 import { createMetrics } from '../observability/metrics.js';
-import { DASHBOARD_PATH, registerDashboard } from '../http/plugins/dashboard.js';
+import { DASHBOARD_PATH, dashboardPlugin } from '../http/plugins/dashboard.js';
 import { createOutboxRelay } from '../queue/outbox-relay.js';
 import { claimQueueStorage, queueBackendOf } from '../queue/backend.js';
 import { withTimeout } from '../lib/with-timeout.js';
@@ -81,7 +81,7 @@ export async function createApiRuntime(config: Config, log: Logger, extra: Parti
   const plugins: AppDeps['plugins'] = [];
   if (config.adminUser && config.adminPassword) {
     const credentials = { user: config.adminUser, password: config.adminPassword };
-    plugins.push((app) => registerDashboard(app, queues, credentials, backend.kind));
+    plugins.push(async (app) => app.register(dashboardPlugin, { queues, credentials, backend: backend.kind }));
     log.info({ path: DASHBOARD_PATH }, 'queue dashboard on');
   } else {
     log.info('queue dashboard off: set ADMIN_USER and ADMIN_PASSWORD to turn it on');

@@ -21,12 +21,12 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, openSync, readFileSync, symlinkSync, unlinkSync } from 'node:fs';
 import { chmod, chown, mkdir, rename, rm, stat, writeFile } from 'node:fs/promises';
-import net from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import path from 'node:path';
 import { ensureDatabase } from '../db/migrate.js';
 import { acceptsConnections } from '../db/pool.js';
 import type { Logger } from '../log.js';
+import { freePort } from '../lib/free-port.js';
 
 export const EMBEDDED_DATABASE = 'invoices';
 const SUPERUSER = 'postgres';
@@ -118,17 +118,6 @@ async function writeServerFile(file: string, content: ServerFile): Promise<void>
   const tmp = `${file}.${process.pid}.tmp`;
   await writeFile(tmp, JSON.stringify(content), { mode: 0o600 });
   await rename(tmp, file);
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -1,16 +1,14 @@
 // One BullMQ Worker per queue of the catalogue (one per reminder shard), dispatching each job to
 // the handler the entrypoint registered for its name. Per-queue settings (backoff types, the
-// reminder repeat strategy, keep-policies) and the reminder schedule's after-job step live here.
-import type { Job } from 'bullmq';
+// reminder repeat strategy, keep-policies) live here; what a job does, in its handler.
 import { retryDelayMs } from '../domain/webhooks.js';
 import type { Logger } from '../log.js';
 import type { AppWorker, QueueBackend, WorkerExtras } from '../queue/backend.js';
 import { backoffSettings } from '../queue/backoff.js';
-import { jobsOfQueue, QUEUES, type QueueRole, type ReminderJobData } from '../queue/catalogue.js';
-import { createProcessor, plannedAtOfDelayed, type JobHandler, type JobObserver } from '../queue/dispatcher.js';
+import { jobsOfQueue, QUEUES, type QueueRole } from '../queue/catalogue.js';
+import { createProcessor, type JobHandler, type JobObserver } from '../queue/dispatcher.js';
 import type { JobContext, JobHandlers } from '../queue/job-context.js';
-import { plannedInstantOf, reminderWorkerOptions } from '../queue/reminder-schedulers.js';
-import type { ReminderService } from '../queue/reminder-service.js';
+import { reminderWorkerOptions } from '../queue/reminder-schedulers.js';
 import { reminderShardQueue, reminderShardTag } from '../queue/reminder-shards.js';
 
 export interface QueueWorkers {
@@ -35,7 +33,6 @@ export interface QueueWorkerOptions {
 export function startQueueWorkers(
   handlers: JobHandlers,
   ctx: JobContext,
-  reminders: ReminderService,
   opts: QueueWorkerOptions,
   log: Logger,
   observer: JobObserver,
@@ -57,52 +54,14 @@ export function startQueueWorkers(
   const handlersOf = (role: QueueRole): Record<string, JobHandler<never, JobContext>> =>
     Object.fromEntries(jobsOfQueue(QUEUES[role]).map((name) => [name, handlers[name] as JobHandler<never, JobContext>]));
 
-  const sendWorker = backend.worker(QUEUES.send, createProcessor(handlersOf('send'), ctx, log, plannedAtOfDelayed, observer), {
-    ...common,
-    ...perQueue.send,
-  });
-
-  const reminderProcessor = createProcessor(
-    handlersOf('reminders'),
-    ctx,
-    log,
-    (job) => (job.name === 'invoice.reminder' ? plannedInstantOf(job) : plannedAtOfDelayed(job)),
-    observer,
-  );
+  const processorOf = (role: QueueRole) => createProcessor(handlersOf(role), ctx, log, observer);
+  const sendWorker = backend.worker(QUEUES.send, processorOf('send'), { ...common, ...perQueue.send });
+  const processReminder = processorOf('reminders');
   // The shards share the process's concurrency: WORKER_CONCURRENCY is a budget per process and
   // role, not per shard (12 shards x 8 would outgrow the database pool).
   const shardConcurrency = (count: number) => Math.max(1, Math.ceil(opts.concurrency / count));
-  const processReminder = async (job: Job) => {
-    // A slot planned under another reminder policy (this worker started with other REMINDERS_*
-    // values and its start's reconcile has not reached this invoice yet) is not sent: the
-    // invoice moves to this worker's policy, future slots only, as the reconcile would.
-    if (job.name === 'invoice.reminder' && !reminders.plannedUnderPolicy(job)) {
-      const { invoiceId } = job.data as ReminderJobData;
-      await reminders.resume(invoiceId);
-      log.info({ job_id: job.id, invoice_id: invoiceId }, 'reminder planned under another policy: re-planned, not sent');
-      return 'replanned';
-    }
-    try {
-      return await reminderProcessor(job);
-    } finally {
-      // After the last slot of a phase the scheduler moves on or is removed (see
-      // reminder-schedulers.ts), whatever this slot's outcome: a failed last slot must not
-      // leave an exhausted scheduler behind.
-      if (job.name === 'invoice.reminder') {
-        await reminders
-          .advance(job as Job<ReminderJobData>, new Date())
-          .catch((err: unknown) => log.warn({ err, job_id: job.id }, 'could not advance the reminder schedule'));
-      }
-    }
-  };
-  const webhookWorker = backend.worker(QUEUES.webhooks, createProcessor(handlersOf('webhooks'), ctx, log, plannedAtOfDelayed, observer), {
-    ...common,
-    ...perQueue.webhooks,
-  });
-  const chainWorker = backend.worker(QUEUES.chain, createProcessor(handlersOf('chain'), ctx, log, plannedAtOfDelayed, observer), {
-    ...common,
-    ...perQueue.chain,
-  });
+  const webhookWorker = backend.worker(QUEUES.webhooks, processorOf('webhooks'), { ...common, ...perQueue.webhooks });
+  const chainWorker = backend.worker(QUEUES.chain, processorOf('chain'), { ...common, ...perQueue.chain });
   const workers: AppWorker[] = [sendWorker, webhookWorker, chainWorker];
   const consumed = new Set<number>();
   const watch = (w: AppWorker) => w.on('error', (err) => log.warn({ err, queue: w.name }, 'worker error'));

@@ -12,17 +12,17 @@ import { createMailRouter, type MailTransport } from '../mail/transport.js';
 import { createMetrics, type Metrics } from '../observability/metrics.js';
 import type { JobObserver } from '../queue/dispatcher.js';
 import type { JobContext, JobHandlers } from '../queue/job-context.js';
-import { allQueues, openQueues, type QueueSet } from '../queue/queues.js';
+import { allQueues, openQueues, queueNamed, type QueueSet } from '../queue/queues.js';
 import { claimQueueStorage, queueBackendOf, type AppQueue, type AppWorker } from '../queue/backend.js';
 import { createReminderService, type ReminderService } from '../queue/reminder-service.js';
 import { createReminderShardSet } from '../queue/reminder-shard-set.js';
-import { chainWatchSchedulerId, IDEMPOTENCY_PRUNE_EVERY_MS, JOBS, jobIdOf, SCHEDULERS } from '../queue/catalogue.js';
+import { jobToAdd, QUEUES } from '../queue/catalogue.js';
 import { listen } from '../db/listen.js';
 import { presentEvent } from '../http/presenters.js';
 import { createWebhookSender } from '../webhooks/sender.js';
-import { removeStaleChainSchedulers, startGuardedSchedulers } from './guarded-schedulers.js';
+import { startUpkeepSchedulers } from './guarded-schedulers.js';
 import { createChainWatcher } from '../chain/watcher.js';
-import { describeWatched, useChains } from '../domain/chains.js';
+import { describeWatched, isWatched, useChains } from '../domain/chains.js';
 import { startOutboxRelayLoop } from './outbox-relay-loop.js';
 import { startQueueWorkers } from './queue-workers.js';
 import { startReminderUpkeep } from './reminder-upkeep.js';
@@ -106,7 +106,7 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
   };
   const pdf = config.pdfRenderThreads > 0 ? createPdfRenderPool(config.pdfRenderThreads, { warm: true }) : null;
   const sender = createWebhookSender({ timeoutMs: config.webhooks.timeoutMs, allowPrivate: config.webhooks.allowPrivateNetworks });
-  const watched = config.chains.filter((c) => c.rpcUrls.length > 0);
+  const watched = config.chains.filter(isWatched);
   const chainWatcher = watched.length > 0 ? createChainWatcher({ pool, chains: config.chains, maxBlocks: config.chainGetLogsMaxBlocks, log, metrics: metrics.chain }) : null;
   const ctx: JobContext = {
     config,
@@ -123,10 +123,7 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
       renderEvent: presentEvent,
       async enqueueDeliveries(refs) {
         if (refs.length === 0) return;
-        const spec = JOBS['webhook.deliver'];
-        await queues.webhooks.addBulk(
-          refs.map((data) => ({ name: 'webhook.deliver', data, opts: { ...spec.options, jobId: jobIdOf('webhook.deliver', data) } })),
-        );
+        await queues.webhooks.addBulk(refs.map((data) => jobToAdd('webhook.deliver', data)));
       },
       countDelivery: (outcome) => metrics.webhookDeliveries.inc({ outcome }),
       observeDeliveryLatency: (seconds) => metrics.webhookLatency.observe(seconds),
@@ -135,7 +132,6 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
   const { workers, consumeReminderShards } = startQueueWorkers(
     handlers,
     ctx,
-    reminders,
     {
       backend,
       concurrency: config.workerConcurrency,
@@ -149,29 +145,11 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
     shards.layout().consumed,
   );
   const reconcileEveryMs = config.reconcileEvery.toMillis();
-  const schedulers = await startGuardedSchedulers(
-    // Reminder shard 0 is the home of the upkeep schedulers, whatever the shard count.
-    queues.reminders.shard(0),
-    [
-      { id: SCHEDULERS.reconcile, job: 'reminders.reconcile', everyMs: reconcileEveryMs, what: 'reconciler' },
-      // Expired Idempotency-Key records are deleted on a scheduler of their own.
-      { id: SCHEDULERS.idempotencyPrune, job: 'idempotency.prune', everyMs: IDEMPOTENCY_PRUNE_EVERY_MS, what: 'idempotency prune' },
-    ],
-    reconcileEveryMs,
-    log,
-  );
-  // Events past their retention go on a scheduler of their own, on the webhooks queue.
-  const eventSchedulers = await startGuardedSchedulers(
-    queues.webhooks,
-    [{ id: SCHEDULERS.eventsPrune, job: 'events.prune', everyMs: config.events.pruneEvery.toMillis(), what: 'events prune' }],
-    reconcileEveryMs,
-    log,
-  );
-  // One scheduler per watched chain; a chain no longer watched loses its scheduler.
-  await removeStaleChainSchedulers(queues.chain, watched.map((c) => chainWatchSchedulerId(c.chainId)), log);
-  const chainSchedulers = await startGuardedSchedulers(
-    queues.chain,
-    watched.map((c) => ({ id: chainWatchSchedulerId(c.chainId), job: 'chain.watch', data: { chainId: c.chainId }, everyMs: config.chainPollIntervalMs, what: `chain ${c.chainId} watch` })),
+  // The upkeep jobs, on the schedulers their catalogue entries ask for. Reminder shard 0 is the
+  // home of the reminder role's, whatever the shard count.
+  const schedulers = await startUpkeepSchedulers(
+    (name) => (name === QUEUES.reminders ? queues.reminders.shard(0) : queueNamed(queues, name)),
+    config,
     reconcileEveryMs,
     log,
   );
@@ -188,8 +166,8 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
     },
   });
   const relayLoop = startOutboxRelayLoop(pool, queues, config.outboxRelayIntervalMs, log, metrics);
-  // emit_event NOTIFYs at commit when it wrote a fan-out row: relay at once rather than at the
-  // next tick, whoever wrote the event (the API, a worker, a trigger on plain SQL).
+  // Every insert into the outbox NOTIFYs at commit (a statement trigger): relay at once rather than at the
+  // next tick, whoever wrote the row (the API, a worker, a trigger on plain SQL).
   const outboxListener = listen(
     config.databaseUrl,
     'outbox_pending',
@@ -232,8 +210,6 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
       await relayLoop.stop();
       await outboxListener.close();
       schedulers.stop();
-      eventSchedulers.stop();
-      chainSchedulers.stop();
       clearInterval(claimGuard);
       await http.close();
       // Worker.close() lets active jobs finish; the caller bounds the total time.

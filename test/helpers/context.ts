@@ -1,16 +1,18 @@
 // Per test file: a database cloned from the migrated template, a Redis key prefix of its own,
 // and helpers to build the API over them.
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
 import pg from 'pg';
 import { inject } from 'vitest';
 import { loadConfig, type Config, type RedisNode } from '../../src/config.js';
-import { createRedisConnections, type RedisTarget } from '../../src/queue/redis.js';
+import type { RedisTarget } from '../../src/queue/redis.js';
 import { newId } from '../../src/domain/ids.js';
 import { createLogger } from '../../src/log.js';
 import { createApiRuntime, type ApiRuntime } from '../../src/runtime/api-runtime.js';
 import { provisionMerchant, type MerchantKeys } from '../../src/runtime/provision.js';
 import { withDatabase } from './global-setup.js';
+import { deleteRedisPrefix } from './redis-keys.js';
+
+export { deleteRedisPrefix, scanNode } from './redis-keys.js';
 
 export interface TestDatabase {
   url: string;
@@ -48,38 +50,6 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   };
 }
 
-/**
- * Deletes every Redis key under the prefix: SCAN node by node (a cluster refuses a whole-keyspace
- * command), single-key UNLINKs; never FLUSHALL: other files share the server.
- */
-/** Keys matching the pattern on one node (SCAN: never a blocking whole-keyspace KEYS). */
-export async function scanNode(node: Redis, pattern: string): Promise<string[]> {
-  const keys: string[] = [];
-  let cursor = '0';
-  do {
-    const [next, batch] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-    cursor = next;
-    keys.push(...batch);
-  } while (cursor !== '0');
-  return keys;
-}
-
-export async function deleteRedisPrefix(target: RedisTarget | string, prefix: string): Promise<void> {
-  const connections = createRedisConnections(typeof target === 'string' ? { redisUrl: target, redisClusterNodes: null } : target);
-  try {
-    for (const node of await connections.masters()) {
-      const keys = await scanNode(node, `${prefix}:*`);
-      for (let i = 0; i < keys.length; i += 1000) {
-        const pipeline = node.pipeline();
-        for (const key of keys.slice(i, i + 1000)) pipeline.unlink(key);
-        await pipeline.exec();
-      }
-    }
-  } finally {
-    await connections.close();
-  }
-}
-
 /** Which Redis this test file runs against: the `cluster` test project runs some files on a local cluster. */
 export function testRedisMode(): 'single' | 'cluster' {
   return inject('redisMode') === 'cluster' ? 'cluster' : 'single';
@@ -96,7 +66,7 @@ export function redisTargetOf(env: Pick<TestEnv, 'redisUrl' | 'redisClusterNodes
  */
 export async function loseQueueStore(env: TestEnv): Promise<void> {
   const target = redisTargetOf(env);
-  if (target) return deleteRedisPrefix(target, env.redisPrefix);
+  if (target) await deleteRedisPrefix(target, env.redisPrefix);
   const c = new pg.Client({ connectionString: env.db.url });
   await c.connect();
   try {

@@ -12,6 +12,7 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createLogger } from '../../src/log.js';
+import { freePort } from '../../src/lib/free-port.js';
 import { useEmbeddedPostgres } from '../../src/runtime/embedded-postgres.js';
 
 export interface Services {
@@ -56,17 +57,6 @@ export async function containerRuntimeAnswers(): Promise<boolean> {
 export function redisServerBinary(): string | null {
   const found = spawnSync('sh', ['-c', 'command -v redis-server'], { encoding: 'utf8' });
   return found.status === 0 && found.stdout.trim() ? found.stdout.trim() : null;
-}
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** A throwaway Redis without persistence (`--hz 100`, as in compose: delayed jobs on time). */

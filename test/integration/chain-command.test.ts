@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createPublicClient, createWalletClient, http, type Address } from 'viem';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../src/lib/free-port.js';
 import { WELL_KNOWN_ACCOUNTS } from '../../src/devchain/accounts.js';
 import { TEST_USDC_ABI } from '../../src/devchain/contracts.js';
 
@@ -23,14 +24,6 @@ interface RunningChain {
   below: number[];
   output(): string;
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 /** Every process below pid (from /proc), deepest last. */

@@ -6,7 +6,7 @@ import { connect } from 'node:net';
 import { networkInterfaces, tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { freePort } from '../helpers/services.js';
+import { freePort } from '../../src/lib/free-port.js';
 import { ROOT, spawnWorker, waitUntil, type WorkerProcess } from '../helpers/worker.js';
 
 const cleanups: (() => Promise<unknown>)[] = [];

@@ -4,12 +4,12 @@
 // committed baseline, loosely (fonts hint differently from machine to machine).
 import { existsSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import type { ParsedMail } from 'mailparser';
 import pixelmatch from 'pixelmatch';
 import type { Browser } from 'playwright-core';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../src/lib/free-port.js';
 import type { WorkerRuntime } from '../../src/runtime/worker-runtime.js';
 import { chromiumPath, launchChromium, NO_CHROMIUM } from '../helpers/browser.js';
 import { startApiFixture, type ApiFixture } from '../helpers/context.js';
@@ -21,16 +21,6 @@ import { startWorker } from '../helpers/worker.js';
 const CHROMIUM = chromiumPath();
 const BASELINE = new URL('../fixtures/payment-page.png', import.meta.url);
 const SETTLEMENT = '0x2222222222222222222222222222222222222222';
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 const to = recipientsOf;
 const decode = (s: string) => s.replace(/&#x3D;/g, '=').replace(/&amp;/g, '&').replace(/&#x2F;/g, '/');

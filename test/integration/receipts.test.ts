@@ -71,7 +71,7 @@ describe('receipts', () => {
     const [row] = await receiptRows(inv.id);
     expect(row.status).toBe('sent');
     expect(mail.messageId).toBe(row.message_id);
-    expect(mail.messageId).toMatch(/^<dlv_[0-9a-f]{24}@example\.test>$/);
+    expect(mail.messageId).toMatch(/^<dlv_[0-9A-Za-z]{24}@example\.test>$/);
     expect(mail.attachments.map((a) => a.filename)).toEqual([`receipt-${inv.code}.pdf`]);
     const pdf = (await extractPdfText(mail.attachments[0].content)).join('\n').replace(/\s+/g, ' ');
     const paidDate = new Intl.DateTimeFormat('en-US', { day: 'numeric', month: 'short', year: 'numeric', timeZone: 'Europe/Paris' })

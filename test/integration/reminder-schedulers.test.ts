@@ -7,6 +7,7 @@ import { Redis } from 'ioredis';
 import { Duration } from 'luxon';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { percentile } from '../helpers/percentile.js';
 import { createTestEnv, type TestEnv } from '../helpers/context.js';
 import { sleep, waitUntil } from '../helpers/worker.js';
 import { queueBackendOf, type AppQueue, type AppWorker, type QueueBackend } from '../../src/queue/backend.js';
@@ -140,11 +141,6 @@ function watch(queue: AppQueue, ids: string[]) {
     }
   })();
   return { seen, stop: async () => { running = false; await loop; } };
-}
-
-function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
 }
 
 describe('reminder schedulers on BullMQ', () => {

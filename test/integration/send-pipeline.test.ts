@@ -2,7 +2,7 @@
 // real Postgres, Redis and an SMTP server on loopback.
 import { MAX_LINE_ITEMS } from '../../src/domain/invoice-limits.js';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createServer } from 'node:net';
+import { freePort } from '../../src/lib/free-port.js';
 import { JOBS } from '../../src/queue/catalogue.js';
 import { createLogger } from '../../src/log.js';
 import { createApiRuntime } from '../../src/runtime/api-runtime.js';
@@ -59,16 +59,6 @@ async function deliveries(invoiceId: string) {
     [invoiceId],
   );
   return rows;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 describe('invoice.send', () => {

@@ -7,7 +7,7 @@ import type { AppDeps } from '../types.js';
 import { requireWrite } from '../auth.js';
 import { presentCredential } from '../presenters.js';
 import { coerceLimit, listBody, pageRequest } from '../pagination.js';
-import { CreateCredentialBody, Credential, CredentialIdParams, Data, ListOf, PageQuery } from '../schemas.js';
+import { CreateCredentialBody, Credential, CredentialIdParams, Data, ListOf, PageQuery } from '../schemas/index.js';
 import type { Api } from '../types.js';
 import { errorResponses } from '../route-helpers.js';
 

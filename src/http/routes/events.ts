@@ -2,10 +2,10 @@ import { findEvent, listEvents } from '../../db/events.js';
 import { isEventType } from '../../domain/events.js';
 import { ApiError, notFound } from '../../errors.js';
 import type { AppDeps } from '../types.js';
-import { Event, EventIdParams, ListEventsQuery } from '../event-schemas.js';
+import { Event, EventIdParams, ListEventsQuery } from '../schemas/index.js';
 import { coerceLimit, listBody, pageRequest } from '../pagination.js';
 import { presentEvent } from '../presenters.js';
-import { Data, ListOf } from '../schemas.js';
+import { Data, ListOf } from '../schemas/index.js';
 import type { Api } from '../types.js';
 import { errorResponses } from '../route-helpers.js';
 

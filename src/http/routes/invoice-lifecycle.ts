@@ -15,7 +15,7 @@ import type { AppDeps } from '../types.js';
 import { requireWrite } from '../auth.js';
 import { coerceLimit, listBody, pageRequest } from '../pagination.js';
 import { presentInvoice } from '../presenters.js';
-import { Data, DeletedObject, Invoice, InvoiceIdParams, InvoiceLine, ListInvoicesQuery, ListOf } from '../schemas.js';
+import { Data, DeletedObject, Invoice, InvoiceIdParams, InvoiceLine, ListInvoicesQuery, ListOf } from '../schemas/index.js';
 import type { Api } from '../types.js';
 import { errorResponses, unwrap } from '../route-helpers.js';
 

@@ -31,7 +31,7 @@ import { canonicalTimeZone } from '../../domain/time-zone.js';
 import type { AppDeps } from '../types.js';
 import { authorize, requireWrite, type AuthContext } from '../auth.js';
 import { presentInvoice } from '../presenters.js';
-import { CreateInvoiceBody, Data, Invoice, InvoiceIdParams, ReminderTimeline, SetRemindersBody, UpdateInvoiceBody } from '../schemas.js';
+import { CreateInvoiceBody, Data, Invoice, InvoiceIdParams, ReminderTimeline, SetRemindersBody, UpdateInvoiceBody } from '../schemas/index.js';
 import type { Api } from '../types.js';
 
 /** `customer_locale` as given, canonical; a language without templates is a 400. */

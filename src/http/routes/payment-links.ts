@@ -11,7 +11,7 @@ import { ApiError, notFound } from '../../errors.js';
 import type { AppDeps } from '../types.js';
 import { requireWrite } from '../auth.js';
 import { presentLink } from '../presenters.js';
-import { CreatePaymentLinkBody, Data, DeletedObject, ErrorEnvelope, PaymentLinkIdParams, PaymentLink, UpdatePaymentLinkBody } from '../schemas.js';
+import { CreatePaymentLinkBody, Data, DeletedObject, ErrorEnvelope, PaymentLinkIdParams, PaymentLink, UpdatePaymentLinkBody } from '../schemas/index.js';
 import { Type } from 'typebox';
 import type { Api } from '../types.js';
 import { errorResponses } from '../route-helpers.js';

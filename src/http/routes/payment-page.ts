@@ -11,7 +11,7 @@
 // (JSON, public: amounts, the payments' hashes and confirmations, nothing personal) and follows that
 // status to "paid". On a payment link it first makes a checkout (POST /pay/<link id>/checkout):
 // an invoice of the link for the chosen amount, with its own reference.
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import rateLimit from '@fastify/rate-limit';
 import { Type } from 'typebox';
 import { findInvoiceByReference, findLinkForPage, findLinkPayment, type PageInvoice } from '../../db/payment-page.js';
@@ -24,9 +24,9 @@ import { resolveToken } from '../../domain/tokens.js';
 import { ApiError, errorEnvelope, notFound } from '../../errors.js';
 import { PAYMENT_PAGE_CSP, renderInvoicePage, renderLinkPage, renderNoticePage, renderNotFoundPage, type PageNotice } from '../../page/render-payment-page.js';
 import { walletScript } from '../../page/wallet-script.js';
-import { LinkPaymentBody } from '../schemas.js';
+import { LinkPaymentBody } from '../schemas/index.js';
 import { validationError } from '../validation-message.js';
-import type { AppDeps } from '../types.js';
+import type { Api, AppDeps } from '../types.js';
 import { payInvoice, recordLinkPayment } from '../sandbox-payments.js';
 
 export const PAYMENT_PAGE_PREFIX = '/pay';
@@ -97,7 +97,7 @@ function refusalStatus(err: FastifyError): number | null {
   return err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : null;
 }
 
-export async function paymentPageRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
+export async function paymentPageRoutes(app: Api, deps: AppDeps): Promise<void> {
   const { pool, config } = deps;
   const ownOrigin = new URL(config.paymentPageBase).origin;
   /**

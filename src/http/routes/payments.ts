@@ -10,9 +10,9 @@ import { ApiError, notFound } from '../../errors.js';
 import { presentPayment } from '../../chain/payment-object.js';
 import { requireWrite } from '../auth.js';
 import { coerceLimit, listBody, pageRequest } from '../pagination.js';
-import { Account, ApplyPaymentBody, ListPaymentsQuery, Payment, PaymentIdParams, UpdateAccountBody, type AccountObject } from '../payment-schemas.js';
+import { Account, ApplyPaymentBody, ListPaymentsQuery, Payment, PaymentIdParams, UpdateAccountBody, type AccountObject } from '../schemas/index.js';
 import { errorResponses } from '../route-helpers.js';
-import { Data, ErrorEnvelope, InvoiceIdParams, ListOf } from '../schemas.js';
+import { Data, ErrorEnvelope, InvoiceIdParams, ListOf } from '../schemas/index.js';
 import type { Api, AppDeps } from '../types.js';
 import type { AuthContext } from '../auth.js';
 

@@ -11,7 +11,7 @@ import type { AppDeps } from '../types.js';
 import { requireWrite } from '../auth.js';
 import { presentProduct } from '../presenters.js';
 import { coerceLimit, listBody, pageRequest } from '../pagination.js';
-import { CreateProductBody, Data, DeletedObject, ErrorEnvelope, ListOf, PageQuery, Product, ProductIdParams, UpdateProductBody, type CreatePriceBody } from '../schemas.js';
+import { CreateProductBody, Data, DeletedObject, ErrorEnvelope, ListOf, PageQuery, Product, ProductIdParams, UpdateProductBody, type CreatePriceBody } from '../schemas/index.js';
 import type { Api } from '../types.js';
 import { errorResponses } from '../route-helpers.js';
 

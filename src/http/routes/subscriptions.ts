@@ -2,7 +2,7 @@ import { findSubscription } from '../../db/subscriptions.js';
 import { notFound } from '../../errors.js';
 import type { AppDeps } from '../types.js';
 import { presentSubscription } from '../presenters.js';
-import { Data, Subscription, SubscriptionIdParams } from '../schemas.js';
+import { Data, Subscription, SubscriptionIdParams } from '../schemas/index.js';
 import type { Api } from '../types.js';
 import { errorResponses } from '../route-helpers.js';
 

@@ -14,7 +14,7 @@ import type { AppDeps } from '../types.js';
 import { requireWrite, type AuthContext } from '../auth.js';
 import { payInvoice, recordLinkPayment } from '../sandbox-payments.js';
 import { presentInvoice, presentLinkPayment, presentSubscription } from '../presenters.js';
-import { Data, ErrorEnvelope, PaymentLinkIdParams, Invoice, InvoiceIdParams, LinkPayment, LinkPaymentBody, StartSubscriptionBody, Subscription } from '../schemas.js';
+import { Data, ErrorEnvelope, PaymentLinkIdParams, Invoice, InvoiceIdParams, LinkPayment, LinkPaymentBody, StartSubscriptionBody, Subscription } from '../schemas/index.js';
 import type { Api } from '../types.js';
 import { errorResponses } from '../route-helpers.js';
 

@@ -20,10 +20,10 @@ import {
   UpdateWebhookEndpointBody,
   WebhookDelivery,
   WebhookEndpoint,
-} from '../event-schemas.js';
+} from '../schemas/index.js';
 import { coerceLimit, DEFAULT_PAGE_SIZE } from '../pagination.js';
 import { presentWebhookDelivery, presentWebhookEndpoint } from '../presenters.js';
-import { Data, ErrorEnvelope, ListOf } from '../schemas.js';
+import { Data, ErrorEnvelope, ListOf } from '../schemas/index.js';
 import type { Api } from '../types.js';
 import { errorResponses } from '../route-helpers.js';
 

@@ -1,20 +1,19 @@
 // Schemas of the account and the on-chain payments (docs/payments.md), written with TypeBox as
 // the others are: Fastify validates and serialises with them, the OpenAPI document publishes them.
-import { Type, type Static, type TLiteral } from 'typebox';
-import { PAYMENT_KINDS, PAYMENT_OUTCOMES, PAYMENT_STATUSES } from '../domain/payments.js';
-import { PageQueryFields } from './schemas.js';
+import { Type, type Static } from 'typebox';
+import { ENVIRONMENTS } from '../../domain/environment.js';
+import { PAYMENT_KINDS, PAYMENT_OUTCOMES, PAYMENT_STATUSES } from '../../domain/payments.js';
+import { Address, ATOMIC_AMOUNT_PATTERN, literals, Nullable } from './parts.js';
+import { PageQueryFields } from './common.js';
 
-const Nullable = <T extends ReturnType<typeof Type.String>>(t: T) => Type.Union([t, Type.Null()]);
-const Address = Type.String({ pattern: '^0x[0-9a-fA-F]{40}$' });
-const Atomic = Type.String({ pattern: '^(0|[1-9][0-9]*)$', description: 'integer string, atomic units of the token' });
-const literals = <T extends string>(values: readonly T[]) => Type.Union(values.map((v) => Type.Literal(v)) as [TLiteral<T>]);
+const Atomic = Type.String({ pattern: ATOMIC_AMOUNT_PATTERN, description: 'integer string, atomic units of the token' });
 
 export const Account = Type.Object({
   id: Type.String(),
   object: Type.Literal('account'),
   name: Type.String(),
   email: Type.Union([Type.String(), Type.Null()]),
-  environment: Type.Union([Type.Literal('sandbox'), Type.Literal('live')]),
+  environment: literals(ENVIRONMENTS),
   time_zone: Type.String(),
   platform_fee_bps: Type.Integer(),
   settlement_address: Type.Union([Address, Type.Null()], { description: 'where payments of invoices sent from now on go (EIP-55); per environment' }),

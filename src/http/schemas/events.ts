@@ -1,11 +1,9 @@
-// Schemas of the events and webhook endpoint routes (see schemas.ts for the conventions).
+// Schemas of the events and webhook endpoint routes (see index.ts for the conventions).
 import { Type, type Static } from 'typebox';
-import { EVENT_TYPES } from '../domain/events.js';
-import { PageQueryFields } from './schemas.js';
-
-const Nullable = <T extends ReturnType<typeof Type.String>>(t: T) => Type.Union([t, Type.Null()]);
-const DateTime = Type.String({ format: 'date-time' });
-const NullableDateTime = Type.Union([DateTime, Type.Null()]);
+import { EVENT_TYPES } from '../../domain/events.js';
+import { ENVIRONMENTS } from '../../domain/environment.js';
+import { DateTime, literals, Nullable, NullableDateTime } from './parts.js';
+import { PageQueryFields } from './common.js';
 
 const EventTypeName = Type.String({ description: `one of: ${EVENT_TYPES.join(', ')}` });
 
@@ -13,7 +11,7 @@ export const Event = Type.Object({
   id: Type.String(),
   type: EventTypeName,
   created_at: DateTime,
-  environment: Type.Union([Type.Literal('sandbox'), Type.Literal('live')]),
+  environment: literals(ENVIRONMENTS),
   data: Type.Object({
     object: Type.Object({}, { additionalProperties: true, description: 'the object as the API presents it at the time of the event' }),
   }),
@@ -48,7 +46,7 @@ export const WebhookEndpoint = Type.Object({
   enabled_events: Type.Array(Type.String()),
   status: Type.Union([Type.Literal('enabled'), Type.Literal('disabled')]),
   disabled_reason: Type.Union([Type.String(), Type.Null()]),
-  environment: Type.Union([Type.Literal('sandbox'), Type.Literal('live')]),
+  environment: literals(ENVIRONMENTS),
   previous_secret_expires_at: NullableDateTime,
   created_at: DateTime,
   updated_at: DateTime,
