@@ -144,19 +144,22 @@ export interface NewInvoice {
   taxId: string | null;
   customerLocale: string;
   feeBps: number;
+  /** A payment link's checkout: the link it pays (null for any other invoice). */
+  paymentLinkId?: string | null;
 }
 
 export async function insertInvoice(db: Queryable, inv: NewInvoice): Promise<InvoiceRow> {
   const { rows } = await db.query<InvoiceRow>(
     `insert into invoices (id, account_id, environment, customer_id, reference, amount, amount_atomic, fee_atomic,
        currency, network, chain_id, token_address, token_decimals, reminders_enabled, metadata, due_at, memo, footer, tax_id,
-       customer_locale, fee_bps)
-     values ($1, $2, $3, $4, $5, $6::numeric, $7::numeric, $8::numeric, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)
+       customer_locale, fee_bps, payment_link_id)
+     values ($1, $2, $3, $4, $5, $6::numeric, $7::numeric, $8::numeric, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)
      returning ${COLUMNS}`,
     [
       inv.id, inv.scope.accountId, inv.scope.environment, inv.customerId, inv.reference, inv.amount, inv.amountAtomic,
       inv.feeAtomic, inv.currency, inv.network, inv.chainId, inv.tokenAddress, inv.tokenDecimals, inv.remindersEnabled,
       JSON.stringify(inv.metadata), inv.dueAt, inv.memo, inv.footer, inv.taxId, inv.customerLocale, inv.feeBps,
+      inv.paymentLinkId ?? null,
     ],
   );
   return rows[0];

@@ -25,6 +25,8 @@ export interface PaymentLinkRow {
   confirmation_message: string | null;
   redirect_url: string | null;
   fee_payer: FeePayer;
+  /** Its payments: simulated ones and checkouts paid on-chain (`payment_link_payment_count`). */
+  payment_count: number;
   created_at: Date;
   updated_at: Date;
 }
@@ -32,7 +34,7 @@ export interface PaymentLinkRow {
 const COLUMNS = `id, name, type, status, price_id, currency, network, chain_id, token_decimals,
   min_amount::text as min_amount, max_amount::text as max_amount, preset_amount::text as preset_amount,
   collect_email, collect_name, collect_phone, collect_address, max_payments, after_completion,
-  confirmation_message, redirect_url, fee_payer, created_at, updated_at`;
+  confirmation_message, redirect_url, fee_payer, payment_link_payment_count(id) as payment_count, created_at, updated_at`;
 
 export async function findLink(db: Queryable, scope: Scope, id: string, forUpdate = false): Promise<PaymentLinkRow | null> {
   const { rows } = await db.query<PaymentLinkRow>(
@@ -50,7 +52,7 @@ export async function listLinks(db: Queryable, scope: Scope): Promise<PaymentLin
   return rows;
 }
 
-export type NewLink = Omit<PaymentLinkRow, 'status' | 'created_at' | 'updated_at'>;
+export type NewLink = Omit<PaymentLinkRow, 'status' | 'payment_count' | 'created_at' | 'updated_at'>;
 
 export async function insertLink(db: Queryable, scope: Scope, l: NewLink): Promise<PaymentLinkRow> {
   const { rows } = await db.query<PaymentLinkRow>(
@@ -89,16 +91,27 @@ export async function updateLink(db: Queryable, id: string, e: LinkEdit): Promis
   return rows[0];
 }
 
+/** The payments a link took: simulated ones and its checkouts paid on-chain (one SQL home). */
 export async function countPayments(db: Queryable, linkId: string): Promise<number> {
-  const { rows } = await db.query<{ n: number }>('select count(*)::int as n from payment_link_payments where payment_link_id = $1', [linkId]);
+  const { rows } = await db.query<{ n: number }>('select payment_link_payment_count($1) as n', [linkId]);
   return rows[0].n;
 }
 
-/** Deletes a link that took no payment, in one statement so a payment cannot slip in between. */
+/**
+ * Deletes a link that took no payment. Its checkouts nobody paid stay as plain invoices (detached
+ * first: the foreign key restricts). Their update waits for a payment committing on one of them
+ * and then skips it, so the count that follows sees that payment and the delete is refused.
+ */
 export async function deleteLinkWithoutPayments(db: Queryable, scope: Scope, id: string): Promise<boolean> {
+  await db.query(
+    `update invoices set payment_link_id = null
+     where payment_link_id = $1 and status <> 'paid' and amount_paid_atomic = 0
+       and exists (select 1 from payment_links l where l.id = $1 and l.account_id = $2 and l.environment = $3)`,
+    [id, scope.accountId, scope.environment],
+  );
   const { rowCount } = await db.query(
     `delete from payment_links l where l.id = $1 and l.account_id = $2 and l.environment = $3
-       and not exists (select 1 from payment_link_payments p where p.payment_link_id = l.id)`,
+       and payment_link_payment_count(l.id) = 0`,
     [id, scope.accountId, scope.environment],
   );
   return rowCount === 1;

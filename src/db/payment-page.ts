@@ -70,8 +70,11 @@ export interface PageLink {
   payments: number;
   confirmation_message: string | null;
   redirect_url: string | null;
+  after_completion: 'message' | 'redirect';
   merchant_name: string;
   account_time_zone: string;
+  /** The account's settlement address in the link's environment: a checkout is payable on-chain only with one. */
+  settlement_address: string | null;
 }
 
 export async function findLinkForPage(db: Queryable, linkId: string): Promise<PageLink | null> {
@@ -80,9 +83,11 @@ export async function findLinkForPage(db: Queryable, linkId: string): Promise<Pa
     text: `select l.id, l.account_id, l.environment, l.name, l.type, l.status, l.currency, l.network, l.chain_id,
          l.token_decimals, p.amount::text as price_amount, l.min_amount::text as min_amount, l.max_amount::text as max_amount,
          l.preset_amount::text as preset_amount, l.collect_email, l.max_payments,
-         (select count(*)::int from payment_link_payments x where x.payment_link_id = l.id) as payments,
-         l.confirmation_message, l.redirect_url, a.name as merchant_name, a.time_zone as account_time_zone
+         payment_link_payment_count(l.id) as payments,
+         l.confirmation_message, l.redirect_url, l.after_completion, a.name as merchant_name, a.time_zone as account_time_zone,
+         s.address as settlement_address
        from payment_links l join accounts a on a.id = l.account_id left join prices p on p.id = l.price_id
+         left join settlement_addresses s on s.account_id = l.account_id and s.environment = l.environment
        where l.id = $1`,
     values: [linkId],
   });

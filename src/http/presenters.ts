@@ -103,6 +103,7 @@ export function presentLink(l: PaymentLinkRow, config: Pick<Config, 'paymentPage
     collect_phone: l.collect_phone,
     collect_address: l.collect_address,
     max_payments: l.max_payments,
+    payment_count: l.payment_count,
     after_completion: l.after_completion,
     confirmation_message: l.confirmation_message,
     redirect_url: l.redirect_url,

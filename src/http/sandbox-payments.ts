@@ -3,15 +3,15 @@
 // "Simulate payment" button, so both go through exactly the same path.
 import { randomBytes } from 'node:crypto';
 import { findInvoice, markPaid, type InvoiceRow, type Scope } from '../db/invoices.js';
-import { countPayments, findLink, insertLinkPayment, type LinkPaymentRow } from '../db/payment-links.js';
+import { insertLinkPayment, type LinkPaymentRow } from '../db/payment-links.js';
 import { withTransaction, type Pool } from '../db/pool.js';
-import { findPriceForUse } from '../db/products.js';
 import { newId } from '../domain/ids.js';
 import { nextStatus } from '../domain/invoice-rules.js';
-import { formatDecimal, Money, parseAmount, toAtomic } from '../domain/money.js';
+import { Money, toAtomic } from '../domain/money.js';
 import { ApiError, notFound } from '../errors.js';
 import { pendingReceiptJob } from '../db/outbox.js';
 import type { OutboxPublisher, ReminderControl } from './types.js';
+import { linkChargeAmount, lockChargeableLink } from './link-charge.js';
 
 const fakeTxHash = () => `0x${randomBytes(32).toString('hex')}`;
 
@@ -66,34 +66,8 @@ export async function recordLinkPayment(
   body: { amount?: string; customer_email?: string },
 ): Promise<LinkPaymentRow> {
   return withTransaction(pool, async (tx) => {
-    // The row lock serialises payments on one link, so max_payments holds under concurrency.
-    const link = await findLink(tx, scope, linkId, true);
-    if (!link) throw notFound('payment link', linkId);
-    if (link.status !== 'active') throw new ApiError('payment_link_inactive', 'This payment link is inactive and takes no payments.');
-    if (link.max_payments !== null && (await countPayments(tx, link.id)) >= link.max_payments) {
-      throw new ApiError('payment_link_exhausted', `This payment link already took its ${link.max_payments} payments.`);
-    }
-    let amount: string;
-    if (link.type === 'fixed_price') {
-      const price = await findPriceForUse(tx, scope, link.price_id!);
-      amount = price!.amount;
-      if (body.amount !== undefined) {
-        const given = parseAmount(body.amount, link.token_decimals);
-        if (!given.ok) throw new ApiError(given.code, given.message, 'amount');
-        if (!given.value.equals(new Money(amount))) {
-          throw new ApiError('amount_mismatch', `This link charges its price, ${amount} ${link.currency}.`, 'amount');
-        }
-      }
-    } else {
-      const raw = body.amount ?? link.preset_amount;
-      if (raw === null) throw new ApiError('validation_failed', 'amount is required for a custom_amount link without a preset_amount.', 'amount');
-      const given = parseAmount(raw, link.token_decimals);
-      if (!given.ok) throw new ApiError(given.code, given.message, 'amount');
-      if ((link.min_amount && given.value.lt(link.min_amount)) || (link.max_amount && given.value.gt(link.max_amount))) {
-        throw new ApiError('amount_out_of_range', `amount must be between ${link.min_amount ?? '0'} and ${link.max_amount ?? 'any'} ${link.currency}.`, 'amount');
-      }
-      amount = formatDecimal(given.value);
-    }
+    const link = await lockChargeableLink(tx, scope, linkId);
+    const amount = await linkChargeAmount(tx, scope, link, body.amount);
     return insertLinkPayment(tx, {
       id: newId('pay'),
       linkId: link.id,

@@ -73,6 +73,9 @@ export interface WalletBlock {
   statusUrl: string | null;
   /** A payment link's `POST .../checkout`; null on an invoice. */
   checkoutUrl: string | null;
+  /** A payment link's: what the payer sees once paid, or where they go then. */
+  confirmationMessage?: string | null;
+  redirectUrl?: string | null;
 }
 
 /** The phrases the wallet script shows, handed to it in a data attribute (no inline script). */

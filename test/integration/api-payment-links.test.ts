@@ -6,10 +6,10 @@ import { provisionMerchant } from '../../src/runtime/provision.js';
 import { startApiFixture } from '../helpers/context.js';
 import { expectError, useApiFixture, type ApiResponse, type JsonBody } from '../helpers/http.js';
 
-// Spec 2.5, exactly.
+// Spec 2.5, plus payment_count (issue 20: what max_payments and the delete guard count).
 const LINK_FIELDS = [
   'id', 'name', 'type', 'status', 'url', 'price_id', 'min_amount', 'max_amount', 'preset_amount', 'collect_email',
-  'collect_name', 'collect_phone', 'collect_address', 'max_payments', 'after_completion', 'confirmation_message',
+  'collect_name', 'collect_phone', 'collect_address', 'max_payments', 'payment_count', 'after_completion', 'confirmation_message',
   'redirect_url', 'fee_payer', 'created_at', 'updated_at',
 ].sort();
 
@@ -54,6 +54,7 @@ describe('create and retrieve', () => {
       collect_phone: false,
       collect_address: false,
       max_payments: null,
+      payment_count: 0,
       after_completion: 'message',
       confirmation_message: 'Thanks!',
       redirect_url: null,
@@ -176,6 +177,7 @@ describe('update', () => {
     expect((await pay(link.id)).status).toBe(200);
     expectError(await pay(link.id), 400, 'invalid_request_error', 'payment_link_exhausted');
     expect(await paymentRows(link.id)).toHaveLength(2);
+    expect((await call('GET', `/v1/payment-links/${link.id}`, keys.sandbox)).body.data.payment_count).toBe(2);
   });
 });
 
@@ -195,7 +197,7 @@ describe('delete', () => {
     expect((await pay(link.id)).status).toBe(200);
     const before = await paymentRows(link.id);
     expectError(await call('DELETE', `/v1/payment-links/${link.id}`, keys.sandbox), 409, 'invalid_request_error', 'payment_link_has_payments');
-    expect((await call('GET', `/v1/payment-links/${link.id}`, keys.sandbox)).body).toEqual({ data: link });
+    expect((await call('GET', `/v1/payment-links/${link.id}`, keys.sandbox)).body).toEqual({ data: { ...link, payment_count: 1 } });
     expect(await paymentRows(link.id)).toEqual(before);
 
     const closed = (await call('PATCH', `/v1/payment-links/${link.id}`, keys.sandbox, { status: 'inactive' })).body.data;

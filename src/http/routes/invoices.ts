@@ -1,30 +1,24 @@
 import type { Decimal } from 'decimal.js';
-import { findSettlementAddress } from '../../db/accounts.js';
 import { setCustomerLocale, upsertCustomer } from '../../db/customers.js';
 import { emitInvoiceEvent } from '../../db/events.js';
-import { upsertDelivery } from '../../db/deliveries.js';
 import {
   findInvoice,
   findInvoiceWithCredential,
   findLines,
   insertInvoice,
-  markSent,
-  nextInvoiceNumber,
   replaceLines,
   setRemindersEnabled,
   updateDraft,
   type InvoiceRow,
 } from '../../db/invoices.js';
 import { withTransaction } from '../../db/pool.js';
-import { formatInvoiceCode, newId, newInvoiceReference } from '../../domain/ids.js';
+import { newId, newInvoiceReference } from '../../domain/ids.js';
 import { nextStatus, resolveAmountEdit, type ParsedLine } from '../../domain/invoice-rules.js';
 import { feeAtomic, formatDecimal, Money, toAtomic } from '../../domain/money.js';
-import { newPaymentTarget } from '../../domain/payments.js';
 import { resolveToken } from '../../domain/tokens.js';
 import { DEFAULT_LOCALE, parseLocale, SUPPORTED_LANGUAGES } from '../../domain/locale.js';
 import { ApiError, notFound } from '../../errors.js';
-import { enqueueInTransaction } from '../../queue/outbox.js';
-import { messageIdFor } from '../../mail/message-id.js';
+import { sendInvoiceInTransaction } from '../invoice-send.js';
 import { buildReminderTimeline } from '../reminder-timeline.js';
 import { errorResponses, publishQuietly, unwrap } from '../route-helpers.js';
 import { canonicalTimeZone } from '../../domain/time-zone.js';
@@ -171,32 +165,7 @@ export async function invoiceRoutes(app: Api, deps: AppDeps): Promise<void> {
     { schema: { tags: ['invoices'], summary: 'Finalise a draft and email it with its PDF', params: InvoiceIdParams, response: { 200: Data(Invoice), ...errorResponses } } },
     async (req) => {
       requireWrite(req.auth);
-      const { row, job } = await withTransaction(pool, async (tx) => {
-        const inv = await findInvoice(tx, req.auth, req.params.invoiceId, true);
-        if (!inv) throw notFound('invoice', req.params.invoiceId);
-        unwrap(nextStatus(inv.status, 'send'));
-        if (inv.amount === null) {
-          throw new ApiError('invoice_amount_missing', 'This invoice has no amount; set amount or line_items before sending it.');
-        }
-        const code = formatInvoiceCode(req.auth.environment, await nextInvoiceNumber(tx, req.auth));
-        // The address it is paid to and its payment reference are fixed now: a later change of
-        // the settlement address concerns invoices sent after it.
-        const settlement = await findSettlementAddress(tx, req.auth);
-        const sent = await markSent(tx, inv.id, code, settlement === null ? null : newPaymentTarget(inv.id, settlement));
-        if (!sent) throw new ApiError('invoice_already_sent', 'This invoice was already sent.');
-        // The email is owed from this commit on: the delivery and its outbox row are written in
-        // the same transaction as the status change, so a crash cannot lose the send.
-        const deliveryId = newId('dlv');
-        const delivery = await upsertDelivery(tx, {
-          id: deliveryId,
-          invoiceId: sent.id,
-          kind: 'invoice',
-          slotAt: sent.sent_at!,
-          messageId: messageIdFor(deliveryId, deps.config.mailFrom),
-        });
-        const job = await enqueueInTransaction(tx, 'invoice.send', { invoiceId: sent.id, deliveryId: delivery.id });
-        return { row: sent, job };
-      });
+      const { row, job } = await withTransaction(pool, (tx) => sendInvoiceInTransaction(tx, req.auth, req.params.invoiceId, deps.config.mailFrom));
       await publishQuietly(deps, [job], req.log);
       return { data: presentInvoice(row) };
     },

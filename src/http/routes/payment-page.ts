@@ -24,7 +24,9 @@ import { resolveToken } from '../../domain/tokens.js';
 import { ApiError, errorEnvelope, notFound } from '../../errors.js';
 import { PAYMENT_PAGE_CSP, renderInvoicePage, renderLinkPage, renderNoticePage, renderNotFoundPage, type PageNotice } from '../../page/render-payment-page.js';
 import { walletScript } from '../../page/wallet-script.js';
-import { LinkPaymentBody } from '../schemas/index.js';
+import { LinkCheckoutBody, LinkPaymentBody } from '../schemas/index.js';
+import { createLinkCheckout, linkPayableOnChain } from '../link-checkout.js';
+import { publishQuietly } from '../route-helpers.js';
 import { validationError } from '../validation-message.js';
 import type { Api, AppDeps } from '../types.js';
 import { payInvoice, recordLinkPayment } from '../sandbox-payments.js';
@@ -61,6 +63,7 @@ export function sendPageNotFound(reply: FastifyReply, acceptLanguage: string | u
 const simulatePath = (id: string) => `${PAYMENT_PAGE_PREFIX}/${encodeURIComponent(id)}/simulate`;
 const pagePath = (id: string) => `${PAYMENT_PAGE_PREFIX}/${encodeURIComponent(id)}`;
 const statusPath = (id: string) => `${PAYMENT_PAGE_PREFIX}/${encodeURIComponent(id)}/status`;
+const checkoutPath = (id: string) => `${PAYMENT_PAGE_PREFIX}/${encodeURIComponent(id)}/checkout`;
 const ASSETS_PATH = `${PAYMENT_PAGE_PREFIX}/assets`;
 /** The script's name carries its hash: a new build is a new address, so it may be cached for good. */
 const IMMUTABLE = 'public, max-age=31536000, immutable';
@@ -212,8 +215,16 @@ export async function paymentPageRoutes(app: Api, deps: AppDeps): Promise<void> 
         redirectUrl: link.redirect_url,
         pageUrl: pageUrl(link.id),
         simulateAction: link.environment === 'sandbox' ? simulatePath(link.id) : null,
-        // Paying a link with a wallet needs its checkout (an invoice of the link): not built yet.
-        wallet: null,
+        // The wallet pays a checkout (an invoice of the link), which needs an on-chain target.
+        wallet: linkPayableOnChain(link.chain_id, link.settlement_address)
+          ? {
+              scriptSrc: `${ASSETS_PATH}/${(await walletScript()).name}`,
+              statusUrl: null,
+              checkoutUrl: checkoutPath(link.id),
+              confirmationMessage: link.confirmation_message,
+              redirectUrl: link.after_completion === 'redirect' ? link.redirect_url : null,
+            }
+          : null,
         error,
       });
       return { status: error ? 400 : 200, html };
@@ -270,6 +281,41 @@ export async function paymentPageRoutes(app: Api, deps: AppDeps): Promise<void> 
           chain: chain ? walletChain(chain) : null,
         };
       });
+      /**
+       * A payment link's checkout for the wallet: an invoice of the link for the chosen amount,
+       * sent at once to the given email (where its receipt goes), answered with what the script
+       * needs to pay it as any invoice. Posted by the link's own page only, like the simulate form.
+       */
+      json.post<{ Params: Params; Body: LinkCheckoutBody }>(
+        '/:id/checkout',
+        { schema: { hide: true, body: LinkCheckoutBody }, attachValidation: true },
+        async (req, reply) => {
+          const { id } = req.params;
+          if (isCrossSite(req)) {
+            req.log.info({ origin: req.headers.origin, fetchSite: req.headers['sec-fetch-site'] }, 'payment page refused a cross-site checkout');
+            throw new ApiError('permission_denied', 'A checkout is made from the payment link\'s own page.');
+          }
+          const link = PAGE_ID.test(id) && isLinkId(id) ? await findLinkForPage(pool, id) : null;
+          if (!link) throw notFound('payment link', id);
+          if (req.validationError) throw validationError(req.validationError.validation ?? [], 'body');
+          const { invoice, job } = await createLinkCheckout(
+            pool,
+            config,
+            { accountId: link.account_id, environment: link.environment },
+            link.id,
+            { amount: req.body.amount, customerEmail: req.body.customer_email, locale: visitorLocale(req) },
+          );
+          await publishQuietly(deps, [job], req.log);
+          const inv = await findInvoiceByReference(pool, invoice.reference);
+          reply.header('cache-control', 'no-store');
+          return {
+            reference: invoice.reference,
+            status_url: statusPath(invoice.reference),
+            page_url: pageUrl(invoice.reference),
+            instructions: inv ? pageInstructions(inv) : null,
+          };
+        },
+      );
     });
 
     pages.get<{ Params: Params; Querystring: Query }>('/:id', { schema: { hide: true } }, async (req, reply) => {

@@ -21,6 +21,8 @@ export const PaymentLink = Type.Object(
     collect_phone: Type.Boolean(),
     collect_address: Type.Boolean(),
     max_payments: Nullable(Type.Integer()),
+    /** Simulated payments and checkouts paid on-chain: what max_payments and the delete guard count. */
+    payment_count: Type.Integer({ description: 'Payments the link took: simulated ones and its checkouts paid on-chain (confirmed). max_payments and the delete guard count these.' }),
     after_completion: literals(AFTER_COMPLETIONS),
     confirmation_message: Nullable(Type.String()),
     redirect_url: Nullable(Type.String()),
@@ -80,6 +82,16 @@ export const LinkPaymentBody = Type.Object(
   { additionalProperties: false },
 );
 export type LinkPaymentBody = Static<typeof LinkPaymentBody>;
+
+/** The payment page's wallet checkout of a link: the email is required, the receipt goes there. */
+export const LinkCheckoutBody = Type.Object(
+  {
+    amount: Type.Optional(DecimalString),
+    customer_email: Type.String({ format: 'email', maxLength: 254 }),
+  },
+  { additionalProperties: false },
+);
+export type LinkCheckoutBody = Static<typeof LinkCheckoutBody>;
 
 export const LinkPayment = Type.Object({
   id: Type.String(),

@@ -135,6 +135,16 @@ function setUp(root: HTMLElement): void {
     }
   };
 
+  /** Paid: a payment link adds its confirmation message, or sends the payer to its redirect. */
+  function paid(): void {
+    const note = root.dataset.confirmationMessage;
+    say(note ? `${t('wallet.paid')} ${note}` : t('wallet.paid'), 'paid');
+    button!.hidden = true;
+    for (const input of root.querySelectorAll<HTMLInputElement>('input')) input.disabled = true;
+    const redirect = root.dataset.redirectUrl;
+    if (redirect) window.location.assign(redirect);
+  }
+
   async function fetchStatus(): Promise<Status> {
     const res = await fetch(statusUrl!, { headers: { accept: 'application/json' }, cache: 'no-store' });
     if (!res.ok) throw new Error(`status ${res.status}`);
@@ -202,9 +212,12 @@ function setUp(root: HTMLElement): void {
     if (checkoutUrl) await checkout();
     let status = await fetchStatus();
     const inst = status.instructions;
-    if (status.status === 'paid' || !inst) {
-      say(status.status === 'paid' ? t('wallet.paid') : t('wallet.nothingDue'), status.status === 'paid' ? 'paid' : 'info');
-      button!.hidden = status.status === 'paid';
+    if (status.status === 'paid') {
+      paid();
+      return;
+    }
+    if (!inst) {
+      say(t('wallet.nothingDue'));
       return;
     }
     say(t('wallet.connecting'));
@@ -253,8 +266,7 @@ function setUp(root: HTMLElement): void {
       }
       const mine = status.payments.find((p) => p.tx_hash.toLowerCase() === hash.toLowerCase());
       if (status.status === 'paid') {
-        say(t('wallet.paid'), 'paid');
-        button!.hidden = true;
+        paid();
         return;
       }
       if (!mine) continue;
