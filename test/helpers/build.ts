@@ -20,12 +20,14 @@ export interface ServiceBuild {
 export function buildService(): ServiceBuild {
   const root = mkdtempSync(path.join(tmpdir(), 'invoice-build-'));
   const dir = path.join(root, 'dist');
+  // Beside the code before the build: the build imports its own compiled wallet-script module,
+  // which needs esbuild from node_modules.
+  copyFileSync(path.join(ROOT, 'package.json'), path.join(root, 'package.json'));
+  symlinkSync(path.join(ROOT, 'node_modules'), path.join(root, 'node_modules'), 'dir');
   const build = spawnSync(process.execPath, [path.join(ROOT, 'scripts/build.mjs'), dir], { cwd: ROOT, encoding: 'utf8', timeout: 180_000 });
   if (build.status !== 0) {
     rmSync(root, { recursive: true, force: true });
     throw new Error(`scripts/build.mjs ${dir} failed (status ${build.status}):\n${build.stdout}\n${build.stderr}`);
   }
-  copyFileSync(path.join(ROOT, 'package.json'), path.join(root, 'package.json'));
-  symlinkSync(path.join(ROOT, 'node_modules'), path.join(root, 'node_modules'), 'dir');
   return { dir, cli: path.join(dir, 'main', 'cli.js'), remove: () => rmSync(root, { recursive: true, force: true }) };
 }
