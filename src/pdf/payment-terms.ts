@@ -7,7 +7,6 @@ import { drawQr } from './qr.js';
 
 const QR_SIZE = 96; // points, quiet zone included: ~3.3 cm, scans from a screen or paper
 
-
 /**
  * The payment terms: a QR code of the payment page beside the link, the chain id and the token
  * contract, so a payer can check them against what the wallet shows. Kept together on one page.
