@@ -55,7 +55,7 @@ import { loadInvoiceForMail } from '../src/db/invoice-for-mail.js';
 import { createMailTransport, type OutgoingMail } from '../src/mail/transport.js';
 import { renderEmail } from '../src/mail/render-email.js';
 import type { InvoiceDocument } from '../src/domain/invoice-document.js';
-import { renderInvoicePdf } from '../src/pdf/render-invoice-pdf.js';
+import { renderInvoicePdf } from '../src/pdf/invoice-pdf.js';
 import { MAX_LINE_DESCRIPTION, MAX_LINE_ITEMS } from '../src/domain/invoice-limits.js';
 import { loadConfig } from '../src/config.js';
 import { queueBackendOf, type AppQueue, type QueueBackend } from '../src/queue/backend.js';

@@ -6,7 +6,7 @@ import { deliverOnce, type DeliveryGuard, type DeliveryOutcome } from '../../src
 import { emlFileName, invoiceEnvelope } from '../../src/mail/invoice-envelope.js';
 import { renderEmail, type EmailKind } from '../../src/mail/render-email.js';
 import { issuedInvoicePdf } from '../../src/pdf/issued-invoice-pdf.js';
-import { renderDocumentPdf } from '../../src/pdf/render-invoice-pdf.js';
+import { renderDocumentPdf } from '../../src/pdf/render-document-pdf.js';
 import type { JobContext } from '../../src/queue/job-context.js';
 
 export async function emailInvoiceDocument(

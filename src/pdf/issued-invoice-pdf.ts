@@ -3,7 +3,8 @@
 import { findInvoicePdf, keepInvoicePdf } from '../db/invoice-pdfs.js';
 import type { Queryable } from '../db/pool.js';
 import type { InvoiceDocument } from '../domain/invoice-document.js';
-import { renderInvoicePdf, type PdfKind } from './render-invoice-pdf.js';
+import { renderInvoicePdf } from './invoice-pdf.js';
+import type { PdfKind } from './layout.js';
 
 /** Renders a document's PDF: the invoice (default) or its receipt; the pool's, or the main thread's. */
 export type RenderPdf = (doc: InvoiceDocument, kind?: PdfKind) => Promise<Buffer>;

@@ -5,10 +5,10 @@
 // blocks none of them, and one worker process uses as many cores as it has threads.
 //
 // Each thread parses the fonts once and renders exactly as the main thread would: the output is
-// a pure function of the document (see render-invoice-pdf.ts), whichever thread renders it.
+// a pure function of the document (see document-pdf.ts), whichever thread renders it.
 import Tinypool from 'tinypool';
 import type { InvoiceDocument } from '../domain/invoice-document.js';
-import type { PdfKind } from './render-invoice-pdf.js';
+import type { PdfKind } from './layout.js';
 import type { RenderTask } from './render-thread.js';
 
 export interface PdfRenderPool {

@@ -4,7 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_LINE_DESCRIPTION, MAX_LINE_ITEMS } from '../../src/domain/invoice-limits.js';
 import type { InvoiceDocument } from '../../src/domain/invoice-document.js';
 import { createPdfRenderPool, type PdfRenderPool } from '../../src/pdf/render-pool.js';
-import { renderInvoicePdf, renderReceiptPdf } from '../../src/pdf/render-invoice-pdf.js';
+import { renderInvoicePdf } from '../../src/pdf/invoice-pdf.js';
+import { renderReceiptPdf } from '../../src/pdf/receipt-pdf.js';
 
 /** The largest invoice the API accepts: the line-item cap, each description at its cap. */
 export function capSizeDocument(i = 0): InvoiceDocument {

@@ -6,7 +6,8 @@ import { loadCatalogues, messagesFor } from '../../src/i18n/messages.js';
 import { renderEmail } from '../../src/mail/render-email.js';
 import { formatDocumentDate, formatTokenAmount } from '../../src/domain/invoice-format.js';
 import type { InvoiceDocument } from '../../src/domain/invoice-document.js';
-import { renderInvoicePdf, renderReceiptPdf } from '../../src/pdf/render-invoice-pdf.js';
+import { renderInvoicePdf } from '../../src/pdf/invoice-pdf.js';
+import { renderReceiptPdf } from '../../src/pdf/receipt-pdf.js';
 import { extractPdfText } from '../helpers/pdf-text.js';
 import { decodeQrInPdf, hasPdftoppm } from '../helpers/qr.js';
 

@@ -3,7 +3,8 @@ import { getDocument } from 'pdfjs-dist/legacy/build/pdf.mjs';
 import { describe, expect, it, vi } from 'vitest';
 import type { InvoiceDocument, InvoiceDocumentLine } from '../../src/domain/invoice-document.js';
 import { formatDocumentDate, formatTokenAmount } from '../../src/domain/invoice-format.js';
-import { renderInvoicePdf, renderReceiptPdf } from '../../src/pdf/render-invoice-pdf.js';
+import { renderInvoicePdf } from '../../src/pdf/invoice-pdf.js';
+import { renderReceiptPdf } from '../../src/pdf/receipt-pdf.js';
 import { extractPdfText } from '../helpers/pdf-text.js';
 
 function line(n: number, description = `Consulting block ${n}`): InvoiceDocumentLine {
@@ -189,9 +190,9 @@ describe('renderInvoicePdf determinism', () => {
     // its ToUnicode entry, and the bytes would differ from a cold render.
     const greek = invoice({ customer: { name: 'Αθηνά Παπαδοπούλου', email: 'a@example.gr' } });
     vi.resetModules();
-    const cold = await (await import('../../src/pdf/render-invoice-pdf.js')).renderInvoicePdf(greek);
+    const cold = await (await import('../../src/pdf/invoice-pdf.js')).renderInvoicePdf(greek);
     vi.resetModules();
-    const fresh = await import('../../src/pdf/render-invoice-pdf.js');
+    const fresh = await import('../../src/pdf/invoice-pdf.js');
     await fresh.renderInvoicePdf(invoice({ merchant: { name: 'Ακμή', email: null }, customer: { name: 'Ζωή', email: 'z@example.gr' } }));
     const warm = await fresh.renderInvoicePdf(greek);
     expect(warm.equals(cold)).toBe(true);

@@ -10,7 +10,7 @@ import { formatDecimal, lineTotal, Money } from '../../domain/money.js';
 import { notFound } from '../../errors.js';
 import { issuedInvoicePdf } from '../../pdf/issued-invoice-pdf.js';
 import { stampFor } from '../../pdf/invoice-stamp.js';
-import { renderInvoicePdf } from '../../pdf/render-invoice-pdf.js';
+import { renderInvoicePdf } from '../../pdf/invoice-pdf.js';
 import type { AppDeps } from '../types.js';
 import { requireWrite } from '../auth.js';
 import { coerceLimit, listBody, pageRequest } from '../pagination.js';

@@ -1,0 +1,57 @@
+// The payment terms block of both documents: what to pay and where (an invoice), or what was paid
+// and in which transaction (a receipt), beside a QR code of the payment page.
+import { formatInvoiceAmount } from '../domain/invoice-format.js';
+import { SANS, SANS_BOLD } from './fonts.js';
+import { contentWidth, ensureSpace, LINK, MUTED, textAt, type Ctx, type Doc } from './layout.js';
+import { drawQr } from './qr.js';
+
+const QR_SIZE = 96; // points, quiet zone included: ~3.3 cm, scans from a screen or paper
+
+/**
+ * The payment terms: a QR code of the payment page beside the link, the chain id and the token
+ * contract, so a payer can check them against what the wallet shows. Kept together on one page.
+ */
+export function drawPaymentTerms(pdf: Doc, { doc, m, kind }: Ctx): void {
+  const left = pdf.page.margins.left;
+  const width = contentWidth(pdf);
+  const textX = left + QR_SIZE + 14;
+  const textWidth = width - QR_SIZE - 14;
+  // The on-chain lines make the text column taller than the QR code.
+  ensureSpace(pdf, 30 + QR_SIZE + (doc.onChain || doc.transaction ? 50 : 0));
+  pdf.font(SANS_BOLD).fontSize(8).fillColor(MUTED);
+  const y = pdf.y + 16;
+  // A receipt asks for nothing: its link is to the (paid) page, not to pay.
+  const labelHeight = textAt(pdf, m.t(kind === 'receipt' ? 'viewOnline' : 'payOnline').toUpperCase(), left, y, width);
+  const top = y + labelHeight + 4;
+  drawQr(pdf, doc.payUrl, left, top, QR_SIZE);
+  let ty = top + 4;
+  pdf.font(SANS).fontSize(10).fillColor(LINK);
+  // `link` makes pdfkit add a URI link annotation over the text.
+  ty += textAt(pdf, doc.payUrl, textX, ty, textWidth, { link: doc.payUrl, maxHeight: 40 }) + 4;
+  pdf.fillColor('black').fontSize(9);
+  if (kind === 'invoice') ty += textAt(pdf, m.t('pdf.scanToPay'), textX, ty, textWidth) + 6;
+  ty += textAt(pdf, m.t('amountOn', { amount: formatInvoiceAmount(doc, doc.amount), currency: doc.currency, network: doc.network }), textX, ty, textWidth) + 2;
+  ty += textAt(pdf, m.t('pdf.chain', { chainId: doc.chainId }), textX, ty, textWidth) + 2;
+  if (doc.tokenAddress) {
+    // An address is 42 characters with no break opportunity: small enough to stay on one line.
+    pdf.fontSize(8);
+    ty += textAt(pdf, m.t('pdf.tokenContract', { address: doc.tokenAddress }), textX, ty, textWidth) + 2;
+  }
+  pdf.fontSize(8);
+  if (kind === 'invoice' && doc.onChain) {
+    ty += textAt(pdf, m.t('pdf.payTo', { address: doc.onChain.to }), textX, ty, textWidth) + 2;
+    pdf.font(SANS_BOLD);
+    ty += textAt(pdf, m.t('pdf.paymentReference', { reference: doc.onChain.paymentReference }), textX, ty, textWidth) + 2;
+    pdf.font(SANS).fillColor(MUTED);
+    ty += textAt(pdf, m.t('howToPayOnChain'), textX, ty, textWidth) + 2;
+    pdf.fillColor('black');
+  }
+  if (kind === 'receipt' && doc.transaction) {
+    const { txHash, url } = doc.transaction;
+    // A hash has no break opportunity: 66 characters at 8 points may wrap by character, which is fine.
+    pdf.fillColor(url ? LINK : 'black');
+    ty += textAt(pdf, m.t('pdf.transaction', { txHash }), textX, ty, textWidth, url ? { link: url } : {}) + 2;
+    pdf.fillColor('black');
+  }
+  pdf.y = Math.max(top + QR_SIZE, ty);
+}
