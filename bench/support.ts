@@ -32,8 +32,13 @@ export function backendsFromArgs(argv: string[]): { backends: BenchBackend[]; re
     else if (a.startsWith('--backend=')) choice = a.slice('--backend='.length);
     else rest.push(a);
   }
-  if (choice === 'both') return { backends: ['postgres', 'redis'], rest };
-  if (choice === 'postgres' || choice === 'redis') return { backends: [choice], rest };
+  return { backends: backendsOf(choice), rest };
+}
+
+/** The backends a `--backend` value names: postgres, redis or both. */
+export function backendsOf(choice: string): BenchBackend[] {
+  if (choice === 'both') return ['postgres', 'redis'];
+  if (choice === 'postgres' || choice === 'redis') return [choice];
   throw new Error(`--backend must be postgres, redis or both, got "${choice}"`);
 }
 
