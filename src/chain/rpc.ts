@@ -12,7 +12,6 @@ export interface ChainRpc {
   block(number: bigint): Promise<{ number: bigint; hash: string; timestamp: bigint }>;
   proxyLogs(proxy: string, from: bigint, to: bigint): Promise<ProxyLog[]>;
   transferLogs(tokens: string[], recipients: string[], from: bigint, to: bigint): Promise<TransferLog[]>;
-  close(): Promise<void>;
 }
 
 interface LogPosition {
@@ -113,9 +112,6 @@ export function createChainRpc(chain: Chain, count: (method: string, outcome: Rp
         for (const l of logs) out.push({ ...position(l), tokenAddress: l.address, from: l.args.from, to: l.args.to, value: l.args.value });
       }
       return out;
-    },
-    async close() {
-      // http holds no connection of its own; a websocket transport closes with the process.
     },
   };
 }

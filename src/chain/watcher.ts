@@ -7,7 +7,7 @@
 // chain started over) rewinds it. An RPC error backs off and ends the run quietly: a down
 // provider never fails a job, stalls another queue or touches the worker's readiness.
 import { safeHead } from '../domain/payments.js';
-import type { Chain } from '../domain/chains.js';
+import { isWatched, type Chain } from '../domain/chains.js';
 import type { Logger } from '../log.js';
 import type { Pool } from '../db/pool.js';
 import { findCursor, watchedAddresses } from '../db/payments.js';
@@ -200,7 +200,7 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
   return {
     async run(chainId) {
       const chain = opts.chains.find((c) => c.chainId === chainId);
-      if (!chain || chain.rpcUrls.length === 0) return 'not watched';
+      if (!chain || !isWatched(chain)) return 'not watched';
       const s = stateOf(chain);
       if (Date.now() < s.retryAt) {
         showLag(chain, s);

@@ -201,33 +201,12 @@ export async function lockExistingPayments(db: Queryable, chainId: number, keys:
   return rows;
 }
 
-/** A payment row as the detector writes it (numbers as strings, instants as ISO strings). */
-export interface PaymentWrite {
-  id: string;
-  account_id: string;
-  environment: Environment;
-  invoice_id: string | null;
-  chain_id: number;
-  network: string;
-  tx_hash: string;
-  log_index: number;
-  block_number: string;
-  block_hash: string;
+/** A payment row as the detector writes it: the row's columns, instants as ISO strings (JSON). */
+export type PaymentWrite = Omit<PaymentRow, 'block_time' | 'created_at' | 'confirmed_at' | 'removed_at' | 'head_block'> & {
   block_time: string | null;
-  token_address: string;
-  from_address: string | null;
-  to_address: string;
-  amount_atomic: string;
-  fee_atomic: string;
-  fee_address: string | null;
-  fee_expected_atomic: string | null;
-  payment_reference: string | null;
-  kind: PaymentKind;
-  status: PaymentStatus;
-  outcome: PaymentOutcome | null;
   created_at: string;
   confirmed_at: string | null;
-}
+};
 
 const RECORD = `x (id text, account_id text, environment environment, invoice_id text, chain_id integer, network text, tx_hash text,
   log_index integer, block_number bigint, block_hash text, block_time timestamptz, token_address text, from_address text,

@@ -156,14 +156,9 @@ export function isWatched(chain: Chain): boolean {
   return chain.rpcUrls.length > 0;
 }
 
-/** The chains a worker watches: those with RPC URLs. */
-export function watchedChains(): Chain[] {
-  return active.filter(isWatched);
-}
-
 /** One readable line per watched chain, for start lines: "local (31337), 2 confirmations". */
 export function describeWatched(chains: readonly Chain[]): string[] {
-  return chains.filter((c) => c.rpcUrls.length > 0).map((c) => `${c.network} (${c.chainId}), ${c.confirmations} confirmations`);
+  return chains.filter(isWatched).map((c) => `${c.network} (${c.chainId}), ${c.confirmations} confirmations`);
 }
 
 export function subscriptionContractOf(chainId: number): string {

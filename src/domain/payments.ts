@@ -3,6 +3,7 @@
 // and which invoice a plain transfer pays. Amounts are atomic integers (bigint), never floats.
 import { randomBytes } from 'node:crypto';
 import { getAddress, isAddress, keccak256, stringToHex } from 'viem';
+import { chainById } from './chains.js';
 import type { InvoiceStatus } from './invoice-rules.js';
 import { feeAtomic } from './money.js';
 
@@ -183,4 +184,41 @@ export function paymentInstructions(inv: PayableInvoice, chain: { feeProxy: stri
     proxy_address: chain.feeProxy,
     payment_reference: inv.paymentReference,
   };
+}
+
+/** The invoice columns the instructions read, named as in the invoices table (API rows, page rows, event snapshots). */
+export interface PayableColumns {
+  status: InvoiceStatus;
+  chain_id: number;
+  network: string;
+  token_address: string;
+  token_decimals: number;
+  settlement_address: string | null;
+  payment_reference: string | null;
+  amount_atomic: string | null;
+  /** Absent from event snapshots written before payments existed: nothing paid. */
+  amount_paid_atomic: string | null;
+  fee_atomic: string | null;
+  fee_bps: number | null;
+}
+
+/** paymentInstructions() of an invoice row, on its chain as configured now. */
+export function instructionsOfRow(r: PayableColumns): PaymentInstructions | null {
+  if (r.amount_atomic === null) return null;
+  return paymentInstructions(
+    {
+      status: r.status,
+      chainId: r.chain_id,
+      network: r.network,
+      tokenAddress: r.token_address,
+      tokenDecimals: r.token_decimals,
+      settlementAddress: r.settlement_address ?? null,
+      paymentReference: r.payment_reference ?? null,
+      amountAtomic: BigInt(r.amount_atomic),
+      paidAtomic: BigInt(r.amount_paid_atomic ?? '0'),
+      feeAtomic: BigInt(r.fee_atomic ?? '0'),
+      feeBps: r.fee_bps ?? null,
+    },
+    chainById(r.chain_id),
+  );
 }

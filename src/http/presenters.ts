@@ -10,8 +10,7 @@ import type { SubscriptionRow } from '../db/subscriptions.js';
 import type { EventRow } from '../db/events.js';
 import type { WebhookDeliveryRow } from '../db/webhook-deliveries.js';
 import type { WebhookEndpointRow } from '../db/webhook-endpoints.js';
-import { chainById } from '../domain/chains.js';
-import { paymentInstructions, remainingAtomic, type PaymentInstructions } from '../domain/payments.js';
+import { instructionsOfRow, remainingAtomic } from '../domain/payments.js';
 import type { Static } from 'typebox';
 import type { EventObject, WebhookDelivery, WebhookEndpoint } from './schemas/index.js';
 import type { Credential, InvoiceObject, LinkPayment, PaymentLink, Price, Product, Subscription } from './schemas/index.js';
@@ -43,30 +42,10 @@ export function presentInvoice(r: InvoiceRow): InvoiceObject {
     metadata: r.metadata,
     amount_paid_atomic: r.amount_paid_atomic ?? '0',
     amount_remaining_atomic: r.amount_atomic === null ? null : remainingAtomic({ amountAtomic: BigInt(r.amount_atomic), paidAtomic: BigInt(r.amount_paid_atomic ?? '0') }).toString(),
-    payment_instructions: instructionsOf(r),
+    payment_instructions: instructionsOfRow(r),
     created_at: r.created_at.toISOString(),
     updated_at: r.updated_at.toISOString(),
   };
-}
-
-function instructionsOf(r: InvoiceRow): PaymentInstructions | null {
-  if (r.amount_atomic === null) return null;
-  return paymentInstructions(
-    {
-      status: r.status,
-      chainId: r.chain_id,
-      network: r.network,
-      tokenAddress: r.token_address,
-      tokenDecimals: r.token_decimals,
-      settlementAddress: r.settlement_address ?? null,
-      paymentReference: r.payment_reference ?? null,
-      amountAtomic: BigInt(r.amount_atomic),
-      paidAtomic: BigInt(r.amount_paid_atomic ?? '0'),
-      feeAtomic: BigInt(r.fee_atomic ?? '0'),
-      feeBps: r.fee_bps ?? null,
-    },
-    chainById(r.chain_id),
-  );
 }
 
 export function presentPrice(p: PriceRow): Static<typeof Price> {

@@ -14,12 +14,12 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import rateLimit from '@fastify/rate-limit';
 import { Type } from 'typebox';
-import { findInvoiceByReference, findLinkForPage, findLinkPayment, type PageInvoice } from '../../db/payment-page.js';
+import { findInvoiceByReference, findLinkForPage, findLinkPayment } from '../../db/payment-page.js';
 import { paymentsOfInvoice } from '../../db/payments.js';
 import { presentPayment } from '../../chain/payment-object.js';
 import { chainById, walletChain } from '../../domain/chains.js';
 import { negotiateLocale } from '../../domain/locale.js';
-import { paymentInstructions, remainingAtomic, type PaymentInstructions } from '../../domain/payments.js';
+import { instructionsOfRow, remainingAtomic } from '../../domain/payments.js';
 import { resolveToken } from '../../domain/tokens.js';
 import { ApiError, errorEnvelope, notFound } from '../../errors.js';
 import { PAYMENT_PAGE_CSP, renderInvoicePage, renderLinkPage, renderNoticePage, renderNotFoundPage, type PageNotice } from '../../page/render-payment-page.js';
@@ -67,27 +67,6 @@ const checkoutPath = (id: string) => `${PAYMENT_PAGE_PREFIX}/${encodeURIComponen
 const ASSETS_PATH = `${PAYMENT_PAGE_PREFIX}/assets`;
 /** The script's name carries its hash: a new build is a new address, so it may be cached for good. */
 const IMMUTABLE = 'public, max-age=31536000, immutable';
-
-/** What the payer is asked to pay through the fee proxy now (null: not payable that way). */
-function pageInstructions(inv: PageInvoice): PaymentInstructions | null {
-  if (inv.amount_atomic === null) return null;
-  return paymentInstructions(
-    {
-      status: inv.status,
-      chainId: inv.chain_id,
-      network: inv.network,
-      tokenAddress: inv.token_address,
-      tokenDecimals: inv.token_decimals,
-      settlementAddress: inv.settlement_address,
-      paymentReference: inv.payment_reference,
-      amountAtomic: BigInt(inv.amount_atomic),
-      paidAtomic: BigInt(inv.amount_paid_atomic),
-      feeAtomic: BigInt(inv.fee_atomic ?? '0'),
-      feeBps: inv.fee_bps,
-    },
-    chainById(inv.chain_id),
-  );
-}
 
 /** The simulate form's body: two short fields; a longer body is 413. */
 const FORM_BODY_LIMIT_BYTES = 4096;
@@ -180,7 +159,7 @@ export async function paymentPageRoutes(app: Api, deps: AppDeps): Promise<void> 
         explorerUrl: chainById(inv.chain_id)?.explorerUrl ?? null,
         pageUrl: pageUrl(inv.reference),
         simulateAction: inv.environment === 'sandbox' ? simulatePath(inv.reference) : null,
-        wallet: pageInstructions(inv)
+        wallet: instructionsOfRow(inv)
           ? { scriptSrc: `${ASSETS_PATH}/${(await walletScript()).name}`, statusUrl: statusPath(inv.reference), checkoutUrl: null }
           : null,
         error,
@@ -277,7 +256,7 @@ export async function paymentPageRoutes(app: Api, deps: AppDeps): Promise<void> 
             const o = presentPayment(p);
             return { tx_hash: o.tx_hash, status: o.status, confirmations: o.confirmations, explorer_url: o.explorer_url };
           }),
-          instructions: pageInstructions(inv),
+          instructions: instructionsOfRow(inv),
           chain: chain ? walletChain(chain) : null,
         };
       });
@@ -312,7 +291,7 @@ export async function paymentPageRoutes(app: Api, deps: AppDeps): Promise<void> 
             reference: invoice.reference,
             status_url: statusPath(invoice.reference),
             page_url: pageUrl(invoice.reference),
-            instructions: inv ? pageInstructions(inv) : null,
+            instructions: inv ? instructionsOfRow(inv) : null,
           };
         },
       );
