@@ -4,46 +4,33 @@
 // worker's detector records the payment as pending, confirms it once 2 blocks are on top, and
 // applies it: paid, partially paid, over-paid, recorded against a void invoice, removed by a
 // reorg, unmatched then applied by the merchant. Every state is waited for, never a clock.
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../src/domain/ids.js';
 import { deployDevContracts } from '../../src/devchain/deploy.js';
 import { provisionMerchant } from '../../src/runtime/provision.js';
-import type { WorkerRuntime } from '../../src/runtime/worker-runtime.js';
-import { startTestChain, type TestChain } from '../helpers/anvil.js';
-import { startApiFixture, type ApiFixture } from '../helpers/context.js';
+import type { TestChain } from '../helpers/anvil.js';
+import { startChainFixture, type ChainFixture } from '../helpers/chain-fixture.js';
+import type { ApiFixture } from '../helpers/context.js';
 import { apiClient, expectError, type JsonBody } from '../helpers/http.js';
-import { recipientsOf, startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
-import { startWorker, waitUntil } from '../helpers/worker.js';
+import { recipientsOf, type SmtpSink } from '../helpers/smtp-sink.js';
+import { waitUntil } from '../helpers/worker.js';
 
 let chain: TestChain;
 let fx: ApiFixture;
 let sink: SmtpSink;
-let worker: WorkerRuntime;
 const api = apiClient(() => fx.api.app);
 const key = () => fx.merchant.keys.sandbox;
 // The merchant's own address: it receives, it never sends.
 const merchant = privateKeyToAccount(generatePrivateKey()).address;
 
+let fixture: ChainFixture | undefined;
 beforeAll(async () => {
-  chain = await startTestChain();
-  sink = await startSmtpSink();
-  const chainsFile = chain.writeChainsFile(mkdtempSync(path.join(tmpdir(), 'chain-payments-')));
-  // The tests poll the API for states: no per-key rate limit in the way.
-  const env = { SMTP_URL: sink.url, CHAINS_FILE: chainsFile, CHAIN_POLL_INTERVAL_MS: '100', OUTBOX_RELAY_INTERVAL_MS: '100', RATE_LIMIT_MAX: '1000000' };
-  fx = await startApiFixture(env);
-  worker = await startWorker(fx.env.config(env));
-  const set = await api.patch('/v1/account', key(), { settlement_address: merchant.toLowerCase() });
-  expect(set.status, set.raw).toBe(200);
+  fixture = await startChainFixture({ settlementAddress: merchant.toLowerCase() });
+  ({ chain, fx, sink } = fixture);
 }, 120_000);
 afterAll(async () => {
-  await worker?.close();
-  await fx?.close();
-  await sink?.close();
-  await chain?.stop();
+  await fixture?.close();
 });
 
 async function sentInvoice(amount: string, email = `payer-${Math.random().toString(36).slice(2)}@example.test`): Promise<JsonBody> {

@@ -10,18 +10,17 @@ import path from 'node:path';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeChainsFile } from '../../src/devchain/chains-file.js';
-import type { WorkerRuntime } from '../../src/runtime/worker-runtime.js';
-import { startTestChain, type TestChain } from '../helpers/anvil.js';
-import { startApiFixture, type ApiFixture } from '../helpers/context.js';
+import type { TestChain } from '../helpers/anvil.js';
+import { startChainFixture, type ChainFixture } from '../helpers/chain-fixture.js';
+import type { ApiFixture } from '../helpers/context.js';
 import { apiClient, type JsonBody } from '../helpers/http.js';
 import { extractPdfText } from '../helpers/pdf-text.js';
-import { recipientsOf, startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
-import { ROOT, spawnWorker, startWorker, waitUntil, workerProcessEnv } from '../helpers/worker.js';
+import { recipientsOf, type SmtpSink } from '../helpers/smtp-sink.js';
+import { ROOT, spawnWorker, waitUntil, workerProcessEnv } from '../helpers/worker.js';
 
 let chain: TestChain;
 let fx: ApiFixture;
 let sink: SmtpSink;
-let worker: WorkerRuntime;
 let chainsFile: string;
 const api = apiClient(() => fx.api.app);
 const key = () => fx.merchant.keys.sandbox;
@@ -30,21 +29,13 @@ const merchant = privateKeyToAccount(generatePrivateKey()).address;
 const PAGE_BASE = 'https://pay.example.test';
 const EXPLORER = 'https://explorer.example.test';
 
+let fixture: ChainFixture | undefined;
 beforeAll(async () => {
-  chain = await startTestChain();
-  sink = await startSmtpSink();
-  chainsFile = chain.writeChainsFile(mkdtempSync(path.join(tmpdir(), 'pay-command-')), { explorer_url: EXPLORER });
-  const env = { SMTP_URL: sink.url, CHAINS_FILE: chainsFile, CHAIN_POLL_INTERVAL_MS: '100', OUTBOX_RELAY_INTERVAL_MS: '100', RATE_LIMIT_MAX: '1000000', PAYMENT_PAGE_BASE: PAGE_BASE };
-  fx = await startApiFixture(env);
-  worker = await startWorker(fx.env.config(env));
-  const set = await api.patch('/v1/account', key(), { settlement_address: merchant });
-  expect(set.status, set.raw).toBe(200);
+  fixture = await startChainFixture({ settlementAddress: merchant, chainsEntry: { explorer_url: EXPLORER }, env: { PAYMENT_PAGE_BASE: PAGE_BASE } });
+  ({ chain, fx, sink, chainsFile } = fixture);
 }, 120_000);
 afterAll(async () => {
-  await worker?.close();
-  await fx?.close();
-  await sink?.close();
-  await chain?.stop();
+  await fixture?.close();
 });
 
 interface Run {

@@ -2,70 +2,37 @@
 // proxy and the 6-decimal test USDC, the API and a worker watching it), as the invoice page's
 // wallet test: the link page makes a checkout (an invoice of the link) and the script pays it.
 // Plus the checkout's refusals and what counts as a payment of the link. States are waited for.
-import { mkdtempSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { WorkerRuntime } from '../../src/runtime/worker-runtime.js';
-import { startTestChain, type TestChain } from '../helpers/anvil.js';
+import type { TestChain } from '../helpers/anvil.js';
+import { startChainFixture, type ChainFixture } from '../helpers/chain-fixture.js';
 import { chromiumPath, launchChromium, NO_CHROMIUM } from '../helpers/browser.js';
-import { startApiFixture, type ApiFixture } from '../helpers/context.js';
+import type { ApiFixture } from '../helpers/context.js';
 import { apiClient, type JsonBody } from '../helpers/http.js';
-import { recipientsOf, startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
+import { recipientsOf, type SmtpSink } from '../helpers/smtp-sink.js';
 import { installTestWallet } from '../helpers/test-wallet.js';
-import { startWorker, waitUntil } from '../helpers/worker.js';
+import { waitUntil } from '../helpers/worker.js';
 
 const CHROMIUM = chromiumPath();
 const MERCHANT = '0x4444444444444444444444444444444444444444';
 const STATE_TIMEOUT_MS = 30_000;
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
-
 describe('Payment links paid with a wallet (checkouts)', () => {
   let chain: TestChain;
   let fx: ApiFixture;
   let sink: SmtpSink;
-  let worker: WorkerRuntime;
   let origin: string;
   const api = apiClient(() => fx.api.app);
   const key = () => fx.merchant.keys.sandbox;
 
+  let fixture: ChainFixture | undefined;
   beforeAll(async () => {
-    chain = await startTestChain();
-    sink = await startSmtpSink();
-    const port = await freePort();
-    origin = `http://127.0.0.1:${port}`;
-    const chainsFile = chain.writeChainsFile(mkdtempSync(path.join(tmpdir(), 'link-wallet-')));
-    const env = {
-      SMTP_URL: sink.url,
-      PORT: String(port),
-      PAYMENT_PAGE_BASE: `${origin}/pay`,
-      CHAINS_FILE: chainsFile,
-      CHAIN_POLL_INTERVAL_MS: '100',
-      OUTBOX_RELAY_INTERVAL_MS: '100',
-      RATE_LIMIT_MAX: '1000000',
-    };
-    fx = await startApiFixture(env);
-    await fx.api.app.listen({ port, host: '127.0.0.1' });
-    worker = await startWorker(fx.env.config(env));
-    const set = await api.patch('/v1/account', key(), { settlement_address: MERCHANT });
-    expect(set.status, set.raw).toBe(200);
+    fixture = await startChainFixture({ settlementAddress: MERCHANT, listen: true });
+    ({ chain, fx, sink } = fixture);
+    origin = fixture.origin!;
   }, 120_000);
   afterAll(async () => {
-    await worker?.close();
-    await fx?.close();
-    await sink?.close();
-    await chain?.stop();
+    await fixture?.close();
   });
 
   async function customLink(extra: Record<string, unknown> = {}): Promise<JsonBody> {

@@ -3,25 +3,22 @@
 // wallet is a test EIP-1193 provider (test/helpers/test-wallet.ts) announced with EIP-6963 whose
 // requests go to anvil, where the well-known accounts sign. Every state is waited for on the page
 // or through the API, never a clock. Plus a screenshot of the page with its button.
-import { existsSync, mkdtempSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import type { ParsedMail } from 'mailparser';
 import pixelmatch from 'pixelmatch';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { PNG } from 'pngjs';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { WorkerRuntime } from '../../src/runtime/worker-runtime.js';
-import { startTestChain, type TestChain } from '../helpers/anvil.js';
+import type { TestChain } from '../helpers/anvil.js';
+import { startChainFixture, type ChainFixture } from '../helpers/chain-fixture.js';
 import { chromiumPath, launchChromium, NO_CHROMIUM } from '../helpers/browser.js';
-import { startApiFixture, type ApiFixture } from '../helpers/context.js';
+import type { ApiFixture } from '../helpers/context.js';
 import { apiClient, type JsonBody } from '../helpers/http.js';
-import { recipientsOf, startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
+import { recipientsOf, type SmtpSink } from '../helpers/smtp-sink.js';
 import { installTestWallet, type TestWallet } from '../helpers/test-wallet.js';
-import { startWorker, waitUntil } from '../helpers/worker.js';
+import { waitUntil } from '../helpers/worker.js';
 
 const CHROMIUM = chromiumPath();
 const BASELINE = new URL('../fixtures/payment-page-wallet.png', import.meta.url);
@@ -29,57 +26,27 @@ const BASELINE = new URL('../fixtures/payment-page-wallet.png', import.meta.url)
 const MERCHANT = '0x3333333333333333333333333333333333333333';
 const STATE_TIMEOUT_MS = 30_000;
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
-
 const decode = (s: string) => s.replace(/&#x3D;/g, '=').replace(/&amp;/g, '&').replace(/&#x2F;/g, '/');
 
 describe.skipIf(!CHROMIUM)(`Pay with wallet in Chromium${CHROMIUM ? '' : ` (${NO_CHROMIUM})`}`, () => {
   let chain: TestChain;
   let fx: ApiFixture;
   let sink: SmtpSink;
-  let worker: WorkerRuntime;
   let browser: Browser;
   let origin: string;
   const api = apiClient(() => fx.api.app);
   const key = () => fx.merchant.keys.sandbox;
 
+  let fixture: ChainFixture | undefined;
   beforeAll(async () => {
-    chain = await startTestChain();
-    sink = await startSmtpSink();
-    const port = await freePort();
-    origin = `http://127.0.0.1:${port}`;
-    const chainsFile = chain.writeChainsFile(mkdtempSync(path.join(tmpdir(), 'wallet-page-')));
-    const env = {
-      SMTP_URL: sink.url,
-      PORT: String(port),
-      PAYMENT_PAGE_BASE: `${origin}/pay`,
-      CHAINS_FILE: chainsFile,
-      CHAIN_POLL_INTERVAL_MS: '100',
-      OUTBOX_RELAY_INTERVAL_MS: '100',
-      // The page polls its status: no rate limit in the way.
-      RATE_LIMIT_MAX: '1000000',
-    };
-    fx = await startApiFixture(env);
-    await fx.api.app.listen({ port, host: '127.0.0.1' });
-    worker = await startWorker(fx.env.config(env));
-    const set = await api.patch('/v1/account', key(), { settlement_address: MERCHANT });
-    expect(set.status, set.raw).toBe(200);
+    fixture = await startChainFixture({ settlementAddress: MERCHANT, listen: true });
+    ({ chain, fx, sink } = fixture);
+    origin = fixture.origin!;
     browser = await launchChromium(CHROMIUM!);
   }, 120_000);
   afterAll(async () => {
     await browser?.close();
-    await worker?.close();
-    await fx?.close();
-    await sink?.close();
-    await chain?.stop();
+    await fixture?.close();
   });
 
   async function sentInvoice(amount: string, email = `payer-${Math.random().toString(36).slice(2)}@example.test`): Promise<JsonBody> {
