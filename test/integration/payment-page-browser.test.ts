@@ -2,12 +2,8 @@
 // the link in a real sent email, JavaScript off, nothing loaded from anywhere else, one click on
 // "Simulate payment", the page says paid, the receipt arrives. Plus a screenshot compared to a
 // committed baseline, loosely (fonts hint differently from machine to machine).
-import { existsSync } from 'node:fs';
-import { readFile, writeFile } from 'node:fs/promises';
 import type { ParsedMail } from 'mailparser';
-import pixelmatch from 'pixelmatch';
 import type { Browser } from 'playwright-core';
-import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/lib/free-port.js';
 import type { WorkerRuntime } from '../../src/runtime/worker-runtime.js';
@@ -15,6 +11,7 @@ import { chromiumPath, launchChromium, NO_CHROMIUM } from '../helpers/browser.js
 import { startApiFixture, type ApiFixture } from '../helpers/context.js';
 import { apiClient } from '../helpers/http.js';
 import { decodeQrPng } from '../helpers/qr.js';
+import { expectLikeBaseline } from '../helpers/screenshot.js';
 import { recipientsOf, startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
 import { startWorker } from '../helpers/worker.js';
 
@@ -124,24 +121,7 @@ describe.skipIf(!CHROMIUM)(`payment page in Chromium${CHROMIUM ? '' : ` (${NO_CH
     try {
       // The page's own URL carries this run's port, the payment reference its random salt: hidden.
       await page.goto(`${origin}/pay/BaselineReference001`);
-      const shot = PNG.sync.read(await page.screenshot({ fullPage: true, mask: [page.locator('#page-qr'), page.locator('#payment-reference')] }));
-      if (!existsSync(BASELINE) || process.env.UPDATE_SCREENSHOTS === '1') {
-        await writeFile(BASELINE, PNG.sync.write(shot));
-        if (process.env.UPDATE_SCREENSHOTS !== '1') throw new Error(`no baseline: wrote ${BASELINE.pathname}; check it and commit it`);
-      }
-      const base = PNG.sync.read(await readFile(BASELINE));
-      const width = Math.min(base.width, shot.width);
-      const height = Math.min(base.height, shot.height);
-      const crop = (img: PNG) => {
-        const out = new PNG({ width, height });
-        PNG.bitblt(img, out, 0, 0, width, height, 0, 0);
-        return out.data;
-      };
-      const differing = pixelmatch(crop(base), crop(shot), undefined, width, height, { threshold: 0.3 });
-      // Pixels outside the common area count as different: a page that grew or shrank fails.
-      const extra = base.width * base.height + shot.width * shot.height - 2 * width * height;
-      const ratio = (differing + extra) / (base.width * base.height);
-      expect(ratio, `${((differing + extra) / 1000).toFixed(1)}k pixels differ`).toBeLessThan(0.03);
+      await expectLikeBaseline(page, BASELINE, [page.locator('#page-qr'), page.locator('#payment-reference')]);
     } finally {
       await context.close();
     }

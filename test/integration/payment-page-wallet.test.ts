@@ -3,12 +3,8 @@
 // wallet is a test EIP-1193 provider (test/helpers/test-wallet.ts) announced with EIP-6963 whose
 // requests go to anvil, where the well-known accounts sign. Every state is waited for on the page
 // or through the API, never a clock. Plus a screenshot of the page with its button.
-import { existsSync } from 'node:fs';
-import { readFile, writeFile } from 'node:fs/promises';
 import type { ParsedMail } from 'mailparser';
-import pixelmatch from 'pixelmatch';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { PNG } from 'pngjs';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestChain } from '../helpers/anvil.js';
@@ -17,6 +13,7 @@ import { chromiumPath, launchChromium, NO_CHROMIUM } from '../helpers/browser.js
 import type { ApiFixture } from '../helpers/context.js';
 import { apiClient, type JsonBody } from '../helpers/http.js';
 import { recipientsOf, type SmtpSink } from '../helpers/smtp-sink.js';
+import { expectLikeBaseline } from '../helpers/screenshot.js';
 import { installTestWallet, type TestWallet } from '../helpers/test-wallet.js';
 import { waitUntil } from '../helpers/worker.js';
 
@@ -244,23 +241,7 @@ describe.skipIf(!CHROMIUM)(`Pay with wallet in Chromium${CHROMIUM ? '' : ` (${NO
       await page.goto(`${origin}/pay/WalletBaseline000001`);
       await page.locator('#pay-with-wallet').waitFor({ state: 'visible' });
       // The page's own URL carries this run's port, the payment reference its random salt: hidden.
-      const shot = PNG.sync.read(await page.screenshot({ fullPage: true, mask: [page.locator('#page-qr'), page.locator('#payment-reference')] }));
-      if (!existsSync(BASELINE) || process.env.UPDATE_SCREENSHOTS === '1') {
-        await writeFile(BASELINE, PNG.sync.write(shot));
-        if (process.env.UPDATE_SCREENSHOTS !== '1') throw new Error(`no baseline: wrote ${BASELINE.pathname}; check it and commit it`);
-      }
-      const base = PNG.sync.read(await readFile(BASELINE));
-      const width = Math.min(base.width, shot.width);
-      const height = Math.min(base.height, shot.height);
-      const crop = (img: PNG) => {
-        const out = new PNG({ width, height });
-        PNG.bitblt(img, out, 0, 0, width, height, 0, 0);
-        return out.data;
-      };
-      const differing = pixelmatch(crop(base), crop(shot), undefined, width, height, { threshold: 0.3 });
-      const extra = base.width * base.height + shot.width * shot.height - 2 * width * height;
-      const ratio = (differing + extra) / (base.width * base.height);
-      expect(ratio, `${((differing + extra) / 1000).toFixed(1)}k pixels differ`).toBeLessThan(0.03);
+      await expectLikeBaseline(page, BASELINE, [page.locator('#page-qr'), page.locator('#payment-reference')]);
     } finally {
       await context.close();
     }
