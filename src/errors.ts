@@ -52,6 +52,7 @@ const CATALOGUE = {
   idempotency_key_in_use: [409, 'invalid_request_error'],
   payment_already_applied: [409, 'invalid_request_error'],
   settlement_address_taken: [409, 'invalid_request_error'],
+  settlement_address_reserved: [409, 'invalid_request_error'],
   payment_not_confirmed: [409, 'invalid_request_error'],
   payment_invoice_mismatch: [409, 'invalid_request_error'],
   request_timeout: [408, 'invalid_request_error'],
@@ -120,6 +121,8 @@ export const ERROR_WHEN: Record<ErrorCode, string> = {
   webhook_endpoint_exists: 'an endpoint with that URL already exists in this account and environment (one endpoint per URL)',
   payment_already_applied: '`POST /v1/payments/{id}/apply` of a payment that already counts toward an invoice (matched by the detector or applied before)',
   settlement_address_taken: '`PATCH /v1/account` with an address that is another account\'s settlement address in that environment, or that open invoices of another account were sent to',
+  settlement_address_reserved:
+    "`PATCH /v1/account` with an address the deployment itself uses on one of its chains (any environment): a fee address, a fee proxy, a token contract or a subscription contract",
   payment_not_confirmed: '`POST /v1/payments/{id}/apply` of a payment that is still pending or was removed by a reorg',
   payment_invoice_mismatch: '`POST /v1/payments/{id}/apply` to an invoice of another chain or token, or one that is not open or overdue',
   request_timeout: "the request's headers and body did not arrive within `HTTP_REQUEST_TIMEOUT_MS`; the connection is closed",
