@@ -59,6 +59,7 @@ const CATALOGUE = {
   body_too_large: [413, 'invalid_request_error'],
   unsupported_media_type: [415, 'invalid_request_error'],
   rate_limited: [429, 'invalid_request_error'],
+  checkout_limit_reached: [429, 'invalid_request_error'],
   // 401
   api_key_missing: [401, 'authentication_error'],
   api_key_invalid: [401, 'authentication_error'],
@@ -129,6 +130,8 @@ export const ERROR_WHEN: Record<ErrorCode, string> = {
   body_too_large: 'body over `BODY_LIMIT_BYTES`',
   unsupported_media_type: 'a body that is not `application/json`',
   rate_limited: 'too many requests for this key, or too many failed authentications from this address',
+  checkout_limit_reached:
+    'a payment link checkout (`POST /pay/<link id>/checkout`) past `CHECKOUT_LIMIT_PER_LINK` unpaid checkouts of the link, or `CHECKOUT_LIMIT_PER_EMAIL` of the email in the account, made in the last hour',
   api_key_missing: 'no key',
   api_key_invalid: 'an unknown or malformed key',
   api_key_revoked: 'a revoked key',
