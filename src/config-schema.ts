@@ -171,7 +171,7 @@ export const ConfigSchema = Type.Object({
     limitPerLink: integer({
       env: 'CHECKOUT_LIMIT_PER_LINK',
       group: 'API',
-      default: 20,
+      default: 10,
       minimum: 1,
       maximum: 1_000_000,
       description: "unpaid checkouts (`POST /pay/<link id>/checkout`) a payment link may have made in the last hour; more are `429 checkout_limit_reached`",
