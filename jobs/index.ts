@@ -11,6 +11,7 @@ import { eventsPrune } from './events-prune.js';
 import { webhookDeliver } from './webhook-deliver.js';
 import { webhookFanout } from './webhook-fanout.js';
 import { chainWatch } from './chain-watch.js';
+import { checkoutsExpire } from './checkouts-expire.js';
 
 export const jobHandlers: JobHandlers = {
   'invoice.send': invoiceSend,
@@ -23,4 +24,5 @@ export const jobHandlers: JobHandlers = {
   'webhook.deliver': webhookDeliver,
   'events.prune': eventsPrune,
   'chain.watch': chainWatch,
+  'checkouts.expire': checkoutsExpire,
 };

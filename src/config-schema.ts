@@ -167,6 +167,31 @@ export const ConfigSchema = Type.Object({
   authFailureWindowMs: integer({ env: 'AUTH_FAILURE_WINDOW_MS', group: 'API', default: 60_000, minimum: 1_000, maximum: 86_400_000, description: 'window of `AUTH_FAILURE_LIMIT`' }),
   rateLimitMax: integer({ env: 'RATE_LIMIT_MAX', group: 'API', default: 1000, minimum: 0, maximum: 1_000_000_000, description: 'requests per key per `RATE_LIMIT_WINDOW_MS` on `/v1`; also requests per client address on the payment page (`/pay`)' }),
   rateLimitWindowMs: integer({ env: 'RATE_LIMIT_WINDOW_MS', group: 'API', default: 60_000, minimum: 1, maximum: 86_400_000, description: 'window of `RATE_LIMIT_MAX`' }),
+  checkouts: Type.Object({
+    limitPerLink: integer({
+      env: 'CHECKOUT_LIMIT_PER_LINK',
+      group: 'API',
+      default: 10,
+      minimum: 1,
+      maximum: 1_000_000,
+      description: "unpaid checkouts (`POST /pay/<link id>/checkout`) a payment link may have made in the last hour; more are `429 checkout_limit_reached`",
+    }),
+    limitPerEmail: integer({
+      env: 'CHECKOUT_LIMIT_PER_EMAIL',
+      group: 'API',
+      default: 3,
+      minimum: 1,
+      maximum: 1_000_000,
+      description: "unpaid checkouts one email address may have in one account's links made in the last hour; more are `429 checkout_limit_reached`",
+    }),
+    expiry: duration({
+      env: 'CHECKOUT_EXPIRY',
+      group: 'Workers',
+      default: 'PT24H',
+      description: 'an unpaid checkout with no payment seen is voided this long after it was made (`checkouts.expire`)',
+    }),
+    expireEvery: duration({ env: 'CHECKOUT_EXPIRE_EVERY', group: 'Workers', default: 'PT5M', description: 'how often the worker voids expired checkouts' }),
+  }),
   metricsPort: integer({
     env: 'METRICS_PORT',
     group: 'API',

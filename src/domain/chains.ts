@@ -165,6 +165,44 @@ export function subscriptionContractOf(chainId: number): string {
   return SUBSCRIPTION_CONTRACTS[chainId] ?? NO_CONTRACT;
 }
 
+/** What the deployment itself uses an address for on one of its chains. */
+export type ReservedRole = 'fee address' | 'fee proxy' | 'token contract' | 'subscription contract';
+
+export interface ReservedAddress {
+  chainId: number;
+  network: string;
+  role: ReservedRole;
+  /** The token's currency, for a token contract. */
+  currency?: string;
+}
+
+/**
+ * Every address the deployment itself uses on the given chains (all of them, whatever their
+ * environment or whether they are watched): fee addresses, fee proxies, token contracts and the
+ * subscription contracts. None may be a tenant's settlement address: money sent to it is the
+ * platform's or a contract's, and the watcher would show other tenants' payments to it as the
+ * claimant's. Keyed by lower-case address.
+ */
+export function reservedAddresses(chains: readonly Chain[]): Map<string, ReservedAddress> {
+  const reserved = new Map<string, ReservedAddress>();
+  const add = (address: string | null, entry: ReservedAddress) => {
+    if (address !== null && address !== NO_CONTRACT && !reserved.has(address.toLowerCase())) reserved.set(address.toLowerCase(), entry);
+  };
+  for (const c of chains) {
+    const at = { chainId: c.chainId, network: c.network };
+    add(c.feeAddress, { ...at, role: 'fee address' });
+    add(c.feeProxy, { ...at, role: 'fee proxy' });
+    for (const t of c.tokens) add(t.address, { ...at, role: 'token contract', currency: t.currency });
+    add(SUBSCRIPTION_CONTRACTS[c.chainId] ?? null, { ...at, role: 'subscription contract' });
+  }
+  return reserved;
+}
+
+/** What the deployment uses the address for on one of the chains, or null when it is no address of its own. */
+export function reservedAddressUse(chains: readonly Chain[], address: string): ReservedAddress | null {
+  return reservedAddresses(chains).get(address.toLowerCase()) ?? null;
+}
+
 /** `<explorer>/tx/<hash>`, or null when the chain names no explorer. */
 export function explorerTxUrl(chainId: number, txHash: string): string | null {
   const url = chainById(chainId)?.explorerUrl;

@@ -1,7 +1,13 @@
 // A payment link's checkout (POST /pay/<link id>/checkout): an invoice of the link for one payment,
-// made and sent at once, then paid on-chain by the payer's wallet exactly as any invoice. It counts
-// as one of the link's payments once a confirmed payment applied to it (payment_link_payment_count).
+// issued at once (code, payment reference) but emailed to nobody, then paid on-chain by the payer's
+// wallet exactly as any invoice; the receipt goes to the given email once it is paid. It counts as
+// one of the link's payments once a confirmed payment applied to it (payment_link_payment_count).
+//
+// Anyone may make one, naming any email: so nothing is sent before money moved, the unpaid
+// checkouts of a link and of an email are bounded (CHECKOUT_LIMIT_PER_LINK, CHECKOUT_LIMIT_PER_EMAIL
+// in the last hour), and an unpaid one is voided after CHECKOUT_EXPIRY (jobs/checkouts-expire.ts).
 import { findAccount, findSettlementAddress } from '../db/accounts.js';
+import { countRecentCheckouts, markCheckout } from '../db/checkouts.js';
 import { upsertCustomer } from '../db/customers.js';
 import { insertInvoice, replaceLines, type InvoiceRow, type Scope } from '../db/invoices.js';
 import { withTransaction, type Pool } from '../db/pool.js';
@@ -10,8 +16,8 @@ import { newId, newInvoiceReference } from '../domain/ids.js';
 import { feeAtomic, Money, toAtomic } from '../domain/money.js';
 import { resolveToken } from '../domain/tokens.js';
 import { ApiError } from '../errors.js';
-import type { OutboxJob } from '../queue/outbox.js';
-import { sendInvoiceInTransaction } from './invoice-send.js';
+import type { Config } from '../config.js';
+import { issueInvoiceInTransaction } from './invoice-send.js';
 import { linkChargeAmount, lockChargeableLink } from './link-charge.js';
 
 export interface CheckoutRequest {
@@ -27,24 +33,35 @@ export function linkPayableOnChain(chainId: number, settlementAddress: string | 
   return settlementAddress !== null && !!chain?.feeProxy && !!chain.feeAddress;
 }
 
+/** The window the checkout limits count unpaid checkouts in. */
+export const CHECKOUT_LIMIT_WINDOW_MS = 3_600_000;
+
 /**
  * Makes the checkout in one transaction, under the link's row lock (as a simulated payment):
- * the link is active and below max_payments, the amount is one the link charges, then the invoice
- * (one line, the link's name) is inserted and sent through the send path of any invoice (code,
- * payment reference, the invoice email). Publish the returned job after commit.
+ * the link is active and below max_payments, the amount is one the link charges, the link and the
+ * email are below their limits of unpaid checkouts, then the invoice (one line, the link's name)
+ * is inserted, marked as a checkout with its expiry, and issued through the send path of any
+ * invoice (code, payment reference) without the invoice email.
  */
 export async function createLinkCheckout(
   pool: Pool,
-  config: { mailFrom: string },
+  config: Pick<Config, 'checkouts'>,
   scope: Scope,
   linkId: string,
   req: CheckoutRequest,
-): Promise<{ invoice: InvoiceRow; job: OutboxJob<'invoice.send'> }> {
+): Promise<{ invoice: InvoiceRow }> {
   return withTransaction(pool, async (tx) => {
     const link = await lockChargeableLink(tx, scope, linkId);
     const amount = await linkChargeAmount(tx, scope, link, req.amount);
     if (!linkPayableOnChain(link.chain_id, await findSettlementAddress(tx, scope))) {
       throw new ApiError('payment_link_not_payable', 'This payment link cannot be paid with a wallet yet: the merchant has no settlement address on its network.');
+    }
+    const recent = await countRecentCheckouts(tx, scope, link.id, req.customerEmail, new Date(Date.now() - CHECKOUT_LIMIT_WINDOW_MS));
+    if (recent.link >= config.checkouts.limitPerLink) {
+      throw new ApiError('checkout_limit_reached', 'This payment link has too many unpaid checkouts right now; try again later.');
+    }
+    if (recent.email >= config.checkouts.limitPerEmail) {
+      throw new ApiError('checkout_limit_reached', 'This email address has too many unpaid checkouts right now; pay one of them or try again later.', 'customer_email');
     }
     const token = resolveToken(scope.environment, link.network, link.currency);
     if (!token.ok) throw new ApiError('payment_link_not_payable', 'This payment link cannot be paid with a wallet: its token is not configured.');
@@ -67,7 +84,8 @@ export async function createLinkCheckout(
       tokenDecimals: link.token_decimals,
       // Paid now or abandoned: no due date, nothing to remind of.
       remindersEnabled: false,
-      metadata: { payment_link_id: link.id },
+      // Marked for the merchant: made by an anonymous visitor of the link, voided if never paid.
+      metadata: { payment_link_id: link.id, source: 'checkout' },
       dueAt: null,
       memo: null,
       footer: null,
@@ -77,7 +95,7 @@ export async function createLinkCheckout(
       paymentLinkId: link.id,
     });
     await replaceLines(tx, draft.id, [{ description: link.name, quantity: 1, unitAmount: amount }]);
-    const { row, job } = await sendInvoiceInTransaction(tx, scope, draft.id, config.mailFrom);
-    return { invoice: row, job };
+    await markCheckout(tx, draft.id, config.checkouts.expiry.toMillis());
+    return { invoice: await issueInvoiceInTransaction(tx, scope, draft.id) };
   });
 }

@@ -69,6 +69,7 @@ export interface JobPayloads {
   'webhook.fanout': WebhookFanoutPayload;
   'webhook.deliver': WebhookDeliverPayload;
   'events.prune': Record<string, never>;
+  'checkouts.expire': Record<string, never>;
   'chain.watch': ChainWatchPayload;
 }
 export type JobName = keyof JobPayloads;
@@ -119,6 +120,7 @@ export const SCHEDULERS = {
   reconcile: 'reminders-reconcile',
   idempotencyPrune: 'idempotency-prune',
   eventsPrune: 'events-prune',
+  checkoutsExpire: 'checkouts-expire',
   reminderPrefix: 'rem-',
   chainWatchPrefix: 'chain-watch-',
 } as const;
@@ -232,6 +234,14 @@ export const JOBS: { readonly [N in JobName]: JobSpec<N> } = {
     producedBy: 'scheduler',
     options: { removeOnComplete: 24, removeOnFail: 24 },
     schedule: { everyMs: (config) => config.events.pruneEvery.toMillis(), instances: single(SCHEDULERS.eventsPrune, 'events prune') },
+  },
+  // Made by its own job scheduler every CHECKOUT_EXPIRE_EVERY: voids payment-link checkouts past
+  // CHECKOUT_EXPIRY that nobody paid. On the reminder queue, whose workers every process runs.
+  'checkouts.expire': {
+    queue: QUEUES.reminders,
+    producedBy: 'scheduler',
+    options: { removeOnComplete: 24, removeOnFail: 24 },
+    schedule: { everyMs: (config) => config.checkouts.expireEvery.toMillis(), instances: single(SCHEDULERS.checkoutsExpire, 'checkouts expire') },
   },
   // Made by one job scheduler per watched chain every CHAIN_POLL_INTERVAL_MS, on a queue of its
   // own so a slow RPC never holds a send or a webhook. A run that fails is not retried: the next

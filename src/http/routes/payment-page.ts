@@ -26,7 +26,6 @@ import { PAYMENT_PAGE_CSP, renderInvoicePage, renderLinkPage, renderNoticePage, 
 import { walletScript } from '../../page/wallet-script.js';
 import { LinkCheckoutBody, LinkPaymentBody } from '../schemas/index.js';
 import { createLinkCheckout, linkPayableOnChain } from '../link-checkout.js';
-import { publishQuietly } from '../route-helpers.js';
 import { validationError } from '../validation-message.js';
 import type { Api, AppDeps } from '../types.js';
 import { payInvoice, recordLinkPayment } from '../sandbox-payments.js';
@@ -96,6 +95,18 @@ export async function paymentPageRoutes(app: Api, deps: AppDeps): Promise<void> 
     if (origin === 'null' && site === 'same-origin') return false;
     if (origin === undefined) return false;
     return origin !== ownOrigin && origin !== `${req.protocol}://${req.host}`;
+  };
+  /**
+   * A checkout is made by the link page's own script only (fetch, which every browser sends with
+   * Origin and, today, Sec-Fetch-Site), so unlike the simulate form it must prove it: a request
+   * saying neither (a script, curl) is refused like a cross-site one. Headers can be forged
+   * outside a browser; the checkout limits bound what such a caller can make.
+   */
+  const isSameOrigin = (req: FastifyRequest): boolean => {
+    const site = req.headers['sec-fetch-site'];
+    if (site !== undefined) return site === 'same-origin';
+    const origin = req.headers.origin;
+    return origin !== undefined && (origin === ownOrigin || origin === `${req.protocol}://${req.host}`);
   };
   const pageUrl = (id: string) => `${config.paymentPageBase}/${id}`;
   const visitorLocale = (req: FastifyRequest) => negotiateLocale(req.headers['accept-language']) ?? 'en';
@@ -262,29 +273,31 @@ export async function paymentPageRoutes(app: Api, deps: AppDeps): Promise<void> 
       });
       /**
        * A payment link's checkout for the wallet: an invoice of the link for the chosen amount,
-       * sent at once to the given email (where its receipt goes), answered with what the script
-       * needs to pay it as any invoice. Posted by the link's own page only, like the simulate form.
+       * issued at once but emailed to nobody (its receipt goes to the given email once paid),
+       * answered with what the script needs to pay it as any invoice, and its page. Posted by the
+       * link's own page only.
        */
       json.post<{ Params: Params; Body: LinkCheckoutBody }>(
         '/:id/checkout',
         { schema: { hide: true, body: LinkCheckoutBody }, attachValidation: true },
         async (req, reply) => {
           const { id } = req.params;
-          if (isCrossSite(req)) {
-            req.log.info({ origin: req.headers.origin, fetchSite: req.headers['sec-fetch-site'] }, 'payment page refused a cross-site checkout');
+          if (isCrossSite(req) || !isSameOrigin(req)) {
+            req.log.info({ origin: req.headers.origin, fetchSite: req.headers['sec-fetch-site'] }, 'payment page refused a checkout not from its own page');
             throw new ApiError('permission_denied', 'A checkout is made from the payment link\'s own page.');
           }
           const link = PAGE_ID.test(id) && isLinkId(id) ? await findLinkForPage(pool, id) : null;
           if (!link) throw notFound('payment link', id);
           if (req.validationError) throw validationError(req.validationError.validation ?? [], 'body');
-          const { invoice, job } = await createLinkCheckout(
+          // No email goes out now (the address was typed by an anonymous visitor): the receipt
+          // goes to it once the checkout is paid.
+          const { invoice } = await createLinkCheckout(
             pool,
             config,
             { accountId: link.account_id, environment: link.environment },
             link.id,
             { amount: req.body.amount, customerEmail: req.body.customer_email, locale: visitorLocale(req) },
           );
-          await publishQuietly(deps, [job], req.log);
           const inv = await findInvoiceByReference(pool, invoice.reference);
           reply.header('cache-control', 'no-store');
           return {

@@ -5,6 +5,7 @@ import { emitEvent } from '../../db/events.js';
 import { findInvoice } from '../../db/invoices.js';
 import { attachPayment, emitPartiallyPaid, findPayment, listPayments, lockPayableInvoice, paymentsOfInvoice, writeInvoiceBalances } from '../../db/payments.js';
 import { withTransaction } from '../../db/pool.js';
+import { reservedAddressUse } from '../../domain/chains.js';
 import { applyPayment, countedAtomic, expectedFeeAtomic, parseAddress, sameAddress } from '../../domain/payments.js';
 import { ApiError, notFound } from '../../errors.js';
 import { presentPayment } from '../../chain/payment-object.js';
@@ -54,6 +55,16 @@ export async function paymentRoutes(app: Api, deps: AppDeps): Promise<void> {
       requireWrite(req.auth);
       const parsed = parseAddress(req.body.settlement_address, 'settlement_address');
       if (!parsed.ok) throw new ApiError('validation_failed', parsed.message, 'settlement_address');
+      // The platform's own addresses are no tenant's: a fee address claimed would show every
+      // tenant's fee payments as the claimant's unmatched payments.
+      const reserved = reservedAddressUse(deps.config.chains, parsed.address);
+      if (reserved) {
+        throw new ApiError(
+          'settlement_address_reserved',
+          `settlement_address is the platform's ${reserved.role === 'token contract' ? `${reserved.currency} token contract` : reserved.role} on ${reserved.network} (chain ${reserved.chainId}); use an address of your own.`,
+          'settlement_address',
+        );
+      }
       await withTransaction(pool, async (tx) => {
         // A payment to an address is its one account's: two tenants never share one.
         if (await addressHeldByAnother(tx, req.auth, parsed.address)) {
