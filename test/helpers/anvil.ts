@@ -234,20 +234,29 @@ export interface RpcProxy {
   down(mode?: 'refuse' | 'http503'): Promise<void>;
   /** Back up on the same port. */
   up(): Promise<void>;
+  /**
+   * Plays a lying or lagging node: `fn` sees each request (each item of a batch) with a way to get
+   * the node's own answer, and returns the answer to give, or undefined to pass it on. null: stop.
+   */
+  rewrite(fn: RpcRewrite | null): void;
   close(): Promise<void>;
 }
 
-interface JsonRpcRequest {
+export type RpcRewrite = (req: JsonRpcRequest, real: () => Promise<JsonRpcResponse>) => Promise<JsonRpcResponse | undefined> | JsonRpcResponse | undefined;
+
+export interface JsonRpcRequest {
   jsonrpc?: string;
   id?: number | string | null;
   method?: string;
   params?: unknown[];
 }
 
-interface JsonRpcResponse {
+export interface JsonRpcResponse {
   jsonrpc: '2.0';
   id: number | string | null;
   result?: unknown;
+  /** Anything else a node adds (a test pads an answer with it). */
+  [extra: string]: unknown;
   error?: { code: number; message: string };
 }
 
@@ -261,6 +270,7 @@ export async function startRpcProxy(targetUrl: string, opts: { maxLogRange?: num
   const counts = new Map<string, number>();
   let refused = 0;
   let mode: 'up' | 'refuse' | 'http503' = 'up';
+  let rewriter: RpcRewrite | null = null;
   const sockets = new Set<Socket>();
 
   const forward = async (body: string): Promise<string> => {
@@ -300,7 +310,12 @@ export async function startRpcProxy(targetUrl: string, opts: { maxLogRange?: num
     for (const item of items) counts.set(String(item.method), (counts.get(String(item.method)) ?? 0) + 1);
     let head: Promise<bigint> | null = null;
     const headOnce = () => (head ??= headBlock());
-    const refusals = await Promise.all(items.map((item) => refusal(item, headOnce)));
+    const refusals = await Promise.all(
+      items.map(async (item) => {
+        const own = rewriter ? await rewriter(item, async () => JSON.parse(await forward(JSON.stringify(item))) as JsonRpcResponse) : undefined;
+        return own ?? refusal(item, headOnce);
+      }),
+    );
     if (refusals.every((r) => r === null)) return forward(raw);
     if (!batch) return JSON.stringify(refusals[0]);
     const passing = items.filter((_, i) => refusals[i] === null);
@@ -357,6 +372,9 @@ export async function startRpcProxy(targetUrl: string, opts: { maxLogRange?: num
       if (mode !== 'up') throw new Error('rpc proxy: already down');
       mode = how;
       if (how === 'refuse') await closeServer();
+    },
+    rewrite: (fn) => {
+      rewriter = fn;
     },
     up: async () => {
       if (mode === 'refuse') await listen(port);
