@@ -14,7 +14,7 @@ import { safeHead } from '../domain/payments.js';
 import { compareScannedFor, describeScannedForDifference, isWatched, scannedForOf, type Chain } from '../domain/chains.js';
 import type { Logger } from '../log.js';
 import { withTransaction, type Pool } from '../db/pool.js';
-import { findCursor, lockCursor, pendingPaymentsBetween, resetHead, setCursorIdentity, watchedAddresses, type ChainCursorRow } from '../db/payments.js';
+import { findCursor, lockCursor, pendingPaymentsBetween, resetHead, setCursorIdentity, watchedAddresses } from '../db/payments.js';
 import type { ChainMetrics } from '../observability/metrics.js';
 import { recordRange, rewindCursor } from './detector.js';
 import { observePayments, type ObservedPayment } from './observe.js';
@@ -50,6 +50,8 @@ interface ChainState {
   cursor: bigint | null;
   /** A warning is logged once per streak of these (a lagging node, an unverified head, a refused set). */
   quietCause: string | null;
+  /** The kind of the current RPC failure streak: a new kind (a rate limit turning into an outage) is warned of again. */
+  failureCause: string | null;
 }
 
 /** Recent [block, hash] pairs kept on the cursor to find where a deep reorg forked. */
@@ -73,7 +75,7 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
   function stateOf(chain: Chain): ChainState {
     let s = states.get(chain.chainId);
     if (!s) {
-      s = { rpc: null, wrongChain: new Set(), range: opts.maxBlocks, failures: 0, retryAt: 0, cursorTime: null, safe: null, cursor: null, quietCause: null };
+      s = { rpc: null, wrongChain: new Set(), range: opts.maxBlocks, failures: 0, retryAt: 0, cursorTime: null, safe: null, cursor: null, quietCause: null, failureCause: null };
       states.set(chain.chainId, s);
     }
     return s;
@@ -187,7 +189,7 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
     const mine = scannedForOf(chain);
     return withTransaction(opts.pool, async (tx) => {
       const cursor = await lockCursor(tx, chain.chainId, BigInt(chain.startBlock) - 1n);
-      let scannedFor = cursor.scanned_for;
+      const scannedFor = cursor.scanned_for;
       if (scannedFor) {
         const verdict = compareScannedFor(scannedFor, mine);
         if (verdict === 'other') {
@@ -383,6 +385,7 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
         if (s.failures > 0) opts.log.info({ chain_id: chainId, failures: s.failures }, 'chain RPC answers again');
         if (s.quietCause !== null) opts.log.info({ chain_id: chainId, was: s.quietCause }, 'chain scan goes on');
         s.failures = 0;
+        s.failureCause = null;
         s.quietCause = null;
         return outcome;
       } catch (err) {
@@ -410,7 +413,8 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
         const waitMs = Math.min(MAX_BACKOFF_MS, 500 * 2 ** Math.min(s.failures, 10));
         s.retryAt = Date.now() + waitMs;
         // One warning per outage, with the error itself (its class, message, cause and stack).
-        if (s.failures === 1) opts.log.warn({ chain_id: chainId, cause: failure, retry_in_ms: waitMs, err }, 'chain RPC failing; backing off');
+        if (s.failureCause !== failure) opts.log.warn({ chain_id: chainId, cause: failure, retry_in_ms: waitMs, err }, 'chain RPC failing; backing off');
+        s.failureCause = failure;
         return `scan failed (${failure}: ${firstLine(err)}), retry in ${waitMs} ms`;
       }
     },

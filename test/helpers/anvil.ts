@@ -229,9 +229,10 @@ export interface RpcProxy {
   /**
    * Takes the provider down: 'refuse' (default) closes the port and cuts the open connections,
    * so requests fail at the socket (ECONNREFUSED, or "other side closed" on a kept-alive
-   * connection); 'http503' keeps it open and answers every request 503.
+   * connection); 'http503' keeps it open and answers every request 503; 'http429' answers 429
+   * Too Many Requests, as a provider's rate limit does.
    */
-  down(mode?: 'refuse' | 'http503'): Promise<void>;
+  down(mode?: 'refuse' | 'http503' | 'http429'): Promise<void>;
   /** Back up on the same port. */
   up(): Promise<void>;
   /**
@@ -269,7 +270,7 @@ export interface JsonRpcResponse {
 export async function startRpcProxy(targetUrl: string, opts: { maxLogRange?: number } = {}): Promise<RpcProxy> {
   const counts = new Map<string, number>();
   let refused = 0;
-  let mode: 'up' | 'refuse' | 'http503' = 'up';
+  let mode: 'up' | 'refuse' | 'http503' | 'http429' = 'up';
   let rewriter: RpcRewrite | null = null;
   const sockets = new Set<Socket>();
 
@@ -328,8 +329,8 @@ export async function startRpcProxy(targetUrl: string, opts: { maxLogRange?: num
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      if (mode === 'http503') {
-        res.writeHead(503, { 'content-type': 'text/plain' }).end('service unavailable');
+      if (mode === 'http503' || mode === 'http429') {
+        res.writeHead(mode === 'http503' ? 503 : 429, { 'content-type': 'text/plain' }).end(mode === 'http503' ? 'service unavailable' : 'too many requests');
         return;
       }
       answer(Buffer.concat(chunks).toString('utf8')).then(
