@@ -152,9 +152,10 @@ describe('a range whose logs are over the response size limit (zero-value transf
     rpc.rewrite((req) => (req.method === 'eth_getLogs' ? failure(req, -32603, 'internal error') : undefined));
     await chain.mine(20);
     const before = (await cursorOf()).block;
-    expect(await w.run()).toMatch(/scan failed \(outage/);
-    expect((await cursorOf()).block).toBe(before);
+    const outcome = await w.run();
     expect(await w.metric('chain_lag_blocks')).toBeGreaterThanOrEqual(18);
+    expect((await cursorOf()).block).toBe(before);
+    expect(outcome).toMatch(/scan failed \(outage/);
   });
 });
 
@@ -283,6 +284,23 @@ describe('what an RPC URL and a worker are for', () => {
   });
 });
 
+describe('a worker watching more tokens', () => {
+  afterEach(async () => {
+    await fx.api.pool.query('update chain_cursors set scanned_for = null where chain_id = $1', [chain.chainId]);
+  });
+
+  it('takes the cursor over (it skips nothing the cursor was scanned for); a worker with the narrower set is then refused', async () => {
+    const usual = watcherOf({ file: chain.writeChainsFile(tmpDir()) });
+    await catchUp(usual.run);
+    const more = chain.chainsFileEntry().tokens.concat({ currency: 'DAI', address: '0x000000000000000000000000000000000000dEaD', decimals: 18 });
+    const wider = watcherOf({ file: chain.writeChainsFile(tmpDir(), { tokens: more }) });
+    await chain.mine(3);
+    expect(await wider.run()).toMatch(/^scanned to/);
+    expect(wider.lines.some((l) => String(l.msg).includes('takes the cursor over'))).toBe(true);
+    expect(await usual.run()).toMatch(/refused: the cursor of chain 31337 was scanned for another set/);
+  });
+});
+
 describe('errors are not swallowed', () => {
   it('a rate limit (-32005 naming no range) backs off: the range is not halved', async () => {
     const rpc = await proxy();
@@ -291,9 +309,10 @@ describe('errors are not swallowed', () => {
     await chain.mine(10);
     rpc.resetCalls();
     rpc.rewrite((req) => (req.method === 'eth_getLogs' ? failure(req, -32005, 'daily request count exceeded, request rate limited') : undefined));
-    expect(await w.run()).toMatch(/scan failed \(rate_limit/);
+    const outcome = await w.run();
     // One batch of eth_getLogs (the proxy's events and the transfers), never a second, narrower one.
     expect(rpc.calls('eth_getLogs')).toBeLessThanOrEqual(2);
+    expect(outcome).toMatch(/scan failed \(rate_limit/);
     expect(await w.metric('chain_scan_failures_total', { cause: 'rate_limit' })).toBe(1);
     expect(await w.metric('chain_rpc_calls_total', { outcome: 'rate_limited' })).toBeGreaterThan(0);
   });
