@@ -91,7 +91,7 @@ export type RpcFailure = 'range' | 'rate_limit' | 'outage';
 // 50", "query returned more than 10000 results", "Log response size exceeded", "block range is too
 // wide"); never a rate limit, which some word with "exceeded" too.
 const RANGE_WORDING = /range|results|response size|too large|too wide|too many (logs|blocks)|more than \d/i;
-const RATE_WORDING = /rate|per second|capacity|daily|request count|compute units|too many requests/i;
+const RATE_WORDING = /\brate\b|rate[- ]?limit|per second|capacity|daily|request count|compute units|too many requests/i;
 
 function wording(e: unknown): string {
   if (e instanceof BaseError) return `${e.shortMessage} ${e.details ?? ''}`;

@@ -210,14 +210,18 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
     const id = String(chain.chainId);
     const rpc = await rpcOf(chain, s);
     const before = await findCursor(opts.pool, chain.chainId);
+    // Known before the head is: a run that cannot believe the head still shows the lag.
     if (before) s.cursor = BigInt(before.block_number);
     const [headBlock, genesis] = await Promise.all([verifiedHead(rpc), rpc.block(0n)]);
     const head = headBlock.number;
     const safe = safeHead(head, chain.confirmations);
     s.safe = safe;
     const start = BigInt(chain.startBlock) - 1n;
-    const { restarted } = await claimCursor(chain, genesis.hash);
-    const cursor = await findCursor(opts.pool, chain.chainId);
+    // The cursor's identity is written under its lock only when something is new (a first run, a
+    // wider set, a restart); recordRange checks the set again under the lock.
+    const settled = before?.scanned_for && compareScannedFor(before.scanned_for, scannedForOf(chain)) === 'same' && before.genesis_hash === genesis.hash;
+    const { restarted } = settled ? { restarted: false } : await claimCursor(chain, genesis.hash);
+    const cursor = settled ? before : await findCursor(opts.pool, chain.chainId);
     let cur = cursor ? BigInt(cursor.block_number) : start;
     s.cursor = cur;
     let checkpoints: [string, string][] = cursor?.checkpoints ?? [];
