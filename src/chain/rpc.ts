@@ -134,10 +134,17 @@ export function redactRpcUrl(url: string): string {
   }
 }
 
-/** The chain id one RPC URL answers (eth_chainId), asked of that URL alone. */
-export async function chainIdAt(url: string): Promise<number> {
+/** The chain id one RPC URL answers (eth_chainId), asked of that URL alone; counted like every call. */
+export async function chainIdAt(url: string, count: (method: string, outcome: RpcOutcome) => void): Promise<number> {
   const client = createPublicClient({ transport: one(url) });
-  return client.getChainId();
+  try {
+    const id = await client.getChainId();
+    count('eth_chainId', 'ok');
+    return id;
+  } catch (err) {
+    count('eth_chainId', classifyRpcError(err) === 'rate_limit' ? 'rate_limited' : 'error');
+    throw err;
+  }
 }
 
 function one(url: string, maxResponseBodySize?: false): Transport {

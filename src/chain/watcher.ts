@@ -18,7 +18,7 @@ import { findCursor, lockCursor, pendingPaymentsBetween, resetHead, setCursorIde
 import type { ChainMetrics } from '../observability/metrics.js';
 import { recordRange, rewindCursor } from './detector.js';
 import { observePayments, type ObservedPayment } from './observe.js';
-import { chainIdAt, classifyRpcError, createChainRpc, redactRpcUrl, type BlockHeader, type ChainRpc } from './rpc.js';
+import { chainIdAt, classifyRpcError, createChainRpc, redactRpcUrl, type BlockHeader, type ChainRpc, type RpcOutcome } from './rpc.js';
 
 export interface ChainWatcherOptions {
   pool: Pool;
@@ -53,6 +53,9 @@ interface ChainState {
   /** The kind of the current RPC failure streak: a new kind (a rate limit turning into an outage) is warned of again. */
   failureCause: string | null;
 }
+
+/** A pending payment row as stillOnChain checks it (read once per run, from the cursor up). */
+type PendingRow = Awaited<ReturnType<typeof pendingPaymentsBetween>>[number];
 
 /** Recent [block, hash] pairs kept on the cursor to find where a deep reorg forked. */
 const CHECKPOINTS = 32;
@@ -90,7 +93,8 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
     if (s.rpc) return s.rpc;
     const id = String(chain.chainId);
     const candidates = chain.rpcUrls.filter((u) => !s.wrongChain.has(u));
-    const answers = await Promise.allSettled(candidates.map((u) => chainIdAt(u)));
+    const counted = (method: string, outcome: RpcOutcome) => opts.metrics?.rpcCalls.inc({ chain_id: id, method, outcome });
+    const answers = await Promise.allSettled(candidates.map((u) => chainIdAt(u, counted)));
     const good: string[] = [];
     let unreachable: unknown = null;
     answers.forEach((a, i) => {
@@ -112,7 +116,7 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
       if (unreachable !== null) throw unreachable;
       throw new Wait('wrong_chain_id', `refused: no RPC URL of chain ${chain.chainId} answers chain id ${chain.chainId}`, {}, 'error');
     }
-    s.rpc = createChainRpc(good, (method, outcome) => opts.metrics?.rpcCalls.inc({ chain_id: id, method, outcome }));
+    s.rpc = createChainRpc(good, counted);
     return s.rpc;
   }
 
@@ -156,9 +160,9 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
   }
 
   /** Pending rows of [from, to] not observed whose block the node still has, same hash: not removed. */
-  async function stillOnChain(chain: Chain, rpc: ChainRpc, from: bigint, to: bigint, observed: ObservedPayment[]): Promise<{ txHash: string; logIndex: number }[]> {
+  async function stillOnChain(chain: Chain, rpc: ChainRpc, pendingRows: PendingRow[], from: bigint, to: bigint, observed: ObservedPayment[]): Promise<{ txHash: string; logIndex: number }[]> {
     const seen = new Set(observed.map((o) => `${o.txHash}:${o.logIndex}`));
-    const missing = (await pendingPaymentsBetween(opts.pool, chain.chainId, from, to)).filter((p) => !seen.has(`${p.tx_hash}:${p.log_index}`));
+    const missing = pendingRows.filter((p) => BigInt(p.block_number) >= from && BigInt(p.block_number) <= to && !seen.has(`${p.tx_hash}:${p.log_index}`));
     const kept: { txHash: string; logIndex: number }[] = [];
     for (const p of missing) {
       const b = await rpc.blockIfAny(BigInt(p.block_number));
@@ -268,13 +272,16 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
     }
 
     const scannedFor = scannedForOf(chain);
-    const recipients = await watchedAddresses(opts.pool, chain.chainId, chain.environment);
+    const [recipients, pendingRows] = await Promise.all([
+      watchedAddresses(opts.pool, chain.chainId, chain.environment),
+      pendingPaymentsBetween(opts.pool, chain.chainId, cur + 1n, head),
+    ]);
     let confirmed = 0;
     let cursorTime: Date | null = cursor?.block_time ?? null;
     for (let ranges = 0; cur < safe && ranges < rangesPerRun; ranges++) {
       const wanted = cur + BigInt(s.range) > safe ? safe : cur + BigInt(s.range);
       const { observed, to } = await logsOf(chain, rpc, s, recipients, cur + 1n, wanted);
-      const [times, end, kept] = await Promise.all([blockTimes(rpc, observed), rpc.block(to), stillOnChain(chain, rpc, cur + 1n, to, observed)]);
+      const [times, end, kept] = await Promise.all([blockTimes(rpc, observed), rpc.block(to), stillOnChain(chain, rpc, pendingRows, cur + 1n, to, observed)]);
       checkpoints = [...checkpoints, [to.toString(), end.hash] as [string, string]].slice(-CHECKPOINTS);
       cursorTime = new Date(Number(end.timestamp) * 1000);
       const done = await recordRange(opts.pool, chain, {
@@ -309,7 +316,7 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
         observed.push(...got.observed);
         from = got.to + 1n;
       }
-      const kept = await stillOnChain(chain, rpc, cur + 1n, head, observed);
+      const kept = await stillOnChain(chain, rpc, pendingRows, cur + 1n, head, observed);
       const done = await recordRange(opts.pool, chain, {
         from: cur + 1n,
         to: head,
