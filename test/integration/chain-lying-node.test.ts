@@ -56,7 +56,7 @@ async function proxy(): Promise<RpcProxy> {
 
 interface Watched {
   run: () => Promise<string>;
-  /** The log lines of warn and above, parsed. */
+  /** The log lines of info and above, parsed. */
   lines: Record<string, unknown>[];
   metric: (name: string, labels?: Record<string, string>) => Promise<number>;
 }
@@ -64,7 +64,7 @@ interface Watched {
 /** A watcher of the test chain through `rpcUrls` (default: a proxy's), with its own metrics and captured log. */
 function watcherOf(opts: { file: string; chainId?: number; pool?: Pool; maxBlocks?: number }): Watched {
   const lines: Record<string, unknown>[] = [];
-  const log = createLogger('warn', { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) });
+  const log = createLogger('info', { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) });
   const metrics = createMetrics({ queues: [], db: fx.api.pool, defaultMetrics: false });
   const options: ChainWatcherOptions = { pool: opts.pool ?? fx.api.pool, chains: loadChains(opts.file, {}), maxBlocks: opts.maxBlocks ?? 2000, log, metrics: metrics.chain };
   const watcher = createChainWatcher(options);
@@ -142,6 +142,8 @@ describe('a range whose logs are over the response size limit (zero-value transf
     await catchUp(w.run);
     expect(await statusOf(inv.id)).toBe('paid');
     expect(await w.metric('chain_rpc_calls_total', { method: 'eth_getLogs', outcome: 'range_refused' })).toBeGreaterThan(0);
+    // Down to the spam's block alone, read one address at a time.
+    expect(w.lines.filter((l) => String(l.msg).startsWith('one block refused or over the size limit')).map((l) => l.block)).toContain(spam.blockNumber.toString());
   }, 120_000);
 
   it('chain_lag_blocks grows while the cursor does not move, when every scan fails', async () => {
@@ -264,6 +266,24 @@ describe('what an RPC URL and a worker are for', () => {
     expect(rpc.calls('eth_chainId')).toBe(1);
     expect(rpc.calls()).toBe(1);
     expect(await cursorOf(1)).toEqual({ block: -1n, head: null });
+  });
+
+  it('a URL that answers another chain id after an outage (on reconnect) is refused too', async () => {
+    const rpc = await proxy();
+    const w = watcherOf({ file: fileVia(rpc.url) });
+    await catchUp(w.run);
+    await rpc.down('refuse');
+    expect(await w.run()).toMatch(/scan failed \(outage/);
+    // Back, but now in front of another chain.
+    await rpc.up();
+    rpc.rewrite((req) => (req.method === 'eth_chainId' ? answer(req, '0x1') : undefined));
+    await chain.mine(3);
+    const cursor = (await cursorOf()).block;
+    let outcome = '';
+    await waitUntil(async () => /refused/.test((outcome = await w.run())), 20_000);
+    expect(outcome).toBe('refused: no RPC URL of chain 31337 answers chain id 31337');
+    expect(w.lines.some((l) => l.msg === `RPC URL http://127.0.0.1:${rpc.port} answers chain id 1, not 31337: it is never used for chain 31337`)).toBe(true);
+    expect((await cursorOf()).block).toBe(cursor);
   });
 
   it('a worker whose chains file lists no token neither moves the shared cursor past a real payment nor scans silently', async () => {
