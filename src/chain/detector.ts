@@ -3,7 +3,7 @@
 // receipt and the reminders' stop), and every event. The cursor row's lock serialises writers of
 // a chain, and (chain_id, tx_hash, log_index) is unique: a repeated run, a run killed half-way or
 // two workers at once never make a second row or a second event.
-import type { Chain } from '../domain/chains.js';
+import { compareScannedFor, type Chain, type ScannedFor } from '../domain/chains.js';
 import { newId } from '../domain/ids.js';
 import type { InvoiceStatus } from '../domain/invoice-rules.js';
 import {
@@ -54,6 +54,10 @@ export interface RangeToRecord {
   expectedCursor: bigint;
   /** final: where the cursor goes (the range's last block, its hash and time, the checkpoints). */
   cursorTo?: { block: bigint; hash: string | null; time: Date | null; checkpoints: [string, string][] };
+  /** What this run scanned for: another set on the cursor (under its lock) means this run may not move it. */
+  scannedFor?: ScannedFor;
+  /** Pending payments not observed whose block is still on the chain (by hash): kept, never announced removed. */
+  stillOnChain?: { txHash: string; logIndex: number }[];
 }
 
 export interface RangeOutcome {
@@ -78,6 +82,7 @@ export async function recordRange(pool: Pool, chain: Chain, range: RangeToRecord
   return withTransaction(pool, async (tx) => {
     const cursor = await lockCursor(tx, chain.chainId, BigInt(chain.startBlock) - 1n);
     if (BigInt(cursor.block_number) !== range.expectedCursor) return null;
+    if (range.scannedFor && cursor.scanned_for && compareScannedFor(cursor.scanned_for, range.scannedFor) !== 'same') return null;
     // A run that read an older head than one already recorded (two workers, overlapping runs)
     // must not turn the newer run's pending payments into removed ones.
     if (!range.final && cursor.head_block !== null && BigInt(cursor.head_block) > range.head) return { recorded: [], applied: 0 };
@@ -87,7 +92,7 @@ export async function recordRange(pool: Pool, chain: Chain, range: RangeToRecord
       chain.chainId,
       range.from,
       range.to,
-      range.observed.map((o) => ({ txHash: o.txHash, logIndex: o.logIndex })),
+      [...range.observed.map((o) => ({ txHash: o.txHash, logIndex: o.logIndex })), ...(range.stillOnChain ?? [])],
     );
     await emitPaymentEvents(
       tx,

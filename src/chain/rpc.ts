@@ -1,17 +1,50 @@
 // One chain's JSON-RPC, as the payment detector uses it: viem over the chain's URLs (tried in
 // order, `fallback`), requests batched, every call counted by method and outcome. A call fails
-// fast (no retries here): the watcher backs off between runs instead.
-import { createPublicClient, fallback, http, webSocket, type Log, type PublicClient, type Transport } from 'viem';
-import type { Chain } from '../domain/chains.js';
+// fast (no retries here): the watcher backs off between runs instead. What a failure means is
+// decided here, once, from viem's error classes (classifyRpcError): a range or response the
+// provider will not serve, a rate limit, an outage, or none of these (a bug: the run fails).
+import {
+  BaseError,
+  BlockNotFoundError,
+  createPublicClient,
+  fallback,
+  HttpRequestError,
+  http,
+  LimitExceededRpcError,
+  ResponseBodyTooLargeError,
+  RpcError,
+  RpcRequestError,
+  SocketClosedError,
+  TimeoutError,
+  webSocket,
+  WebSocketRequestError,
+  type Log,
+  type PublicClient,
+  type Transport,
+} from 'viem';
 import { ERC20_TRANSFER, TRANSFER_WITH_REFERENCE_AND_FEE } from './abi.js';
 
-export type RpcOutcome = 'ok' | 'error' | 'range_refused';
+export type RpcOutcome = 'ok' | 'error' | 'range_refused' | 'rate_limited';
+
+export interface BlockHeader {
+  number: bigint;
+  hash: string;
+  parentHash: string;
+  timestamp: bigint;
+}
 
 export interface ChainRpc {
   blockNumber(): Promise<bigint>;
-  block(number: bigint): Promise<{ number: bigint; hash: string; timestamp: bigint }>;
-  proxyLogs(proxy: string, from: bigint, to: bigint): Promise<ProxyLog[]>;
-  transferLogs(tokens: string[], recipients: string[], from: bigint, to: bigint): Promise<TransferLog[]>;
+  block(number: bigint): Promise<BlockHeader>;
+  /** The block, or null when the node has none of that number (a lagging node, a lying head, a chain rolled back). */
+  blockIfAny(number: bigint): Promise<BlockHeader | null>;
+  /**
+   * `narrow`: the range is one block the provider would not serve whole; asked again without a
+   * response size limit (a block's logs are bounded by its gas).
+   */
+  proxyLogs(proxy: string, from: bigint, to: bigint, narrow?: boolean): Promise<ProxyLog[]>;
+  /** `narrow`: one eth_getLogs per recipient, each asked again without a size limit if still too big. */
+  transferLogs(tokens: string[], recipients: string[], from: bigint, to: bigint, narrow?: boolean): Promise<TransferLog[]>;
 }
 
 interface LogPosition {
@@ -44,20 +77,84 @@ export interface TransferLog extends LogPosition {
 const RECIPIENTS_PER_CALL = 500;
 const TIMEOUT_MS = 15_000;
 
-/** A provider's refusal of a range or result size (as opposed to an outage): shrink and retry. */
-export function isRangeRefusal(err: unknown): boolean {
-  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
-    const code = (e as { code?: unknown }).code;
-    if (typeof code === 'number' && code <= -32000 && /range|too many|exceed|limit|results|size|too large|block/i.test(e.message)) return true;
-    if (code === -32005) return true;
-  }
-  return false;
+/**
+ * What a failed RPC call means for the watcher:
+ * - `range`: the provider will not serve this range or this much (a refusal naming a range or a
+ *   result count, or a response over viem's size limit): ask for fewer blocks, or fewer addresses;
+ * - `rate_limit`: a rate limit (HTTP 429, -32005 LimitExceededRpcError that names no range): back off;
+ * - `outage`: the provider is down, slow or failing (HTTP, socket, timeout, any other JSON-RPC error): back off;
+ * - null: not an RPC failure at all (a database error, a bug): the run fails loudly.
+ */
+export type RpcFailure = 'range' | 'rate_limit' | 'outage';
+
+// Refusals of a range or of a result size, as providers word them ("query exceeds max block range
+// 50", "query returned more than 10000 results", "Log response size exceeded", "block range is too
+// wide"); never a rate limit, which some word with "exceeded" too.
+const RANGE_WORDING = /range|results|response size|too large|too wide|too many (logs|blocks)|more than \d/i;
+const RATE_WORDING = /\brate\b|rate[- ]?limit|per second|capacity|daily|request count|compute units|too many requests/i;
+
+function wording(e: unknown): string {
+  if (e instanceof BaseError) return `${e.shortMessage} ${e.details ?? ''}`;
+  return e instanceof Error ? e.message : '';
 }
 
-function transportOf(urls: string[]): Transport {
-  const one = (url: string) =>
-    url.startsWith('ws') ? webSocket(url, { retryCount: 0, timeout: TIMEOUT_MS }) : http(url, { retryCount: 0, timeout: TIMEOUT_MS, batch: { batchSize: 100, wait: 0 } });
-  return urls.length === 1 ? one(urls[0]) : fallback(urls.map(one), { retryCount: 0 });
+export function classifyRpcError(err: unknown): RpcFailure | null {
+  if (!(err instanceof BaseError)) return null;
+  const all: unknown[] = [];
+  err.walk((e) => {
+    all.push(e);
+    return false;
+  });
+  if (all.some((e) => e instanceof ResponseBodyTooLargeError)) return 'range';
+  const rpc = all.filter((e): e is RpcError | RpcRequestError => e instanceof RpcError || e instanceof RpcRequestError);
+  if (rpc.some((e) => RANGE_WORDING.test(wording(e)) && !RATE_WORDING.test(wording(e)))) return 'range';
+  if (all.some((e) => (e instanceof HttpRequestError && e.status === 429) || e instanceof LimitExceededRpcError || (e instanceof Error && RATE_WORDING.test(wording(e)) && rpc.length > 0))) return 'rate_limit';
+  if (
+    rpc.length > 0 ||
+    all.some((e) => e instanceof HttpRequestError || e instanceof WebSocketRequestError || e instanceof SocketClosedError || e instanceof TimeoutError || e instanceof BlockNotFoundError)
+  ) {
+    return 'outage';
+  }
+  return null;
+}
+
+/** A provider's refusal of a range or result size (as opposed to an outage): shrink and retry. */
+export function isRangeRefusal(err: unknown): boolean {
+  return classifyRpcError(err) === 'range';
+}
+
+/** An RPC URL fit for a log line: no credentials, no path or query (API keys live there). */
+export function redactRpcUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    const hidden = u.pathname.replace(/\/+$/, '') !== '' || u.search !== '' || u.username !== '' || u.password !== '';
+    return `${u.protocol}//${u.host}${hidden ? '/***' : ''}`;
+  } catch {
+    return '[unparseable url]';
+  }
+}
+
+/** The chain id one RPC URL answers (eth_chainId), asked of that URL alone; counted like every call. */
+export async function chainIdAt(url: string, count: (method: string, outcome: RpcOutcome) => void): Promise<number> {
+  const client = createPublicClient({ transport: one(url) });
+  try {
+    const id = await client.getChainId();
+    count('eth_chainId', 'ok');
+    return id;
+  } catch (err) {
+    count('eth_chainId', classifyRpcError(err) === 'rate_limit' ? 'rate_limited' : 'error');
+    throw err;
+  }
+}
+
+function one(url: string, maxResponseBodySize?: false): Transport {
+  return url.startsWith('ws')
+    ? webSocket(url, { retryCount: 0, timeout: TIMEOUT_MS })
+    : http(url, { retryCount: 0, timeout: TIMEOUT_MS, batch: { batchSize: 100, wait: 0 }, ...(maxResponseBodySize === false ? { maxResponseBodySize } : {}) });
+}
+
+function transportOf(urls: string[], maxResponseBodySize?: false): Transport {
+  return urls.length === 1 ? one(urls[0], maxResponseBodySize) : fallback(urls.map((u) => one(u, maxResponseBodySize)), { retryCount: 0 });
 }
 
 function position(log: Log): LogPosition {
@@ -70,28 +167,53 @@ function position(log: Log): LogPosition {
   };
 }
 
-export function createChainRpc(chain: Chain, count: (method: string, outcome: RpcOutcome) => void): ChainRpc {
-  const client: PublicClient = createPublicClient({ transport: transportOf(chain.rpcUrls) });
+/** An RPC over `urls` (the chain's URLs that answered its chain id). */
+export function createChainRpc(urls: string[], count: (method: string, outcome: RpcOutcome) => void): ChainRpc {
+  const client: PublicClient = createPublicClient({ transport: transportOf(urls) });
+  // For one block's logs that are over viem's response size limit (10 MB): spam can fill a
+  // block, and a block that is never read stops the cursor for good.
+  const unbounded: PublicClient = createPublicClient({ transport: transportOf(urls, false) });
   async function counted<T>(method: string, call: () => Promise<T>): Promise<T> {
     try {
       const result = await call();
       count(method, 'ok');
       return result;
     } catch (err) {
-      count(method, isRangeRefusal(err) ? 'range_refused' : 'error');
+      const failure = classifyRpcError(err);
+      count(method, failure === 'range' ? 'range_refused' : failure === 'rate_limit' ? 'rate_limited' : 'error');
       throw err;
     }
   }
+  /** Asked again without a size limit when `narrow` and the answer was over it. */
+  async function sized<T>(narrow: boolean, call: (c: PublicClient) => Promise<T>): Promise<T> {
+    try {
+      return await counted('eth_getLogs', () => call(client));
+    } catch (err) {
+      if (!narrow || !(err instanceof BaseError) || !err.walk((e) => e instanceof ResponseBodyTooLargeError)) throw err;
+      return counted('eth_getLogs', () => call(unbounded));
+    }
+  }
+  const header = (b: { number: bigint | null; hash: string | null; parentHash: string; timestamp: bigint }): BlockHeader => ({
+    number: b.number!,
+    hash: b.hash!,
+    parentHash: b.parentHash,
+    timestamp: b.timestamp,
+  });
   return {
     blockNumber: () => counted('eth_blockNumber', () => client.getBlockNumber({ cacheTime: 0 })),
-    block: (number) =>
+    block: (number) => counted('eth_getBlockByNumber', async () => header(await client.getBlock({ blockNumber: number }))),
+    blockIfAny: (number) =>
       counted('eth_getBlockByNumber', async () => {
-        const b = await client.getBlock({ blockNumber: number });
-        return { number: b.number, hash: b.hash, timestamp: b.timestamp };
+        try {
+          return header(await client.getBlock({ blockNumber: number }));
+        } catch (err) {
+          if (err instanceof BlockNotFoundError) return null;
+          throw err;
+        }
       }),
-    proxyLogs: (proxy, from, to) =>
-      counted('eth_getLogs', async () => {
-        const logs = await client.getLogs({ address: proxy as `0x${string}`, event: TRANSFER_WITH_REFERENCE_AND_FEE, fromBlock: from, toBlock: to, strict: true });
+    proxyLogs: (proxy, from, to, narrow = false) =>
+      sized(narrow, async (c) => {
+        const logs = await c.getLogs({ address: proxy as `0x${string}`, event: TRANSFER_WITH_REFERENCE_AND_FEE, fromBlock: from, toBlock: to, strict: true });
         return logs.map((l) => ({
           ...position(l),
           tokenAddress: l.args.tokenAddress,
@@ -102,12 +224,13 @@ export function createChainRpc(chain: Chain, count: (method: string, outcome: Rp
           feeAddress: l.args.feeAddress,
         }));
       }),
-    async transferLogs(tokens, recipients, from, to) {
+    async transferLogs(tokens, recipients, from, to, narrow = false) {
       const out: TransferLog[] = [];
-      for (let i = 0; i < recipients.length; i += RECIPIENTS_PER_CALL) {
-        const batch = recipients.slice(i, i + RECIPIENTS_PER_CALL) as `0x${string}`[];
-        const logs = await counted('eth_getLogs', () =>
-          client.getLogs({ address: tokens as `0x${string}`[], event: ERC20_TRANSFER, args: { to: batch }, fromBlock: from, toBlock: to, strict: true }),
+      const perCall = narrow ? 1 : RECIPIENTS_PER_CALL;
+      for (let i = 0; i < recipients.length; i += perCall) {
+        const batch = recipients.slice(i, i + perCall) as `0x${string}`[];
+        const logs = await sized(narrow, (c) =>
+          c.getLogs({ address: tokens as `0x${string}`[], event: ERC20_TRANSFER, args: { to: batch }, fromBlock: from, toBlock: to, strict: true }),
         );
         for (const l of logs) out.push({ ...position(l), tokenAddress: l.address, from: l.args.from, to: l.args.to, value: l.args.value });
       }

@@ -1,20 +1,24 @@
 // One run of the payment detector on one chain (the `chain.watch` job, made by a job scheduler per
 // watched chain). It reads from the cursor up to the safe head (head - confirmations) in
-// eth_getLogs ranges of at most CHAIN_GETLOGS_MAX_BLOCKS, halved on a provider's refusal and
-// doubled back on success, records what they hold (detector.ts), then records the logs between
-// the safe head and the head as pending. Before scanning it checks the chain under the cursor: a
-// block hash that changed (a reorg deeper than the pending window) or a head behind the cursor (a
-// chain started over) rewinds it. An RPC error backs off and ends the run quietly: a down
-// provider never fails a job, stalls another queue or touches the worker's readiness.
+// eth_getLogs ranges of at most CHAIN_GETLOGS_MAX_BLOCKS, halved when the provider refuses a range
+// or answers more than it may (down to one block, then one address at a time) and doubled back on
+// success, records what they hold (detector.ts), then records the logs between the safe head and
+// the head as pending. What it believes of the node (docs/payments.md, "What a node can and cannot
+// do"): every RPC URL must answer the chain's id; a head counts only when its block can be fetched;
+// a head behind the cursor is a node that lags (the run waits) unless the block hashes say the
+// chain changed, and then the cursor goes back to the fork point found by hash (to the start only
+// for a chain started over, told by its block 0); a pending payment whose block is still there is
+// never announced removed; a cursor moves only for workers scanning for the same set. An RPC
+// failure (outage, rate limit) backs off and ends the run quietly; anything else fails it.
 import { safeHead } from '../domain/payments.js';
-import { isWatched, type Chain } from '../domain/chains.js';
+import { compareScannedFor, describeScannedForDifference, isWatched, scannedForOf, type Chain } from '../domain/chains.js';
 import type { Logger } from '../log.js';
-import type { Pool } from '../db/pool.js';
-import { findCursor, watchedAddresses } from '../db/payments.js';
+import { withTransaction, type Pool } from '../db/pool.js';
+import { findCursor, lockCursor, pendingPaymentsBetween, resetHead, setCursorIdentity, watchedAddresses } from '../db/payments.js';
 import type { ChainMetrics } from '../observability/metrics.js';
 import { recordRange, rewindCursor } from './detector.js';
 import { observePayments, type ObservedPayment } from './observe.js';
-import { createChainRpc, isRangeRefusal, type ChainRpc } from './rpc.js';
+import { chainIdAt, classifyRpcError, createChainRpc, redactRpcUrl, type BlockHeader, type ChainRpc, type RpcOutcome } from './rpc.js';
 
 export interface ChainWatcherOptions {
   pool: Pool;
@@ -27,22 +31,45 @@ export interface ChainWatcherOptions {
 }
 
 export interface ChainWatcher {
-  /** One scan of the chain; returns a short outcome for the job log. */
+  /** One scan of the chain; returns a short outcome for the job log. Throws on a failure that is not the RPC's (a bug). */
   run(chainId: number): Promise<string>;
 }
 
 interface ChainState {
-  rpc: ChainRpc;
+  /** Over the URLs that answered the chain's id; null until checked (at start, and again after an outage). */
+  rpc: ChainRpc | null;
+  /** URLs that answered another chain's id: never used by this worker. */
+  wrongChain: Set<string>;
   range: number;
   failures: number;
   retryAt: number;
   /** The time of the cursor's block as last known: the lag keeps growing while the provider is down. */
   cursorTime: Date | null;
+  /** The last verified safe head and the cursor as last read: the lag in blocks while the cursor does not move. */
+  safe: bigint | null;
+  cursor: bigint | null;
+  /** A warning is logged once per streak of these (a lagging node, an unverified head, a refused set). */
+  quietCause: string | null;
+  /** The kind of the current RPC failure streak: a new kind (a rate limit turning into an outage) is warned of again. */
+  failureCause: string | null;
 }
+
+/** A pending payment row as stillOnChain checks it (read once per run, from the cursor up). */
+type PendingRow = Awaited<ReturnType<typeof pendingPaymentsBetween>>[number];
 
 /** Recent [block, hash] pairs kept on the cursor to find where a deep reorg forked. */
 const CHECKPOINTS = 32;
 const MAX_BACKOFF_MS = 60_000;
+
+/** A run that ends without scanning, on purpose: the node cannot be believed now, or the cursor is not this worker's. */
+class Wait {
+  constructor(
+    readonly cause: 'lagging_node' | 'unverified_head' | 'wrong_chain_id' | 'watched_set',
+    readonly outcome: string,
+    readonly fields: Record<string, unknown>,
+    readonly level: 'warn' | 'error' = 'warn',
+  ) {}
+}
 
 export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
   const states = new Map<number, ChainState>();
@@ -51,97 +78,210 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
   function stateOf(chain: Chain): ChainState {
     let s = states.get(chain.chainId);
     if (!s) {
-      const id = String(chain.chainId);
-      s = {
-        rpc: createChainRpc(chain, (method, outcome) => opts.metrics?.rpcCalls.inc({ chain_id: id, method, outcome })),
-        range: opts.maxBlocks,
-        failures: 0,
-        retryAt: 0,
-        cursorTime: null,
-      };
+      s = { rpc: null, wrongChain: new Set(), range: opts.maxBlocks, failures: 0, retryAt: 0, cursorTime: null, safe: null, cursor: null, quietCause: null, failureCause: null };
       states.set(chain.chainId, s);
     }
     return s;
   }
 
-  /** The range's payments; a refused range is halved (down to one block) and asked again. */
-  async function logsOf(chain: Chain, s: ChainState, recipients: string[], from: bigint, to: bigint): Promise<{ observed: ObservedPayment[]; to: bigint }> {
-    for (;;) {
+  /**
+   * The chain's RPC over the URLs that answer its chain id. A URL answering another id is an
+   * error naming it (redacted) and both ids, once, and is never used; one that does not answer is
+   * asked again the next time (after an outage the watcher checks every URL again).
+   */
+  async function rpcOf(chain: Chain, s: ChainState): Promise<ChainRpc> {
+    if (s.rpc) return s.rpc;
+    const id = String(chain.chainId);
+    const candidates = chain.rpcUrls.filter((u) => !s.wrongChain.has(u));
+    const counted = (method: string, outcome: RpcOutcome) => opts.metrics?.rpcCalls.inc({ chain_id: id, method, outcome });
+    const answers = await Promise.allSettled(candidates.map((u) => chainIdAt(u, counted)));
+    const good: string[] = [];
+    let unreachable: unknown = null;
+    answers.forEach((a, i) => {
+      const url = candidates[i];
+      if (a.status === 'rejected') {
+        unreachable ??= a.reason;
+      } else if (a.value !== chain.chainId) {
+        s.wrongChain.add(url);
+        opts.metrics?.scanFailures.inc({ chain_id: id, cause: 'wrong_chain_id' });
+        opts.log.error(
+          { chain_id: chain.chainId, rpc_url: redactRpcUrl(url), answered_chain_id: a.value },
+          `RPC URL ${redactRpcUrl(url)} answers chain id ${a.value}, not ${chain.chainId}: it is never used for chain ${chain.chainId}`,
+        );
+      } else {
+        good.push(url);
+      }
+    });
+    if (good.length === 0) {
+      if (unreachable !== null) throw unreachable;
+      throw new Wait('wrong_chain_id', `refused: no RPC URL of chain ${chain.chainId} answers chain id ${chain.chainId}`, {}, 'error');
+    }
+    s.rpc = createChainRpc(good, counted);
+    return s.rpc;
+  }
+
+  /** The range's payments; a refused or oversized range is halved (down to one block, then one address at a time). */
+  async function logsOf(chain: Chain, rpc: ChainRpc, s: ChainState, recipients: string[], from: bigint, to: bigint): Promise<{ observed: ObservedPayment[]; to: bigint }> {
+    for (let narrow = false; ; ) {
       try {
         const [proxy, transfers] = await Promise.all([
-          chain.feeProxy ? s.rpc.proxyLogs(chain.feeProxy, from, to) : Promise.resolve([]),
+          chain.feeProxy ? rpc.proxyLogs(chain.feeProxy, from, to, narrow) : Promise.resolve([]),
           recipients.length > 0 && chain.tokens.length > 0
-            ? s.rpc.transferLogs(chain.tokens.map((t) => t.address), recipients, from, to)
+            ? rpc.transferLogs(chain.tokens.map((t) => t.address), recipients, from, to, narrow)
             : Promise.resolve([]),
         ]);
         // A proxy event names any token its caller likes: only the chain's own tokens are payments.
         const tokens = new Set(chain.tokens.map((t) => t.address.toLowerCase()));
         return { observed: observePayments(proxy.filter((p) => tokens.has(p.tokenAddress.toLowerCase())), transfers), to };
       } catch (err) {
-        if (!isRangeRefusal(err) || to === from) throw err;
+        if (classifyRpcError(err) !== 'range' || narrow) throw err;
+        if (to === from) {
+          narrow = true;
+          opts.log.info({ chain_id: chain.chainId, block: from.toString() }, 'one block refused or over the size limit: reading it one address at a time');
+          continue;
+        }
         s.range = Math.max(1, Math.floor(Number(to - from + 1n) / 2));
         to = from + BigInt(s.range) - 1n;
-        opts.log.info({ chain_id: chain.chainId, blocks: s.range }, 'eth_getLogs range refused by the provider: asking for fewer blocks');
+        opts.log.info({ chain_id: chain.chainId, blocks: s.range }, 'eth_getLogs range refused or over the size limit: asking for fewer blocks');
       }
     }
   }
 
-  async function blockTimes(s: ChainState, observed: ObservedPayment[]): Promise<Map<bigint, Date>> {
+  async function blockTimes(rpc: ChainRpc, observed: ObservedPayment[]): Promise<Map<bigint, Date>> {
     const times = new Map<bigint, Date>();
     const missing = new Set<bigint>();
     for (const o of observed) {
       if (o.blockTimestamp !== null) times.set(o.blockNumber, new Date(Number(o.blockTimestamp) * 1000));
       else missing.add(o.blockNumber);
     }
-    const blocks = await Promise.all([...missing].map((n) => s.rpc.block(n)));
+    const blocks = await Promise.all([...missing].map((n) => rpc.block(n)));
     for (const b of blocks) times.set(b.number, new Date(Number(b.timestamp) * 1000));
     return times;
   }
 
+  /** Pending rows of [from, to] not observed whose block the node still has, same hash: not removed. */
+  async function stillOnChain(chain: Chain, rpc: ChainRpc, pendingRows: PendingRow[], from: bigint, to: bigint, observed: ObservedPayment[]): Promise<{ txHash: string; logIndex: number }[]> {
+    const seen = new Set(observed.map((o) => `${o.txHash}:${o.logIndex}`));
+    const missing = pendingRows.filter((p) => BigInt(p.block_number) >= from && BigInt(p.block_number) <= to && !seen.has(`${p.tx_hash}:${p.log_index}`));
+    const kept: { txHash: string; logIndex: number }[] = [];
+    for (const p of missing) {
+      const b = await rpc.blockIfAny(BigInt(p.block_number));
+      if (b?.hash === p.block_hash) {
+        opts.log.warn({ chain_id: chain.chainId, tx_hash: p.tx_hash, block: p.block_number }, 'a pending payment is missing from the logs but its block is still on the chain: kept');
+        kept.push({ txHash: p.tx_hash, logIndex: p.log_index });
+      }
+    }
+    return kept;
+  }
+
+  /**
+   * The head, believed only when the node can hand over its block (a node answering 10^12 has no
+   * such block): a lie cannot become the recorded head that confirmations are counted from.
+   */
+  async function verifiedHead(rpc: ChainRpc): Promise<BlockHeader> {
+    const number = await rpc.blockNumber();
+    const block = await rpc.blockIfAny(number);
+    if (!block || block.number !== number) throw new Wait('unverified_head', `head ${number} not believed: the node has no such block`, { head: number.toString() });
+    return block;
+  }
+
+  /**
+   * Who the cursor belongs to: the same chain (block 0's hash; another one is a chain started
+   * over) and the same set (ScannedFor). Adopts an unset identity, and a wider set; refuses another.
+   */
+  async function claimCursor(chain: Chain, genesisHash: string): Promise<{ restarted: boolean }> {
+    const mine = scannedForOf(chain);
+    return withTransaction(opts.pool, async (tx) => {
+      const cursor = await lockCursor(tx, chain.chainId, BigInt(chain.startBlock) - 1n);
+      const scannedFor = cursor.scanned_for;
+      if (scannedFor) {
+        const verdict = compareScannedFor(scannedFor, mine);
+        if (verdict === 'other') {
+          const differs = describeScannedForDifference(scannedFor, mine);
+          throw new Wait('watched_set', `refused: the cursor of chain ${chain.chainId} was scanned for another set (${differs})`, { differs }, 'error');
+        }
+        if (verdict === 'wider') opts.log.warn({ chain_id: chain.chainId, scanned_for: mine }, 'this worker watches more tokens than the cursor was scanned for: it takes the cursor over (earlier blocks are not scanned for them)');
+      }
+      const restarted = cursor.genesis_hash !== null && cursor.genesis_hash !== genesisHash;
+      const unchanged = scannedFor !== null && compareScannedFor(scannedFor, mine) === 'same' && cursor.genesis_hash === genesisHash;
+      // A restarted chain keeps its old identity until its cursor is rewound (the next step).
+      if (!restarted && !unchanged) await setCursorIdentity(tx, chain.chainId, { genesisHash, scannedFor: mine });
+      return { restarted };
+    });
+  }
+
   async function scan(chain: Chain, s: ChainState): Promise<string> {
     const id = String(chain.chainId);
-    const head = await s.rpc.blockNumber();
+    const rpc = await rpcOf(chain, s);
+    const before = await findCursor(opts.pool, chain.chainId);
+    // Known before the head is: a run that cannot believe the head still shows the lag.
+    if (before) s.cursor = BigInt(before.block_number);
+    const [headBlock, genesis] = await Promise.all([verifiedHead(rpc), rpc.block(0n)]);
+    const head = headBlock.number;
     const safe = safeHead(head, chain.confirmations);
+    s.safe = safe;
     const start = BigInt(chain.startBlock) - 1n;
-    const cursor = await findCursor(opts.pool, chain.chainId);
+    // The cursor's identity is written under its lock only when something is new (a first run, a
+    // wider set, a restart); recordRange checks the set again under the lock.
+    const settled = before?.scanned_for && compareScannedFor(before.scanned_for, scannedForOf(chain)) === 'same' && before.genesis_hash === genesis.hash;
+    const { restarted } = settled ? { restarted: false } : await claimCursor(chain, genesis.hash);
+    const cursor = settled ? before : await findCursor(opts.pool, chain.chainId);
     let cur = cursor ? BigInt(cursor.block_number) : start;
+    s.cursor = cur;
     let checkpoints: [string, string][] = cursor?.checkpoints ?? [];
     let rewound = '';
 
-    if (cursor && cur > head) {
-      // The chain is behind the cursor: a local chain started over (`npm run chain -- --fresh`).
-      opts.log.warn({ chain_id: chain.chainId, cursor: cur.toString(), head: head.toString() }, 'chain head is behind the cursor: rescanning from the start block');
+    if (restarted) {
+      // Block 0 is another block: a chain started over (`npm run chain -- --fresh`). Everything is scanned again.
+      opts.log.warn({ chain_id: chain.chainId, cursor: cur.toString(), head: head.toString() }, 'the chain started over (its block 0 changed): rescanning from the start block');
       if (!(await rewindCursor(opts.pool, chain, cur, { block: start, hash: null, checkpoints: [] }, head))) return 'cursor_moved';
+      await claimCursorAfterRestart(chain, genesis.hash);
       cur = start;
+      s.cursor = cur;
       checkpoints = [];
       rewound = ' after a restart of the chain';
+    } else if (cursor && cur > head) {
+      // The node is behind the cursor. It lags, unless the newest checkpoint it has changed hash.
+      const known = checkpoints.filter((cp) => BigInt(cp[0]) <= head).at(-1);
+      const there = known ? await rpc.blockIfAny(BigInt(known[0])) : null;
+      if (!known || there?.hash === known[1]) {
+        throw new Wait('lagging_node', `node at block ${head}, behind the cursor ${cur}: waiting for it`, { head: head.toString(), cursor: cur.toString() });
+      }
+      const back = await forkPoint(rpc, checkpoints, BigInt(known[0]) + 1n, start);
+      rewound = await rewind(chain, cur, back, checkpoints);
+      if (!rewound) return 'cursor_moved';
+      checkpoints = checkpoints.filter((cp) => BigInt(cp[0]) <= back.block);
+      cur = back.block;
     } else if (cursor?.block_hash && cur >= 0n) {
-      const now = await s.rpc.block(cur);
+      const now = await rpc.block(cur);
       if (now.hash !== cursor.block_hash) {
-        let fork: [string, string] | null = null;
-        for (const cp of [...checkpoints].reverse()) {
-          if (BigInt(cp[0]) >= cur) continue;
-          if ((await s.rpc.block(BigInt(cp[0]))).hash === cp[1]) {
-            fork = cp;
-            break;
-          }
-        }
-        const back = fork ? BigInt(fork[0]) : start;
-        opts.log.warn({ chain_id: chain.chainId, cursor: cur.toString(), rewound_to: back.toString() }, 'reorg under the cursor: rewinding and rescanning');
-        checkpoints = checkpoints.filter((cp) => BigInt(cp[0]) <= back);
-        if (!(await rewindCursor(opts.pool, chain, cur, { block: back, hash: fork ? fork[1] : null, checkpoints }))) return 'cursor_moved';
-        cur = back;
-        rewound = ` after a reorg (rewound to ${back})`;
+        const back = await forkPoint(rpc, checkpoints, cur, start);
+        rewound = await rewind(chain, cur, back, checkpoints);
+        if (!rewound) return 'cursor_moved';
+        checkpoints = checkpoints.filter((cp) => BigInt(cp[0]) <= back.block);
+        cur = back.block;
       }
     }
+    s.cursor = cur;
 
-    const recipients = await watchedAddresses(opts.pool, chain.chainId, chain.environment);
+    // A head recorded before that this node has no block for (a lie believed before heads were
+    // verified, a chain rolled back) is forgotten: confirmations count from verified heads.
+    if (cursor?.head_block && BigInt(cursor.head_block) > head && !(await rpc.blockIfAny(BigInt(cursor.head_block)))) {
+      opts.log.warn({ chain_id: chain.chainId, recorded_head: cursor.head_block, head: head.toString() }, 'the recorded head is not on the chain: forgotten');
+      await resetHead(opts.pool, chain.chainId);
+    }
+
+    const scannedFor = scannedForOf(chain);
+    const [recipients, pendingRows] = await Promise.all([
+      watchedAddresses(opts.pool, chain.chainId, chain.environment),
+      pendingPaymentsBetween(opts.pool, chain.chainId, cur + 1n, head),
+    ]);
     let confirmed = 0;
     let cursorTime: Date | null = cursor?.block_time ?? null;
     for (let ranges = 0; cur < safe && ranges < rangesPerRun; ranges++) {
       const wanted = cur + BigInt(s.range) > safe ? safe : cur + BigInt(s.range);
-      const { observed, to } = await logsOf(chain, s, recipients, cur + 1n, wanted);
-      const [times, end] = await Promise.all([blockTimes(s, observed), s.rpc.block(to)]);
+      const { observed, to } = await logsOf(chain, rpc, s, recipients, cur + 1n, wanted);
+      const [times, end, kept] = await Promise.all([blockTimes(rpc, observed), rpc.block(to), stillOnChain(chain, rpc, pendingRows, cur + 1n, to, observed)]);
       checkpoints = [...checkpoints, [to.toString(), end.hash] as [string, string]].slice(-CHECKPOINTS);
       cursorTime = new Date(Number(end.timestamp) * 1000);
       const done = await recordRange(opts.pool, chain, {
@@ -154,11 +294,14 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
         safe,
         expectedCursor: cur,
         cursorTo: { block: to, hash: end.hash, time: cursorTime, checkpoints },
+        scannedFor,
+        stillOnChain: kept,
       });
       if (!done) return 'cursor_moved';
       count(id, done.recorded);
       confirmed += done.recorded.filter((r) => r.status === 'confirmed').length;
       cur = to;
+      s.cursor = cur;
       s.range = Math.min(opts.maxBlocks, s.range * 2);
     }
 
@@ -169,11 +312,23 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
       const observed: ObservedPayment[] = [];
       for (let from = cur + 1n; from <= head; ) {
         const wanted = from + BigInt(s.range) - 1n > head ? head : from + BigInt(s.range) - 1n;
-        const got = await logsOf(chain, s, recipients, from, wanted);
+        const got = await logsOf(chain, rpc, s, recipients, from, wanted);
         observed.push(...got.observed);
         from = got.to + 1n;
       }
-      const done = await recordRange(opts.pool, chain, { from: cur + 1n, to: head, final: false, observed, blockTimes: new Map(), head, safe, expectedCursor: cur });
+      const kept = await stillOnChain(chain, rpc, pendingRows, cur + 1n, head, observed);
+      const done = await recordRange(opts.pool, chain, {
+        from: cur + 1n,
+        to: head,
+        final: false,
+        observed,
+        blockTimes: new Map(),
+        head,
+        safe,
+        expectedCursor: cur,
+        scannedFor,
+        stillOnChain: kept,
+      });
       if (!done) return 'cursor_moved';
       count(id, done.recorded);
       pending = observed.length;
@@ -182,15 +337,44 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
     opts.metrics?.headBlock.set({ chain_id: id }, Number(head));
     opts.metrics?.safeBlock.set({ chain_id: id }, Number(safe));
     opts.metrics?.cursorBlock.set({ chain_id: id }, Number(cur));
-    opts.metrics?.lagBlocks.set({ chain_id: id }, Math.max(0, Number(safe - cur)));
     s.cursorTime = cursorTime;
     showLag(chain, s);
     const behind = safe > cur ? `, ${safe - cur} blocks still to scan` : '';
     return `scanned to ${cur} (head ${head})${rewound}: ${confirmed} confirmed, ${pending} pending${behind}`;
   }
 
+  async function claimCursorAfterRestart(chain: Chain, genesisHash: string): Promise<void> {
+    await withTransaction(opts.pool, async (tx) => {
+      await lockCursor(tx, chain.chainId, BigInt(chain.startBlock) - 1n);
+      await setCursorIdentity(tx, chain.chainId, { genesisHash, scannedFor: scannedForOf(chain) });
+    });
+  }
+
+  /**
+   * Where a reorg forked: the newest checkpoint below `below` whose block still has its hash.
+   * The start block only when none does (a reorg deeper than every checkpoint).
+   */
+  async function forkPoint(rpc: ChainRpc, checkpoints: [string, string][], below: bigint, start: bigint): Promise<{ block: bigint; hash: string | null }> {
+    for (const cp of [...checkpoints].reverse()) {
+      if (BigInt(cp[0]) >= below) continue;
+      if ((await rpc.blockIfAny(BigInt(cp[0])))?.hash === cp[1]) return { block: BigInt(cp[0]), hash: cp[1] };
+    }
+    return { block: start, hash: null };
+  }
+
+  /** Moves the cursor back to the fork point; '' when another worker moved it first. */
+  async function rewind(chain: Chain, cur: bigint, back: { block: bigint; hash: string | null }, checkpoints: [string, string][]): Promise<string> {
+    opts.log.warn({ chain_id: chain.chainId, cursor: cur.toString(), rewound_to: back.block.toString() }, 'reorg under the cursor: rewinding to the fork point and rescanning');
+    const kept = checkpoints.filter((cp) => BigInt(cp[0]) <= back.block);
+    if (!(await rewindCursor(opts.pool, chain, cur, { block: back.block, hash: back.hash, checkpoints: kept }))) return '';
+    return ` after a reorg (rewound to ${back.block})`;
+  }
+
+  /** chain_lag_blocks from the last verified safe head and the cursor: it grows while the cursor does not move, a failing run included. */
   function showLag(chain: Chain, s: ChainState): void {
-    if (s.cursorTime) opts.metrics?.lagSeconds.set({ chain_id: String(chain.chainId) }, Math.max(0, (Date.now() - s.cursorTime.getTime()) / 1000));
+    const id = String(chain.chainId);
+    if (s.safe !== null && s.cursor !== null) opts.metrics?.lagBlocks.set({ chain_id: id }, Math.max(0, Number(s.safe - s.cursor)));
+    if (s.cursorTime) opts.metrics?.lagSeconds.set({ chain_id: id }, Math.max(0, (Date.now() - s.cursorTime.getTime()) / 1000));
   }
 
   function count(chainId: string, recorded: { kind: string; status: string }[]): void {
@@ -202,6 +386,7 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
       const chain = opts.chains.find((c) => c.chainId === chainId);
       if (!chain || !isWatched(chain)) return 'not watched';
       const s = stateOf(chain);
+      const id = String(chainId);
       if (Date.now() < s.retryAt) {
         showLag(chain, s);
         return 'backing off after RPC errors';
@@ -209,19 +394,54 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
       try {
         const outcome = await scan(chain, s);
         if (s.failures > 0) opts.log.info({ chain_id: chainId, failures: s.failures }, 'chain RPC answers again');
+        if (s.quietCause !== null) opts.log.info({ chain_id: chainId, was: s.quietCause }, 'chain scan goes on');
         s.failures = 0;
+        s.failureCause = null;
+        s.quietCause = null;
         return outcome;
       } catch (err) {
-        s.failures++;
+        await refreshCursor(chain, s);
         showLag(chain, s);
+        if (err instanceof Wait) {
+          opts.metrics?.scanFailures.inc({ chain_id: id, cause: err.cause });
+          // One line per streak: a node lagging for minutes does not flood the log.
+          if (s.quietCause !== err.cause) opts.log[err.level]({ chain_id: chainId, ...err.fields }, err.outcome);
+          s.quietCause = err.cause;
+          return err.outcome;
+        }
+        const failure = classifyRpcError(err);
+        if (failure === null) {
+          // Not the RPC's doing (a database error, a broken invariant): the run fails loudly, and
+          // the next tick of the job scheduler is its retry.
+          opts.metrics?.scanFailures.inc({ chain_id: id, cause: 'bug' });
+          opts.log.error({ chain_id: chainId, err }, 'chain scan failed');
+          throw err;
+        }
+        opts.metrics?.scanFailures.inc({ chain_id: id, cause: failure });
+        s.failures++;
+        // After an outage every URL's chain id is checked again before it is used (a URL may now lead elsewhere).
+        s.rpc = null;
         const waitMs = Math.min(MAX_BACKOFF_MS, 500 * 2 ** Math.min(s.failures, 10));
         s.retryAt = Date.now() + waitMs;
-        // One warning per streak, then every tenth: a long outage does not flood the log.
-        if (s.failures === 1 || s.failures % 10 === 0) {
-          opts.log.warn({ chain_id: chainId, failures: s.failures, retry_in_ms: waitMs, err: { message: (err as Error).message.split('\n')[0] } }, 'chain scan failed; backing off');
-        }
-        return `scan failed (${(err as Error).message.split('\n')[0].slice(0, 120)}), retry in ${waitMs} ms`;
+        // One warning per outage, with the error itself (its class, message, cause and stack).
+        if (s.failureCause !== failure) opts.log.warn({ chain_id: chainId, cause: failure, retry_in_ms: waitMs, err }, 'chain RPC failing; backing off');
+        s.failureCause = failure;
+        return `scan failed (${failure}: ${firstLine(err)}), retry in ${waitMs} ms`;
       }
     },
   };
+
+  /** The cursor as the database has it now, for the lag of a run that did not finish. */
+  async function refreshCursor(chain: Chain, s: ChainState): Promise<void> {
+    try {
+      const c = await findCursor(opts.pool, chain.chainId);
+      if (c) s.cursor = BigInt(c.block_number);
+    } catch {
+      // The database is what failed: the lag keeps its last value.
+    }
+  }
+}
+
+function firstLine(err: unknown): string {
+  return (err instanceof Error ? err.message : String(err)).split('\n')[0].slice(0, 120);
 }

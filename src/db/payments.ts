@@ -1,6 +1,7 @@
 // SQL of on-chain payments: the payment rows, the chain cursors, and the invoice reads and writes
 // the detector needs (docs/payments.md). Batches go through jsonb_to_recordset so a scanned range
 // costs a handful of statements however many payments it holds.
+import type { ScannedFor } from '../domain/chains.js';
 import type { Environment } from '../domain/environment.js';
 import type { InvoiceStatus } from '../domain/invoice-rules.js';
 import type { PaymentKind, PaymentOutcome, PaymentStatus } from '../domain/payments.js';
@@ -57,12 +58,16 @@ export interface ChainCursorRow {
   head_block: string | null;
   safe_block: string | null;
   head_seen_at: Date | null;
+  /** The hash of the chain's block 0 when the cursor last moved: another one is another chain. */
+  genesis_hash: string | null;
+  /** What the cursor was scanned for (domain/chains.ts ScannedFor); null before anyone said. */
+  scanned_for: ScannedFor | null;
 }
 
 export async function findCursor(db: Queryable, chainId: number, forUpdate = false): Promise<ChainCursorRow | null> {
   const { rows } = await db.query<ChainCursorRow>(
     `select chain_id, block_number::text as block_number, block_hash, block_time, checkpoints,
-       head_block::text as head_block, safe_block::text as safe_block, head_seen_at
+       head_block::text as head_block, safe_block::text as safe_block, head_seen_at, genesis_hash, scanned_for
      from chain_cursors where chain_id = $1 ${forUpdate ? 'for update' : ''}`,
     [chainId],
   );
@@ -99,6 +104,30 @@ export async function recordHead(db: Queryable, chainId: number, head: bigint, s
 /** A chain started over: the head seen before means nothing now. */
 export async function resetHead(db: Queryable, chainId: number): Promise<void> {
   await db.query('update chain_cursors set head_block = null, safe_block = null where chain_id = $1', [chainId]);
+}
+
+/** Records what the cursor is a cursor of: the chain (its block 0) and the set it is scanned for. */
+export async function setCursorIdentity(db: Queryable, chainId: number, identity: { genesisHash: string; scannedFor: ScannedFor }): Promise<void> {
+  await db.query('update chain_cursors set genesis_hash = $2, scanned_for = $3::jsonb where chain_id = $1', [
+    chainId,
+    identity.genesisHash,
+    JSON.stringify(identity.scannedFor),
+  ]);
+}
+
+/** Pending payments of a chain within [from, to]: the rows a scan of that window may remove. */
+export async function pendingPaymentsBetween(
+  db: Queryable,
+  chainId: number,
+  from: bigint,
+  to: bigint,
+): Promise<{ tx_hash: string; log_index: number; block_number: string; block_hash: string }[]> {
+  const { rows } = await db.query<{ tx_hash: string; log_index: number; block_number: string; block_hash: string }>(
+    `select tx_hash, log_index, block_number::text as block_number, block_hash from payments
+     where chain_id = $1 and status = 'pending' and block_number between $2 and $3`,
+    [chainId, from.toString(), to.toString()],
+  );
+  return rows;
 }
 
 /**

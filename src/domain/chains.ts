@@ -243,3 +243,50 @@ export function walletChain(chain: Pick<Chain, 'chainId' | 'network' | 'rpcUrls'
   const rpc = chain.chainId === LOCAL_CHAIN_ID ? (chain.rpcUrls[0] ?? null) : (PUBLIC_RPC_URLS[chain.chainId] ?? null);
   return { chain_id: chain.chainId, name: chain.network, rpc_url: rpc, explorer_url: chain.explorerUrl, native_symbol: NATIVE_SYMBOL[chain.chainId] ?? 'ETH' };
 }
+
+/**
+ * What a chain cursor was scanned for: the logs a scan asks for (the fee proxy's events, the
+ * tokens' transfers) and what decides how they count (the fee address, the environment whose
+ * settlement addresses are watched). A worker configured differently reads other logs, so it may
+ * not move a cursor another set has moved (docs/payments.md, "The watcher").
+ */
+export interface ScannedFor {
+  environment: Environment;
+  fee_proxy: string | null;
+  fee_address: string | null;
+  /** Token contracts, lower case, sorted. */
+  tokens: string[];
+}
+
+export function scannedForOf(chain: Chain): ScannedFor {
+  return {
+    environment: chain.environment,
+    fee_proxy: chain.feeProxy?.toLowerCase() ?? null,
+    fee_address: chain.feeAddress?.toLowerCase() ?? null,
+    tokens: [...new Set(chain.tokens.map((t) => t.address.toLowerCase()))].sort(),
+  };
+}
+
+/**
+ * How a worker's set compares with the one a cursor was scanned for: `same`; `wider` (the same
+ * proxy, fee address and environment, and every token of the cursor's among more: moving the
+ * cursor skips nothing the cursor promised, so the wider set takes it over); or `other` (moving
+ * the cursor would skip logs the cursor's set reads: refused).
+ */
+export function compareScannedFor(cursor: ScannedFor, mine: ScannedFor): 'same' | 'wider' | 'other' {
+  if (cursor.environment !== mine.environment || cursor.fee_proxy !== mine.fee_proxy || cursor.fee_address !== mine.fee_address) return 'other';
+  const have = new Set(mine.tokens);
+  if (!cursor.tokens.every((t) => have.has(t))) return 'other';
+  return mine.tokens.length === cursor.tokens.length ? 'same' : 'wider';
+}
+
+/** What differs, for the refusal's log line: "tokens 0xa..., 0xb... not watched by this worker". */
+export function describeScannedForDifference(cursor: ScannedFor, mine: ScannedFor): string {
+  const parts: string[] = [];
+  if (cursor.environment !== mine.environment) parts.push(`environment ${cursor.environment} (this worker: ${mine.environment})`);
+  if (cursor.fee_proxy !== mine.fee_proxy) parts.push(`fee proxy ${cursor.fee_proxy ?? 'none'} (this worker: ${mine.fee_proxy ?? 'none'})`);
+  if (cursor.fee_address !== mine.fee_address) parts.push(`fee address ${cursor.fee_address ?? 'none'} (this worker: ${mine.fee_address ?? 'none'})`);
+  const missing = cursor.tokens.filter((t) => !mine.tokens.includes(t));
+  if (missing.length > 0) parts.push(`tokens ${missing.join(', ')} (not watched by this worker)`);
+  return parts.join('; ');
+}

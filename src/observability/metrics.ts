@@ -33,6 +33,7 @@ export interface ChainMetrics {
   lagSeconds: Gauge<'chain_id'>;
   rpcCalls: Counter<'chain_id' | 'method' | 'outcome'>;
   payments: Counter<'chain_id' | 'kind' | 'status'>;
+  scanFailures: Counter<'chain_id' | 'cause'>;
 }
 
 function chainMetrics(registry: Registry): ChainMetrics {
@@ -45,7 +46,7 @@ function chainMetrics(registry: Registry): ChainMetrics {
     lagSeconds: gauge('chain_lag_seconds', 'Seconds since the time of the cursor block: how late confirmed payments are found'),
     rpcCalls: new Counter({
       name: 'chain_rpc_calls_total',
-      help: 'RPC calls of the payment detector by method and outcome (ok, error, range_refused)',
+      help: 'RPC calls of the payment detector by method and outcome (ok, error, range_refused, rate_limited)',
       labelNames: ['chain_id', 'method', 'outcome'],
       registers: [registry],
     }),
@@ -53,6 +54,14 @@ function chainMetrics(registry: Registry): ChainMetrics {
       name: 'chain_payments_total',
       help: 'Payments the detector recorded, by kind (proxy, transfer) and status (pending, confirmed, removed)',
       labelNames: ['chain_id', 'kind', 'status'],
+      registers: [registry],
+    }),
+    scanFailures: new Counter({
+      name: 'chain_scan_failures_total',
+      help:
+        'Runs of the payment detector that did not move the cursor, by cause: outage, rate_limit, range (refused at one block and one address), ' +
+        'bug (the run failed), lagging_node, unverified_head, wrong_chain_id, watched_set',
+      labelNames: ['chain_id', 'cause'],
       registers: [registry],
     }),
   };

@@ -244,8 +244,9 @@ export const JOBS: { readonly [N in JobName]: JobSpec<N> } = {
     schedule: { everyMs: (config) => config.checkouts.expireEvery.toMillis(), instances: single(SCHEDULERS.checkoutsExpire, 'checkouts expire') },
   },
   // Made by one job scheduler per watched chain every CHAIN_POLL_INTERVAL_MS, on a queue of its
-  // own so a slow RPC never holds a send or a webhook. A run that fails is not retried: the next
-  // tick is the retry (the watcher backs off between runs by itself).
+  // own so a slow RPC never holds a send or a webhook. An RPC failure ends a run quietly (the
+  // watcher backs off between runs by itself); anything else (a database error, a bug) fails it,
+  // logged with its stack and counted, and the next tick is its retry: no attempts of its own.
   'chain.watch': {
     queue: QUEUES.chain,
     producedBy: 'scheduler',

@@ -229,25 +229,35 @@ export interface RpcProxy {
   /**
    * Takes the provider down: 'refuse' (default) closes the port and cuts the open connections,
    * so requests fail at the socket (ECONNREFUSED, or "other side closed" on a kept-alive
-   * connection); 'http503' keeps it open and answers every request 503.
+   * connection); 'http503' keeps it open and answers every request 503; 'http429' answers 429
+   * Too Many Requests, as a provider's rate limit does.
    */
-  down(mode?: 'refuse' | 'http503'): Promise<void>;
+  down(mode?: 'refuse' | 'http503' | 'http429'): Promise<void>;
   /** Back up on the same port. */
   up(): Promise<void>;
+  /**
+   * Plays a lying or lagging node: `fn` sees each request (each item of a batch) with a way to get
+   * the node's own answer, and returns the answer to give, or undefined to pass it on. null: stop.
+   */
+  rewrite(fn: RpcRewrite | null): void;
   close(): Promise<void>;
 }
 
-interface JsonRpcRequest {
+export type RpcRewrite = (req: JsonRpcRequest, real: () => Promise<JsonRpcResponse>) => Promise<JsonRpcResponse | undefined> | JsonRpcResponse | undefined;
+
+export interface JsonRpcRequest {
   jsonrpc?: string;
   id?: number | string | null;
   method?: string;
   params?: unknown[];
 }
 
-interface JsonRpcResponse {
+export interface JsonRpcResponse {
   jsonrpc: '2.0';
   id: number | string | null;
   result?: unknown;
+  /** Anything else a node adds (a test pads an answer with it). */
+  [extra: string]: unknown;
   error?: { code: number; message: string };
 }
 
@@ -260,7 +270,8 @@ interface JsonRpcResponse {
 export async function startRpcProxy(targetUrl: string, opts: { maxLogRange?: number } = {}): Promise<RpcProxy> {
   const counts = new Map<string, number>();
   let refused = 0;
-  let mode: 'up' | 'refuse' | 'http503' = 'up';
+  let mode: 'up' | 'refuse' | 'http503' | 'http429' = 'up';
+  let rewriter: RpcRewrite | null = null;
   const sockets = new Set<Socket>();
 
   const forward = async (body: string): Promise<string> => {
@@ -300,7 +311,12 @@ export async function startRpcProxy(targetUrl: string, opts: { maxLogRange?: num
     for (const item of items) counts.set(String(item.method), (counts.get(String(item.method)) ?? 0) + 1);
     let head: Promise<bigint> | null = null;
     const headOnce = () => (head ??= headBlock());
-    const refusals = await Promise.all(items.map((item) => refusal(item, headOnce)));
+    const refusals = await Promise.all(
+      items.map(async (item) => {
+        const own = rewriter ? await rewriter(item, async () => JSON.parse(await forward(JSON.stringify(item))) as JsonRpcResponse) : undefined;
+        return own ?? refusal(item, headOnce);
+      }),
+    );
     if (refusals.every((r) => r === null)) return forward(raw);
     if (!batch) return JSON.stringify(refusals[0]);
     const passing = items.filter((_, i) => refusals[i] === null);
@@ -313,8 +329,8 @@ export async function startRpcProxy(targetUrl: string, opts: { maxLogRange?: num
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      if (mode === 'http503') {
-        res.writeHead(503, { 'content-type': 'text/plain' }).end('service unavailable');
+      if (mode === 'http503' || mode === 'http429') {
+        res.writeHead(mode === 'http503' ? 503 : 429, { 'content-type': 'text/plain' }).end(mode === 'http503' ? 'service unavailable' : 'too many requests');
         return;
       }
       answer(Buffer.concat(chunks).toString('utf8')).then(
@@ -357,6 +373,9 @@ export async function startRpcProxy(targetUrl: string, opts: { maxLogRange?: num
       if (mode !== 'up') throw new Error('rpc proxy: already down');
       mode = how;
       if (how === 'refuse') await closeServer();
+    },
+    rewrite: (fn) => {
+      rewriter = fn;
     },
     up: async () => {
       if (mode === 'refuse') await listen(port);
