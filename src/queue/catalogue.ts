@@ -94,6 +94,11 @@ export interface JobSpec<N extends JobName> {
    * scheduler per instance, on the job's queue (reminder shard 0 for the reminder role).
    */
   schedule?: JobSchedule<N>;
+  /**
+   * The level of the "job completed" line; a job that runs every few seconds (chain.watch) logs it
+   * at debug so the info log says what changed, not that a poll happened.
+   */
+  completedLogLevel?: 'info' | 'debug';
 }
 
 /** One job scheduler of an upkeep job: its id, its payload, and its name in the log lines. */
@@ -250,6 +255,7 @@ export const JOBS: { readonly [N in JobName]: JobSpec<N> } = {
   'chain.watch': {
     queue: QUEUES.chain,
     producedBy: 'scheduler',
+    completedLogLevel: 'debug',
     options: { attempts: 1, removeOnComplete: 100, removeOnFail: 100 },
     schedule: {
       everyMs: (config) => config.chainPollIntervalMs,

@@ -4,6 +4,7 @@
 import { UnrecoverableError, type Job, type Processor } from 'bullmq';
 import { PermanentJobError } from '../errors.js';
 import type { Logger } from '../log.js';
+import { JOBS, isJobName } from './catalogue.js';
 
 export interface JobMeta {
   jobId: string;
@@ -47,7 +48,8 @@ export function createProcessor<C>(
       const outcome = await handler(job.data, { ...ctx, log: jobLog }, meta);
       const durationMs = performance.now() - started;
       observer.onOutcome?.(job.name, 'completed', durationMs);
-      jobLog.info({ duration_ms: Math.round(durationMs), outcome, attempt: meta.attempt }, 'job completed');
+      const level = isJobName(job.name) ? (JOBS[job.name].completedLogLevel ?? 'info') : 'info';
+      jobLog[level]({ duration_ms: Math.round(durationMs), outcome, attempt: meta.attempt }, 'job completed');
       return outcome;
     } catch (err) {
       const durationMs = performance.now() - started;
