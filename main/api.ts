@@ -19,7 +19,7 @@ const chains = useLocalChainsFile(process.env);
 const database = await chooseDatabaseOrExit(chains.env, 'share');
 const config = loadConfigOrExit(database.env);
 const log = createLogger(config.logLevel, undefined, { pretty: prettyLogs(config.logFormat) });
-shutdown.configure(log, config.shutdownTimeoutMs);
+shutdown.configure(log, config.shutdownTimeoutMs, () => database.stop());
 if (chains.found !== null) log.info({ chains_file: chains.found }, 'chains file found');
 const api = await startOrExit(async () => {
   const runtime = await createApiRuntime(config, log);

@@ -33,7 +33,7 @@ const database = await chooseDatabaseOrExit(chains.env, 'own');
 const config = loadConfigOrExit(database.env);
 const pretty = prettyLogs(config.logFormat);
 const log = createLogger(config.logLevel, undefined, { pretty });
-shutdown.configure(log, config.shutdownTimeoutMs);
+shutdown.configure(log, config.shutdownTimeoutMs, () => database.stop());
 if (chains.found !== null) log.info({ chains_file: chains.found }, 'chains file found');
 try {
   await migrate(config.databaseUrl, (msg) => log.debug(msg), { queueSchema: config.queueBackend === 'postgres' });

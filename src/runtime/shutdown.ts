@@ -16,10 +16,11 @@ const REPEAT_WINDOW_MS = 2_000;
  */
 export interface Shutdown {
   /**
-   * The configuration is loaded: its log and SHUTDOWN_TIMEOUT_MS. A signal received before
-   * (while the database was chosen or started) is logged now and its bound counts from it.
+   * The configuration is loaded: its log and SHUTDOWN_TIMEOUT_MS, and what stops the part of the
+   * start already done (the embedded PostgreSQL) if the start is abandoned. A signal received
+   * before (while the database was chosen or started) is logged now and its bound counts from it.
    */
-  configure(log: Logger, timeoutMs: number): void;
+  configure(log: Logger, timeoutMs: number, stopStarted: () => Promise<void>): void;
   /**
    * The process is up and `close` stops it: stops taking work and lets active jobs and requests
    * finish. A signal received during start-up runs it now (what the start opened, it closes).
@@ -38,7 +39,10 @@ export function catchSignals(): Shutdown {
   let log: Logger | null = null;
   let timeoutMs: number | null = null;
   let close: (() => Promise<void>) | null = null;
+  let stopStarted: () => Promise<void> = async () => undefined;
   let signalled: { signal: NodeJS.Signals; at: number } | null = null;
+  // The start was abandoned: a `ready` after that closes nothing twice.
+  let abandoned = false;
 
   // Arms the bound once both the signal and the configuration are known.
   const armTimer = () => {
@@ -47,16 +51,28 @@ export function catchSignals(): Shutdown {
     const bound = timeoutMs;
     const timer = setTimeout(
       () => {
-        if (close === null) l.warn({ timeout_ms: bound }, 'still starting at SHUTDOWN_TIMEOUT_MS after the signal; exiting');
-        else l.warn({ timeout_ms: bound }, 'work still active at SHUTDOWN_TIMEOUT_MS; exiting, its jobs are retried once their locks expire');
-        process.exit(0);
+        if (close !== null) {
+          l.warn({ timeout_ms: bound }, 'work still active at SHUTDOWN_TIMEOUT_MS; exiting, its jobs are retried once their locks expire');
+          process.exit(0);
+        }
+        // A start that long after the signal is waiting (for Redis, say): nothing to drain, but an
+        // embedded PostgreSQL it started must not outlive it.
+        l.warn({ timeout_ms: bound }, 'still starting at SHUTDOWN_TIMEOUT_MS after the signal; exiting');
+        abandoned = true;
+        stopStarted().then(
+          () => process.exit(0),
+          (err: unknown) => {
+            l.error({ err }, 'error while shutting down');
+            process.exit(1);
+          },
+        );
       },
       Math.max(0, signalled.at + bound - Date.now()),
     );
     timer.unref();
   };
   const runClose = () => {
-    if (signalled === null || close === null) return;
+    if (signalled === null || close === null || abandoned) return;
     close().then(
       () => {
         log?.info('shut down cleanly');
@@ -86,9 +102,10 @@ export function catchSignals(): Shutdown {
   process.on('SIGINT', handler);
 
   return {
-    configure(l, ms) {
+    configure(l, ms, stop) {
       log = l;
       timeoutMs = ms;
+      stopStarted = stop;
       if (signalled === null) return;
       l.info({ signal: signalled.signal, timeout_ms: ms, starting: true }, 'shutting down');
       armTimer();
