@@ -524,6 +524,13 @@ describe('docker-compose.single.yml (the app alone, Postgres queue backend)', ()
     const published = portsOf(SINGLE.services.app).find((p) => p.target === config.port);
     expect(published?.published).toBe(String(config.port));
   });
+
+  it('watches the chains of .env: RPC_URL_<chainId> through an optional env_file, CHAINS_FILE from the mounted ./chains', () => {
+    const app = SINGLE_RAW.services.app;
+    expect(app.env_file).toEqual([{ path: '.env', required: false }]);
+    expect(interpolatedNames(environmentOf(app).CHAINS_FILE).has('CHAINS_FILE')).toBe(true);
+    expect(app.volumes).toContain('./chains:/app/chains:ro');
+  });
 });
 
 describe('healthcheck scripts of api and worker', () => {
