@@ -2,15 +2,19 @@
 // runs the API and a worker in one process. DATABASE_URL unset: runs an embedded PostgreSQL
 // first (a second `start` on its folder refuses), stopped after the drain. Ends with one "ready"
 // block (a JSON `ready` line when stdout is not a terminal) saying where everything is.
-import { useLocalChainsFile } from '../src/chains-config.js';
-import { describeWatched } from '../src/domain/chains.js';
-import { loadConfigOrExit } from '../src/config.js';
-import { migrate } from '../src/db/migrate.js';
-import { createLogger, prettyLogs, redactUrl } from '../src/log.js';
-import { chooseDatabaseOrExit } from '../src/runtime/database.js';
-import { exitOnSignals } from '../src/runtime/shutdown.js';
-import { startOrExit } from '../src/runtime/startup-error.js';
+import { catchSignals } from '../src/runtime/shutdown.js';
 
+// First: a SIGTERM from here on (the database starting, the modules loading) is a shutdown.
+const shutdown = catchSignals();
+const [{ useLocalChainsFile }, { describeWatched }, { loadConfigOrExit }, { migrate }, { createLogger, prettyLogs, redactUrl }, { chooseDatabaseOrExit }, { startOrExit }] = await Promise.all([
+  import('../src/chains-config.js'),
+  import('../src/domain/chains.js'),
+  import('../src/config.js'),
+  import('../src/db/migrate.js'),
+  import('../src/log.js'),
+  import('../src/runtime/database.js'),
+  import('../src/runtime/startup-error.js'),
+]);
 // The service's modules take seconds to load (more when tsx compiles them on a first run): they
 // load while the database starts and migrates, instead of before it, in silence.
 const modules = Promise.all([
@@ -29,6 +33,7 @@ const database = await chooseDatabaseOrExit(chains.env, 'own');
 const config = loadConfigOrExit(database.env);
 const pretty = prettyLogs(config.logFormat);
 const log = createLogger(config.logLevel, undefined, { pretty });
+shutdown.configure(log, config.shutdownTimeoutMs, () => database.stop());
 if (chains.found !== null) log.info({ chains_file: chains.found }, 'chains file found');
 try {
   await migrate(config.databaseUrl, (msg) => log.debug(msg), { queueSchema: config.queueBackend === 'postgres' });
@@ -53,9 +58,9 @@ const { api, worker, ports } = await startOrExit(async () => {
     throw err;
   }
 });
-exitOnSignals(log, config.shutdownTimeoutMs, async () => {
+announceReady(log, readyInfo({ config, ...ports, psql: database.psql, watchedChains: describeWatched(config.chains) }), pretty);
+shutdown.ready(async () => {
   await api.close();
   await worker.close();
   await database.stop();
 });
-announceReady(log, readyInfo({ config, ...ports, psql: database.psql, watchedChains: describeWatched(config.chains) }), pretty);

