@@ -200,9 +200,11 @@ contract SubscriptionManager {
         return uint256(s.startedAt) + uint256(periodIndex) * s.period;
     }
 
-    /// The fee part of a period's amount: rounded down, so the payee never gets less than its share.
+    /// The fee part of a period's amount: amount x feeBps / 10,000 rounded half up, the rule the
+    /// service uses for every invoice's fee_atomic (docs/api.md), so a period's invoice and its
+    /// charge agree to the unit. Never more than the amount (feeBps <= 1,000).
     function feeOf(uint256 amount, uint16 feeBps) public pure returns (uint256) {
-        return (amount * feeBps) / BPS;
+        return (amount * feeBps + BPS / 2) / BPS;
     }
 
     /// Moves one period's amount from the subscriber: amount - fee to the payee, the fee to the fee

@@ -193,6 +193,15 @@ contract SubscriptionManagerTest is Test {
         assertEq(usdc.balanceOf(PAYEE), 9_000_000 + 10_000_000, "all of it to the payee");
     }
 
+    function test_feeOf_roundsHalfUpAsTheServiceDoes() public view {
+        assertEq(manager.feeOf(20, 250), 1, "0.5 rounds up");
+        assertEq(manager.feeOf(19, 250), 0, "0.475 rounds down");
+        assertEq(manager.feeOf(10_000_020, 250), 250_001, "250,000.5");
+        assertEq(manager.feeOf(10_000_019, 250), 250_000, "250,000.475");
+        assertEq(manager.feeOf(1, 1000), 0, "0.1");
+        assertEq(manager.feeOf(type(uint96).max, 1000), (uint256(type(uint96).max) * 1000 + 5000) / 10_000, "no overflow");
+    }
+
     function test_subscribe_withoutAllowanceRevertsAndLeavesNothing() public {
         vm.prank(SUBSCRIBER);
         usdc.approve(address(manager), AMOUNT - 1);

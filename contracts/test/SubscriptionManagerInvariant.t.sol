@@ -113,7 +113,7 @@ contract Handler {
         });
         vm.prank(subscriber);
         try manager.subscribe(t) returns (uint256 id) {
-            uint256 fee = (uint256(amount) * feeBps) / 10_000;
+            uint256 fee = (uint256(amount) * feeBps + 5_000) / 10_000; // half up, as the contract
             _subs.push(Ghost(subscriber, t.payee, t.feeAddress, t.operator, amount, fee, period, block.timestamp, endsAt, 0));
             require(id == _subs.length, "ids are 1, 2, 3...");
             charged[id][0] = true;
