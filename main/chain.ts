@@ -1,7 +1,7 @@
 // `npm run chain`: a real local chain for development and demos. anvil on 127.0.0.1:8545
 // (CHAIN_PORT), chain id 31337, a block a second, its state kept in var/chain/ (CHAIN_STATE_DIR);
-// the fee proxy and the test USDC deployed and payers funded on the first run only (later runs
-// find them on the kept chain); var/chain/chains.json written; one block printed. SIGINT/SIGTERM
+// the fee proxy, the test USDC and the SubscriptionManager deployed and payers funded on the first
+// run only (later runs find them on the kept chain); var/chain/chains.json written; one block printed. SIGINT/SIGTERM
 // stop anvil (which writes its state) and exit 0. `-- --fresh` deletes the state and starts over.
 import { existsSync } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
@@ -17,7 +17,7 @@ import {
 } from '../src/devchain/chain-command.js';
 import { localChainsFileEntry, readLocalContracts, writeChainsFile } from '../src/devchain/chains-file.js';
 import { TEST_USDC_ABI } from '../src/devchain/contracts.js';
-import { deployDevContracts, hasDevContracts } from '../src/devchain/deploy.js';
+import { deployDevContracts, deploySubscriptionManager, hasCode, hasDevContracts, type DevChainContracts } from '../src/devchain/deploy.js';
 
 function fail(message: string): never {
   process.stderr.write(`npm run chain: ${message}\n`);
@@ -95,7 +95,18 @@ await ready(running).catch(async (err: unknown) => {
 async function ready(running: AnvilProcess): Promise<void> {
   const previous = readLocalContracts(opts.chainsFile);
   const kept = previous !== null && (await hasDevContracts(running.rpcUrl, previous));
-  const contracts = kept ? previous : await deployDevContracts(running.rpcUrl);
+  let contracts: DevChainContracts;
+  if (kept) {
+    // A chain kept from before the SubscriptionManager existed (or whose file lost it) gets one now.
+    const manager = previous.subscriptionManager;
+    const subscriptionManager =
+      manager !== null && (await hasCode(running.rpcUrl, [manager]))
+        ? manager
+        : (await deploySubscriptionManager(running.rpcUrl, WELL_KNOWN_ACCOUNTS[DEPLOYER_INDEX].address)).address;
+    contracts = { ...previous, subscriptionManager };
+  } else {
+    contracts = await deployDevContracts(running.rpcUrl);
+  }
   const feeAddress = WELL_KNOWN_ACCOUNTS[FEE_ACCOUNT_INDEX].address;
   writeChainsFile(opts.chainsFile, [localChainsFileEntry({ rpcUrl: running.rpcUrl, chainId: running.chainId, ...contracts, feeAddress })]);
 

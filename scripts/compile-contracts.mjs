@@ -1,5 +1,6 @@
-// `npm run contracts:compile`: compiles contracts/TestUSDC.sol with the `solc` npm package (no
-// native compiler) and writes contracts/artifacts/TestUSDC.json ({contractName, abi, bytecode}).
+// `npm run contracts:compile`: compiles contracts/TestUSDC.sol and contracts/SubscriptionManager.sol
+// with the `solc` npm package (no native compiler) and writes contracts/artifacts/<Name>.json
+// ({contractName, abi, bytecode}).
 // The artifact is committed, so `npm ci` needs no compiler run; test/unit/contracts-artifact.test.ts
 // compiles again and fails when the committed file is stale.
 // `--check` compiles and compares without writing (exit 1 when the artifact differs).
@@ -13,7 +14,10 @@ const require = createRequire(import.meta.url);
 const solc = require('solc');
 
 /** The contracts compiled: source file under contracts/ and contract name. */
-const CONTRACTS = [{ file: 'TestUSDC.sol', name: 'TestUSDC' }];
+const CONTRACTS = [
+  { file: 'TestUSDC.sol', name: 'TestUSDC' },
+  { file: 'SubscriptionManager.sol', name: 'SubscriptionManager' },
+];
 
 /**
  * Pinned settings: the artifact must be the same bytes on every machine and every run, so nothing

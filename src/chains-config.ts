@@ -71,7 +71,10 @@ function integer(raw: unknown, where: string, min: number, max: number): number 
   return raw;
 }
 
-const CHAIN_KEYS = new Set(['chain_id', 'network', 'environment', 'rpc_urls', 'confirmations', 'fee_proxy', 'fee_address', 'start_block', 'explorer_url', 'tokens']);
+const CHAIN_KEYS = new Set([
+  'chain_id', 'network', 'environment', 'rpc_urls', 'confirmations', 'fee_proxy', 'fee_address', 'start_block', 'explorer_url', 'tokens',
+  'subscription_manager',
+]);
 
 function parseChain(raw: Json, i: number): ChainOverride {
   const at = `[${i}]`;
@@ -95,6 +98,9 @@ function parseChain(raw: Json, i: number): ChainOverride {
   if (raw.confirmations !== undefined) o.confirmations = integer(raw.confirmations, `${at}.confirmations`, 0, 10_000);
   if (raw.fee_proxy !== undefined) o.feeProxy = raw.fee_proxy === null ? null : address(raw.fee_proxy, `${at}.fee_proxy`);
   if (raw.fee_address !== undefined) o.feeAddress = raw.fee_address === null ? null : address(raw.fee_address, `${at}.fee_address`);
+  if (raw.subscription_manager !== undefined) {
+    o.subscriptionManager = raw.subscription_manager === null ? null : address(raw.subscription_manager, `${at}.subscription_manager`);
+  }
   if (raw.start_block !== undefined) o.startBlock = integer(raw.start_block, `${at}.start_block`, 0, Number.MAX_SAFE_INTEGER);
   if (raw.explorer_url !== undefined) o.explorerUrl = raw.explorer_url === null ? null : rpcUrl(raw.explorer_url, `${at}.explorer_url`);
   if (raw.tokens !== undefined) {

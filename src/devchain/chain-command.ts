@@ -56,6 +56,7 @@ export interface ChainReadyInfo {
   tokenDecimals: number;
   feeProxy: Address;
   feeAddress: Address;
+  subscriptionManager: Address;
   /** Where `npm run demo` has the demo merchant paid (anvil account 8). */
   merchant: Address;
   payer: { address: Address; privateKey: Hex };
@@ -83,6 +84,7 @@ export function chainReadyMessage(info: ChainReadyInfo): string {
     ``,
     `  Test USDC          ${info.token}  (${info.tokenDecimals} decimals; import it in the wallet as a token)`,
     `  Fee proxy          ${info.feeProxy}`,
+    `  Subscriptions      ${info.subscriptionManager}  (SubscriptionManager: docs/subscriptions.md)`,
     `  Fee address        ${info.feeAddress}  (anvil account 9)`,
     `  Payer with USDC    ${info.payer.address}  (holds ${info.payerBalance} USDC)`,
     `  Its private key    ${info.payer.privateKey}`,

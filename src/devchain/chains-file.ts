@@ -26,6 +26,8 @@ export interface ChainsFileEntry {
   confirmations: number;
   fee_proxy: Address;
   fee_address: Address;
+  /** The SubscriptionManager (contracts/SubscriptionManager.sol); null: no subscriptions on this chain. */
+  subscription_manager: Address | null;
   start_block: number;
   explorer_url: string | null;
   tokens: ChainsFileToken[];
@@ -48,6 +50,7 @@ export function localChainsFileEntry(chain: LocalChain, overrides: Partial<Chain
     confirmations: LOCAL_CONFIRMATIONS,
     fee_proxy: getAddress(chain.feeProxy),
     fee_address: getAddress(chain.feeAddress ?? WELL_KNOWN_ACCOUNTS[FEE_ACCOUNT_INDEX].address),
+    subscription_manager: getAddress(chain.subscriptionManager),
     start_block: 0,
     explorer_url: null,
     tokens: [{ currency: TEST_USDC_SYMBOL, address: getAddress(chain.token), decimals: chain.tokenDecimals }],
@@ -63,11 +66,16 @@ export function writeChainsFile(file: string, entries: readonly ChainsFileEntry[
   renameSync(tmp, file);
 }
 
+/** What a previous run wrote: the manager is null in a file written before it was deployed. */
+export interface KeptContracts extends Omit<DevChainContracts, 'subscriptionManager'> {
+  subscriptionManager: Address | null;
+}
+
 /**
  * The local chain's contracts as a previous run wrote them, or null when the file is missing,
  * unreadable or has no entry for chainId (then the chain is deployed afresh).
  */
-export function readLocalContracts(file: string, chainId: number = ANVIL_CHAIN_ID): DevChainContracts | null {
+export function readLocalContracts(file: string, chainId: number = ANVIL_CHAIN_ID): KeptContracts | null {
   let parsed: unknown;
   try {
     parsed = JSON.parse(readFileSync(file, 'utf8'));
@@ -77,11 +85,16 @@ export function readLocalContracts(file: string, chainId: number = ANVIL_CHAIN_I
   if (!Array.isArray(parsed)) return null;
   const entry: unknown = parsed.find((e: unknown) => typeof e === 'object' && e !== null && (e as { chain_id?: unknown }).chain_id === chainId);
   if (typeof entry !== 'object' || entry === null) return null;
-  const { fee_proxy: feeProxy, tokens } = entry as { fee_proxy?: unknown; tokens?: unknown };
+  const { fee_proxy: feeProxy, tokens, subscription_manager: manager } = entry as { fee_proxy?: unknown; tokens?: unknown; subscription_manager?: unknown };
   const token: unknown = Array.isArray(tokens) ? tokens.find((t: unknown) => (t as { currency?: unknown })?.currency === TEST_USDC_SYMBOL) : undefined;
   const { address, decimals } = (token ?? {}) as { address?: unknown; decimals?: unknown };
   if (typeof feeProxy !== 'string' || !isAddress(feeProxy) || typeof address !== 'string' || !isAddress(address) || typeof decimals !== 'number') {
     return null;
   }
-  return { feeProxy: getAddress(feeProxy), token: getAddress(address), tokenDecimals: decimals };
+  return {
+    feeProxy: getAddress(feeProxy),
+    token: getAddress(address),
+    tokenDecimals: decimals,
+    subscriptionManager: typeof manager === 'string' && isAddress(manager) ? getAddress(manager) : null,
+  };
 }

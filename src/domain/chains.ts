@@ -24,23 +24,17 @@ export interface Chain {
   feeProxy: string | null;
   /** Where the proxy sends the platform's fee; null: no payment instructions on this chain. */
   feeAddress: string | null;
+  /**
+   * The platform's SubscriptionManager (contracts/SubscriptionManager.sol, deployed with
+   * `npm run contracts:deploy`); null: no subscriptions on this chain. None is built in.
+   */
+  subscriptionManager: string | null;
   /** The first block worth scanning (the proxy's deployment). */
   startBlock: number;
   /** Base URL of a block explorer (`<url>/tx/<hash>`), or null. */
   explorerUrl: string | null;
   tokens: ChainToken[];
 }
-
-/** Subscription contracts the platform deployed per chain (the subscription API reads them). */
-const SUBSCRIPTION_CONTRACTS: Record<number, string> = {
-  84532: '0x5e1b0b0A8e5ce4C9E8B1f6C1a3B3a1d8d2F0c001',
-  11155111: '0x5e1b0b0A8e5ce4C9E8B1f6C1a3B3a1d8d2F0c002',
-  80002: '0x5e1b0b0A8e5ce4C9E8B1f6C1a3B3a1d8d2F0c003',
-  8453: '0x7a3F0d3c4B2e1A9c8D7e6F5a4B3c2D1e0F9a8001',
-  1: '0x7a3F0d3c4B2e1A9c8D7e6F5a4B3c2D1e0F9a8002',
-  137: '0x7a3F0d3c4B2e1A9c8D7e6F5a4B3c2D1e0F9a8003',
-};
-const NO_CONTRACT = '0x0000000000000000000000000000000000000000';
 
 const usdc = (address: string): ChainToken => ({ currency: 'USDC', address, decimals: 6 });
 
@@ -50,7 +44,8 @@ const usdc = (address: string): ChainToken => ({ currency: 'USDC', address, deci
  * Sepolia 20 blocks (~40 s; the sequencer's head only reorgs on a sequencer fault), Polygon and
  * Amoy 64 blocks (~2 min; Polygon PoS had reorgs of dozens of blocks before its milestones).
  */
-export const BUILT_IN_CHAINS: readonly Chain[] = [
+// No SubscriptionManager is built in: the platform has deployed none yet (CHAINS_FILE names one).
+export const BUILT_IN_CHAINS: readonly Chain[] = ([
   {
     chainId: 84532, network: 'base-sepolia', environment: 'sandbox', rpcUrls: [], confirmations: 20, feeProxy: null, feeAddress: null,
     startBlock: 0, explorerUrl: 'https://sepolia.basescan.org', tokens: [usdc('0x036CbD53842c5426634e7929541eC2318f3dCF7e')],
@@ -83,7 +78,7 @@ export const BUILT_IN_CHAINS: readonly Chain[] = [
     feeProxy: '0x2171a0dc12a9E5b1659feF2BB20E54c84Fa7dB0C', feeAddress: null, startBlock: 14163521, explorerUrl: 'https://polygonscan.com',
     tokens: [usdc('0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359')],
   },
-];
+] satisfies Omit<Chain, 'subscriptionManager'>[]).map((c) => ({ ...c, subscriptionManager: null }));
 
 /** What CHAINS_FILE (or RPC_URL_<chainId>) says of one chain: a whole new chain, or fields of a built-in one. */
 export type ChainOverride = Partial<Omit<Chain, 'chainId'>> & { chainId: number };
@@ -112,6 +107,7 @@ export function mergeChains(builtIn: readonly Chain[], overrides: readonly Chain
       confirmations: o.confirmations!,
       feeProxy: o.feeProxy ?? null,
       feeAddress: o.feeAddress ?? null,
+      subscriptionManager: o.subscriptionManager ?? null,
       startBlock: o.startBlock ?? 0,
       explorerUrl: o.explorerUrl ?? null,
       tokens: o.tokens!,
@@ -161,10 +157,6 @@ export function describeWatched(chains: readonly Chain[]): string[] {
   return chains.filter(isWatched).map((c) => `${c.network} (${c.chainId}), ${c.confirmations} confirmations`);
 }
 
-export function subscriptionContractOf(chainId: number): string {
-  return SUBSCRIPTION_CONTRACTS[chainId] ?? NO_CONTRACT;
-}
-
 /** What the deployment itself uses an address for on one of its chains. */
 export type ReservedRole = 'fee address' | 'fee proxy' | 'token contract' | 'subscription contract';
 
@@ -186,14 +178,14 @@ export interface ReservedAddress {
 export function reservedAddresses(chains: readonly Chain[]): Map<string, ReservedAddress> {
   const reserved = new Map<string, ReservedAddress>();
   const add = (address: string | null, entry: ReservedAddress) => {
-    if (address !== null && address !== NO_CONTRACT && !reserved.has(address.toLowerCase())) reserved.set(address.toLowerCase(), entry);
+    if (address !== null && !reserved.has(address.toLowerCase())) reserved.set(address.toLowerCase(), entry);
   };
   for (const c of chains) {
     const at = { chainId: c.chainId, network: c.network };
     add(c.feeAddress, { ...at, role: 'fee address' });
     add(c.feeProxy, { ...at, role: 'fee proxy' });
     for (const t of c.tokens) add(t.address, { ...at, role: 'token contract', currency: t.currency });
-    add(SUBSCRIPTION_CONTRACTS[c.chainId] ?? null, { ...at, role: 'subscription contract' });
+    add(c.subscriptionManager, { ...at, role: 'subscription contract' });
   }
   return reserved;
 }

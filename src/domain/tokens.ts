@@ -1,7 +1,7 @@
 // The (network, token) pairs the service accepts, read from the chains in use (chains.ts). Test
 // chains serve the sandbox, production chains serve live; a key of one environment can never
 // name a chain of the other.
-import { allChains, subscriptionContractOf } from './chains.js';
+import { allChains } from './chains.js';
 import type { Environment } from './environment.js';
 
 export interface Token {
@@ -10,8 +10,8 @@ export interface Token {
   chainId: number;
   address: string;
   decimals: number;
-  /** Subscription contract the platform deployed on that chain. */
-  subscriptionContract: string;
+  /** The chain's SubscriptionManager; null: the chain offers no subscriptions. */
+  subscriptionManager: string | null;
 }
 
 /** The tokens of the chains in use (chains.ts), one entry per (network, currency). */
@@ -25,7 +25,7 @@ function tokensOf(environment: Environment): Token[] {
         chainId: c.chainId,
         address: t.address,
         decimals: t.decimals,
-        subscriptionContract: subscriptionContractOf(c.chainId),
+        subscriptionManager: c.subscriptionManager,
       })),
     );
 }

@@ -76,6 +76,8 @@ export interface TestChain {
   feeProxy: Address;
   token: Address;
   tokenDecimals: number;
+  /** The SubscriptionManager (contracts/SubscriptionManager.sol), deployed by account 0 after the token. */
+  subscriptionManager: Address;
   /** Well-known account 9: receives the fees, holds no test USDC of its own. */
   feeAddress: Address;
   /** Well-known accounts 0 to 7, each funded with DEFAULT_MINT_ATOMIC test USDC (and anvil's 10,000 ETH). */

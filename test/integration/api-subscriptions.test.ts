@@ -46,7 +46,8 @@ describe('start and retrieve', () => {
       interval_seconds: 2_592_000,
       network: 'base-sepolia',
       chain_id: 84532,
-      contract_address: '0x5e1b0b0A8e5ce4C9E8B1f6C1a3B3a1d8d2F0c001',
+      // The helper's subscriptions are not on any chain: no made-up contract address.
+      contract_address: '0x0000000000000000000000000000000000000000',
       platform_fee_bps: 50,
       ends_at: null,
     });

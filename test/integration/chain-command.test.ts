@@ -4,13 +4,14 @@
 // `-- --fresh` starts over.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createPublicClient, createWalletClient, http, type Address } from 'viem';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/lib/free-port.js';
+import { SUBSCRIPTION_MANAGER_ABI } from '../../src/chain/subscription-manager-abi.js';
 import { WELL_KNOWN_ACCOUNTS } from '../../src/devchain/accounts.js';
 import { TEST_USDC_ABI } from '../../src/devchain/contracts.js';
 
@@ -127,7 +128,10 @@ describe('npm run chain', () => {
   };
 
   const client = () => createPublicClient({ transport: http(rpcUrl), cacheTime: 0 });
-  const chainsFile = async () => JSON.parse(await readFile(path.join(stateDir, 'chains.json'), 'utf8')) as [{ fee_proxy: Address; tokens: [{ address: Address }]; rpc_urls: string[] }];
+  const chainsFile = async () =>
+    JSON.parse(await readFile(path.join(stateDir, 'chains.json'), 'utf8')) as [
+      { fee_proxy: Address; subscription_manager: Address | null; tokens: [{ address: Address }]; rpc_urls: string[] },
+    ];
   const balanceOf = (token: Address, who: Address) => client().readContract({ address: token, abi: TEST_USDC_ABI, functionName: 'balanceOf', args: [who] });
 
   beforeAll(async () => {
@@ -164,6 +168,10 @@ describe('npm run chain', () => {
     expect(chain.output()).toContain(`Test USDC          ${token}`);
     expect(await client().getChainId()).toBe(31337);
     expect(await client().getCode({ address: entry.fee_proxy })).toMatch(/^0x[0-9a-f]{100,}$/);
+    // The SubscriptionManager, deployed beside them and named in the chains file and the block.
+    const manager = entry.subscription_manager!;
+    expect(chain.output()).toContain(`Subscriptions      ${manager}`);
+    expect(await client().readContract({ address: manager, abi: SUBSCRIPTION_MANAGER_ABI, functionName: 'MAX_FEE_BPS' })).toBe(1000);
     expect(await client().readContract({ address: token, abi: TEST_USDC_ABI, functionName: 'decimals' })).toBe(6);
     const payer = WELL_KNOWN_ACCOUNTS[1].address;
     expect(await balanceOf(token, payer)).toBe(1_000_000_000_000n);
@@ -177,13 +185,24 @@ describe('npm run chain', () => {
     const blockBeforeStop = await client().getBlockNumber();
     await stopChain(chain);
 
-    // Second run: the same chain.
+    // Second run: the same chain, and the same manager.
     chain = await startChain();
     expect(chain.output()).toContain('chain kept from the previous run');
     expect(chain.output()).not.toContain('contracts deployed now');
     const [kept] = await chainsFile();
     expect(kept.fee_proxy).toBe(entry.fee_proxy);
     expect(kept.tokens[0].address).toBe(token);
+    expect(kept.subscription_manager).toBe(manager);
+    await stopChain(chain);
+
+    // A chains file from before the SubscriptionManager existed: the chain is kept and gains one.
+    await writeFile(path.join(stateDir, 'chains.json'), JSON.stringify([{ ...kept, subscription_manager: undefined }]));
+    chain = await startChain();
+    expect(chain.output()).toContain('chain kept from the previous run');
+    const [upgraded] = await chainsFile();
+    expect(upgraded.fee_proxy).toBe(entry.fee_proxy);
+    expect(upgraded.subscription_manager).not.toBe(manager);
+    expect(await client().readContract({ address: upgraded.subscription_manager!, abi: SUBSCRIPTION_MANAGER_ABI, functionName: 'subscriptionCount' })).toBe(0n);
     expect(await balanceOf(token, MERCHANT)).toBe(7_000_000n);
     expect(await balanceOf(token, payer)).toBe(1_000_000_000_000n - 7_000_000n);
     expect(await client().getBlockNumber()).toBeGreaterThanOrEqual(blockBeforeStop);
@@ -200,8 +219,9 @@ describe('npm run chain', () => {
     expect(await client().getBlockNumber()).toBeLessThan(blockBeforeStop);
     expect(await balanceOf(token, MERCHANT)).toBe(0n);
     expect((await chainsFile())[0].tokens[0].address).toBe(token);
+    expect((await chainsFile())[0].subscription_manager).toBe(manager);
     await stopChain(chain);
-  }, 120_000);
+  }, 160_000); // four runs of npm run chain, each a process start, a deploy or a state load, and a stop
 
   it('refuses a bad CHAIN_PORT and an unknown argument with one line, exit 1', async () => {
     for (const [env, args, message] of [

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createPublicClient, getAddress, http, keccak256, parseEventLogs, toEventSelector, type Address } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SUBSCRIPTION_MANAGER_ABI } from '../../src/chain/subscription-manager-abi.js';
 import { MERCHANT_ACCOUNT_INDEX, WELL_KNOWN_ACCOUNTS } from '../../src/devchain/accounts.js';
 import { ERC20_FEE_PROXY_ABI, TEST_USDC_ABI } from '../../src/devchain/contracts.js';
 import { startRpcProxy, startTestChain, type RpcProxy, type TestChain } from '../helpers/anvil.js';
@@ -32,12 +33,14 @@ describe('test chain (automine)', () => {
     await chain?.stop();
   });
 
-  it('deploys the proxy and a 6-decimal USDC at deterministic addresses and funds 8 payers, not the demo merchant or the fee address', async () => {
+  it('deploys the proxy, a 6-decimal USDC and the SubscriptionManager at deterministic addresses and funds 8 payers, not the demo merchant or the fee address', async () => {
     expect(chain.chainId).toBe(31337);
     expect(await chain.publicClient.getChainId()).toBe(31337);
-    // CREATE addresses of account 0's nonces 0 and 1: the same on every fresh anvil.
+    // CREATE addresses of account 0's nonces 0, 1 and 2: the same on every fresh anvil.
     expect(chain.feeProxy).toBe('0x5FbDB2315678afecb367f032d93F642f64180aa3');
     expect(chain.token).toBe('0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512');
+    expect(chain.subscriptionManager).toBe('0x9fE46736679d2D9a65F0992F2272dE9f3c7fa6e0');
+    expect(await chain.publicClient.readContract({ address: chain.subscriptionManager, abi: SUBSCRIPTION_MANAGER_ABI, functionName: 'MAX_FEE_BPS' })).toBe(1000);
     expect(await chain.publicClient.readContract({ address: chain.token, abi: TEST_USDC_ABI, functionName: 'decimals' })).toBe(6);
     expect(await chain.publicClient.readContract({ address: chain.token, abi: TEST_USDC_ABI, functionName: 'symbol' })).toBe('USDC');
     expect(chain.tokenDecimals).toBe(6);
@@ -141,6 +144,7 @@ describe('test chain (automine)', () => {
           confirmations: 5,
           fee_proxy: '0x5FbDB2315678afecb367f032d93F642f64180aa3',
           fee_address: '0xa0Ee7A142d267C1f36714E4a8F75612F20a79720',
+          subscription_manager: '0x9fE46736679d2D9a65F0992F2272dE9f3c7fa6e0',
           start_block: 0,
           explorer_url: null,
           tokens: [{ currency: 'USDC', address: '0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512', decimals: 6 }],

@@ -19,6 +19,7 @@ const LOCAL_CHAIN = {
   confirmations: 2,
   fee_proxy: '0x5fbdb2315678afecb367f032d93f642f64180aa3',
   fee_address: '0xa0Ee7A142d267C1f36714E4a8F75612F20a79720',
+  subscription_manager: '0x9fe46736679d2d9a65f0992f2272de9f3c7fa6e0',
   start_block: 0,
   explorer_url: null,
   tokens: [{ currency: 'USDC', address: '0xe7f1725e7734ce288f8367e1bb143e90bb3f0512', decimals: 6 }],
@@ -222,6 +223,7 @@ describe('chain variables', () => {
     const local = c.chains.find((x) => x.chainId === 31337)!;
     expect(local).toMatchObject({ network: 'local', environment: 'sandbox', confirmations: 2, rpcUrls: ['http://127.0.0.1:8545'], feeAddress: LOCAL_CHAIN.fee_address });
     expect(local.feeProxy).toBe(getAddress(LOCAL_CHAIN.fee_proxy));
+    expect(local.subscriptionManager).toBe(getAddress(LOCAL_CHAIN.subscription_manager));
     expect(c.chains.find((x) => x.chainId === 84532)!.rpcUrls).toHaveLength(2);
     expect(c.chains.filter((x) => x.rpcUrls.length > 0).map((x) => x.chainId).sort()).toEqual([31337, 84532]);
   });
@@ -235,11 +237,29 @@ describe('chain variables', () => {
     expect(base.tokens.map((t) => t.currency)).toEqual(['USDC', 'EURC']);
   });
 
+  it('reads subscription_manager per chain: absent or null is none (no subscriptions there), an address is checksummed', () => {
+    const { subscription_manager: _, ...withoutManager } = LOCAL_CHAIN;
+    for (const [chain, expected] of [
+      [withoutManager, null],
+      [{ ...LOCAL_CHAIN, subscription_manager: null }, null],
+      [LOCAL_CHAIN, '0x9fE46736679d2D9a65F0992F2272dE9f3c7fa6e0'],
+    ] as const) {
+      const c = loadConfig({ CHAINS_FILE: chainsFile([chain]) });
+      expect(c.chains.find((x) => x.chainId === 31337)!.subscriptionManager).toBe(expected);
+    }
+    // A built-in chain gains one from the file; the others keep none.
+    const c = loadConfig({ CHAINS_FILE: chainsFile([{ chain_id: 84532, subscription_manager: LOCAL_CHAIN.subscription_manager }]) });
+    expect(c.chains.find((x) => x.chainId === 84532)!.subscriptionManager).toBe('0x9fE46736679d2D9a65F0992F2272dE9f3c7fa6e0');
+    expect(c.chains.filter((x) => x.subscriptionManager !== null).map((x) => x.chainId)).toEqual([84532]);
+  });
+
   it.each([
     ['not JSON', '{', /is not JSON/],
     ['not an array', '{}', /must hold a JSON array/],
     ['a bad address', JSON.stringify([{ ...LOCAL_CHAIN, fee_proxy: '0x1234' }]), /\[0\]\.fee_proxy must be an address/],
     ['a bad checksum', JSON.stringify([{ ...LOCAL_CHAIN, fee_address: '0x70997970c51812dc3A010C7d01b50e0d17dc79C8' }]), /\[0\]\.fee_address has mixed case/],
+    ['a bad subscription_manager', JSON.stringify([{ ...LOCAL_CHAIN, subscription_manager: '0x9fe4' }]), /\[0\]\.subscription_manager must be an address/],
+    ['a subscription_manager not a string', JSON.stringify([{ ...LOCAL_CHAIN, subscription_manager: 42 }]), /\[0\]\.subscription_manager must be an address string/],
     ['a bad environment', JSON.stringify([{ ...LOCAL_CHAIN, environment: 'prod' }]), /\[0\]\.environment must be "sandbox" or "live"/],
     ['an unknown field', JSON.stringify([{ ...LOCAL_CHAIN, rpc: 'x' }]), /unknown field "rpc"/],
     ['a new chain without tokens', JSON.stringify([{ chain_id: 5, network: 'goerli', environment: 'sandbox', confirmations: 1 }]), /chain 5 is not built in, so it needs tokens/],

@@ -12,6 +12,7 @@ import { FEE_ACCOUNT_INDEX, MERCHANT_ACCOUNT_INDEX, PAYER_INDICES, WELL_KNOWN_AC
 import { anvilArgs, anvilBinary } from '../../src/devchain/anvil.js';
 import { ChainCommandError, chainCommandOptions } from '../../src/devchain/chain-command.js';
 import { localChainsFileEntry, readLocalContracts, writeChainsFile } from '../../src/devchain/chains-file.js';
+import { SUBSCRIPTION_MANAGER_ABI } from '../../src/chain/subscription-manager-abi.js';
 import { ARTIFACT_ABIS, ERC20_FEE_PROXY_ABI, TEST_USDC_ABI } from '../../src/devchain/contracts.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
@@ -27,8 +28,32 @@ function signatures(abi: Abi): string[] {
     .sort();
 }
 
+interface AbiParam {
+  name?: string;
+  type: string;
+  indexed?: boolean;
+  components?: readonly AbiParam[];
+}
+
+/** An ABI as comparable data: items sorted, parameters with name, type, indexed and struct fields (no internalType). */
+function normalised(abi: Abi): unknown[] {
+  const param = (p: AbiParam): unknown => ({ name: p.name ?? '', type: p.type, indexed: p.indexed ?? false, components: (p.components ?? []).map(param) });
+  return abi
+    .map((item) => {
+      const i = item as { type: string; name?: string; inputs?: readonly AbiParam[]; outputs?: readonly AbiParam[]; stateMutability?: string };
+      return JSON.stringify({
+        type: i.type,
+        name: i.name ?? '',
+        inputs: (i.inputs ?? []).map(param),
+        outputs: (i.outputs ?? []).map((o) => ({ ...(param(o) as object), name: '' })),
+        stateMutability: i.stateMutability ?? '',
+      });
+    })
+    .sort();
+}
+
 describe('contracts', () => {
-  it('contracts/artifacts/TestUSDC.json is what contracts/TestUSDC.sol compiles to (not stale)', async () => {
+  it('contracts/artifacts/ (TestUSDC, SubscriptionManager) are what contracts/*.sol compile to (not stale)', async () => {
     const { stdout, stderr } = await promisify(execFile)(process.execPath, [path.join(root, 'scripts/compile-contracts.mjs'), '--check'], { cwd: root }).catch(
       (err: { stdout: string; stderr: string; code: number }) => {
         throw new Error(`compile --check exited ${err.code}: ${err.stderr}`);
@@ -36,7 +61,8 @@ describe('contracts', () => {
     );
     expect(stderr).toBe('');
     expect(stdout).toBe('');
-  });
+    // solc (WebAssembly) compiling both contracts and OpenZeppelin's SafeERC20: seconds of CPU.
+  }, 90_000);
 
   it('the typed ABIs are the artifacts\' (the proxy entirely; the token for what is called)', () => {
     expect(signatures(ERC20_FEE_PROXY_ABI)).toEqual(signatures(ARTIFACT_ABIS.feeProxy as Abi));
@@ -44,6 +70,11 @@ describe('contracts', () => {
     for (const sig of signatures(TEST_USDC_ABI)) expect(artifact).toContain(sig);
     expect(artifact).toContain('function mint(address,uint256) -> ()');
     expect(signatures(ERC20_FEE_PROXY_ABI)).toContain('event TransferWithReferenceAndFee(address,address,uint256,bytes indexed,uint256,address)');
+  });
+
+  it('the service\'s SubscriptionManager ABI is the artifact\'s, whole: every name, type, struct field and indexed flag', () => {
+    expect(normalised(SUBSCRIPTION_MANAGER_ABI)).toEqual(normalised(ARTIFACT_ABIS.subscriptionManager as Abi));
+    expect(signatures(SUBSCRIPTION_MANAGER_ABI)).toContain('event Charged(uint256 indexed,uint32 indexed,bytes8 indexed)');
   });
 });
 
@@ -81,7 +112,12 @@ describe('chains file', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  const contracts = { feeProxy: '0x5fbdb2315678afecb367f032d93f642f64180aa3', token: '0xe7f1725e7734ce288f8367e1bb143e90bb3f0512', tokenDecimals: 6 } as const;
+  const contracts = {
+    feeProxy: '0x5fbdb2315678afecb367f032d93f642f64180aa3',
+    token: '0xe7f1725e7734ce288f8367e1bb143e90bb3f0512',
+    tokenDecimals: 6,
+    subscriptionManager: '0x9fe46736679d2d9a65f0992f2272de9f3c7fa6e0',
+  } as const;
 
   it('builds the local entry with EIP-55 addresses and account 9 as fee address', () => {
     expect(localChainsFileEntry({ rpcUrl: 'http://127.0.0.1:8545', ...contracts })).toEqual({
@@ -92,6 +128,7 @@ describe('chains file', () => {
       confirmations: 2,
       fee_proxy: '0x5FbDB2315678afecb367f032d93F642f64180aa3',
       fee_address: '0xa0Ee7A142d267C1f36714E4a8F75612F20a79720',
+      subscription_manager: '0x9fE46736679d2D9a65F0992F2272dE9f3c7fa6e0',
       start_block: 0,
       explorer_url: null,
       tokens: [{ currency: 'USDC', address: '0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512', decimals: 6 }],
@@ -106,7 +143,11 @@ describe('chains file', () => {
       feeProxy: '0x5FbDB2315678afecb367f032d93F642f64180aa3',
       token: '0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512',
       tokenDecimals: 6,
+      subscriptionManager: '0x9fE46736679d2D9a65F0992F2272dE9f3c7fa6e0',
     });
+    // A file written before the SubscriptionManager existed: the rest is kept, the manager is null.
+    writeChainsFile(file, [{ ...localChainsFileEntry({ rpcUrl: 'http://127.0.0.1:8545', ...contracts }), subscription_manager: null }]);
+    expect(readLocalContracts(file)).toMatchObject({ feeProxy: '0x5FbDB2315678afecb367f032d93F642f64180aa3', subscriptionManager: null });
     expect(readLocalContracts(file, 1)).toBeNull();
     await writeFile(file, '[{"chain_id": 31337, "fee_proxy": "0x12"');
     expect(readLocalContracts(file)).toBeNull();

@@ -12,6 +12,7 @@ const LOCAL: Chain = {
   confirmations: 2,
   feeProxy: '0x5FbDB2315678afecb367f032d93F642f64180aa3',
   feeAddress: '0xa0Ee7A142d267C1f36714E4a8F75612F20a79720',
+  subscriptionManager: null,
   startBlock: 0,
   explorerUrl: null,
   tokens: [{ currency: 'USDC', address: '0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512', decimals: 6 }],

@@ -22,12 +22,12 @@ describe('resolveToken', () => {
     expect(token('live', 'ethereum', 'usdt')).toMatchObject({ currency: 'USDT', decimals: 6 });
   });
 
-  it('every token has a 0x address and a subscription contract', () => {
+  it('every token has a 0x address; no built-in chain names a SubscriptionManager (none is deployed yet)', () => {
     for (const env of ['sandbox', 'live'] as const) {
       for (const net of networksOf(env)) {
         const t = token(env, net);
         expect(t.address).toMatch(/^0x[0-9a-fA-F]{40}$/);
-        expect(t.subscriptionContract).toMatch(/^0x[0-9a-fA-F]{40}$/);
+        expect(t.subscriptionManager).toBeNull();
       }
     }
   });

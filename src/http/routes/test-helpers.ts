@@ -2,6 +2,7 @@
 // payment on a link, start a subscription. A live key gets 403.
 import { randomBytes } from 'node:crypto';
 import { Type } from 'typebox';
+import { zeroAddress } from 'viem';
 import { upsertCustomer } from '../../db/customers.js';
 import { emitEvent } from '../../db/events.js';
 import { withTransaction } from '../../db/pool.js';
@@ -90,7 +91,8 @@ export async function testHelperRoutes(app: Api, deps: AppDeps): Promise<void> {
           intervalSeconds: price.interval_seconds,
           network: price.network,
           chainId: price.chain_id,
-          contractAddress: token.token.subscriptionContract,
+          // Not on any chain (nothing is charged): no contract address but the zero one.
+          contractAddress: zeroAddress,
           onchainId: `0x${randomBytes(16).toString('hex')}`,
           platformFeeBps: req.auth.platformFeeBps,
         });
