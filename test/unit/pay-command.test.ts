@@ -14,6 +14,7 @@ const LOCAL: Chain = {
   feeAddress: '0xa0Ee7A142d267C1f36714E4a8F75612F20a79720',
   startBlock: 0,
   explorerUrl: null,
+  publicRpcUrl: null,
   tokens: [{ currency: 'USDC', address: '0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512', decimals: 6 }],
 };
 
