@@ -14,17 +14,17 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import rateLimit from '@fastify/rate-limit';
 import { Type } from 'typebox';
-import { findInvoiceByReference, findLinkForPage, findLinkPayment } from '../../db/payment-page.js';
+import { appliedPaymentsOfInvoice, findInvoiceByReference, findLinkForPage, findLinkPayment } from '../../db/payment-page.js';
 import { paymentsOfInvoice } from '../../db/payments.js';
 import { presentPayment } from '../../chain/payment-object.js';
 import { chainById, walletChain } from '../../domain/chains.js';
 import { negotiateLocale } from '../../domain/locale.js';
-import { instructionsOfRow, remainingAtomic } from '../../domain/payments.js';
+import { countedAtomic, instructionsOfRow, remainingAtomic } from '../../domain/payments.js';
 import { resolveToken } from '../../domain/tokens.js';
 import { ApiError, errorEnvelope, notFound } from '../../errors.js';
 import { PAYMENT_PAGE_CSP, renderInvoicePage, renderLinkPage, renderNoticePage, renderNotFoundPage, type PageNotice } from '../../page/render-payment-page.js';
 import { walletScript } from '../../page/wallet-script.js';
-import { LinkCheckoutBody, LinkPaymentBody } from '../schemas/index.js';
+import { LinkCheckoutBody, LinkPaymentBody, PaymentPageStatus } from '../schemas/index.js';
 import { createLinkCheckout, linkPayableOnChain } from '../link-checkout.js';
 import { publishQuietly } from '../route-helpers.js';
 import { validationError } from '../validation-message.js';
@@ -157,6 +157,10 @@ export async function paymentPageRoutes(app: Api, deps: AppDeps): Promise<void> 
         paymentReference: inv.payment_reference,
         paidAtomic: inv.amount_paid_atomic,
         explorerUrl: chainById(inv.chain_id)?.explorerUrl ?? null,
+        payments: (await appliedPaymentsOfInvoice(pool, inv.id)).map((p) => ({
+          countedAtomic: countedAtomic({ amountAtomic: BigInt(p.amount_atomic), feeAtomic: BigInt(p.fee_atomic) }).toString(),
+          txHash: p.tx_hash,
+        })),
         pageUrl: pageUrl(inv.reference),
         simulateAction: inv.environment === 'sandbox' ? simulatePath(inv.reference) : null,
         wallet: instructionsOfRow(inv)
@@ -238,7 +242,7 @@ export async function paymentPageRoutes(app: Api, deps: AppDeps): Promise<void> 
        * status, amounts, the instructions printed on the page, the payments' hashes and
        * confirmations), never a name, an email or an id of the service.
        */
-      json.get<{ Params: Params }>('/:id/status', { schema: { hide: true } }, async (req, reply) => {
+      json.get<{ Params: Params; Reply: PaymentPageStatus }>('/:id/status', { schema: { hide: true, response: { 200: PaymentPageStatus } } }, async (req, reply) => {
         const { id } = req.params;
         const inv = PAGE_ID.test(id) && !isLinkId(id) ? await findInvoiceByReference(pool, id) : null;
         if (!inv || inv.status === 'draft' || inv.amount_atomic === null) throw notFound('payment page', id);
