@@ -131,7 +131,7 @@ describe('renderEmail', () => {
   it('a partial payment is acknowledged: what arrived, its transaction, what remains, the link to pay the rest; no attachment line', () => {
     const txHash = `0x${'ef'.repeat(32)}`;
     const { subject, text, html } = renderEmail('partial_payment', invoice({ paidAt: null, partialPayment: { amount: '500', remaining: '734.5', txHash, url: null } }));
-    expect(subject).toMatch(/^Payment received: 500\.00 USDC toward invoice /);
+    expect(subject).toMatch(/^Partial payment received: 500\.00 USDC toward invoice /);
     expect(text).toContain('Received: 500.00 USDC');
     expect(text).toContain(`Transaction: ${txHash}`);
     expect(text).toContain('Remaining to pay: 734.50 USDC');
