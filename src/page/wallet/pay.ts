@@ -147,7 +147,8 @@ function setUp(root: HTMLElement): void {
     const note = root.dataset.confirmationMessage;
     say(note ? `${t('wallet.paid')} ${note}` : t('wallet.paid'), 'paid');
     button!.hidden = true;
-    for (const input of root.querySelectorAll<HTMLInputElement>('input')) input.disabled = true;
+    // A payment link's fields are in the form around the button.
+    for (const input of Array.from(root.closest('form')?.querySelectorAll<HTMLInputElement>('input') ?? [])) input.disabled = true;
     const redirect = root.dataset.redirectUrl;
     if (redirect) window.location.assign(redirect);
   }
@@ -168,7 +169,7 @@ function setUp(root: HTMLElement): void {
     if (!res.ok) throw new Error(`page ${res.status}`);
     const fresh = new DOMParser().parseFromString(await res.text(), 'text/html').querySelector('main');
     const current = document.querySelector('main');
-    if (!fresh || !current) return;
+    if (!fresh || !current) throw new Error('the page has no main');
     current.replaceWith(document.adoptNode(fresh));
     const next = document.getElementById('wallet-pay');
     if (!next) return;
@@ -177,6 +178,16 @@ function setUp(root: HTMLElement): void {
     if (note && nextLine) {
       nextLine.textContent = note.text;
       nextLine.dataset.state = note.state;
+    }
+  }
+
+  /** becomeCurrentState, or false when the page could not be fetched (this page then says the state itself). */
+  async function becameCurrentState(note: { text: string; state: string } | null): Promise<boolean> {
+    try {
+      await becomeCurrentState(note);
+      return true;
+    } catch {
+      return false;
     }
   }
 
@@ -311,8 +322,7 @@ function setUp(root: HTMLElement): void {
       }
       const mine = status.payments.find((p) => p.tx_hash.toLowerCase() === hash.toLowerCase());
       if (status.status === 'paid') {
-        if (checkoutUrl) paid();
-        else await becomeCurrentState(null);
+        if (checkoutUrl || !(await becameCurrentState(null))) paid();
         return;
       }
       if (!mine) continue;
@@ -328,11 +338,9 @@ function setUp(root: HTMLElement): void {
       // Confirmed and applied, yet the invoice is not paid: a partial payment. What remains is
       // payable with the next click (fresh instructions from the status).
       const note = { text: t('wallet.partial', { remaining: fmt(BigInt(status.amount_remaining_atomic)), currency }), state: 'partial' };
-      if (checkoutUrl) {
+      if (checkoutUrl || !(await becameCurrentState(note))) {
         say(note.text, note.state);
         button!.textContent = t('wallet.buttonRest');
-      } else {
-        await becomeCurrentState(note);
       }
       return;
     }
