@@ -16,6 +16,7 @@ import rateLimit from '@fastify/rate-limit';
 import { Type } from 'typebox';
 import { appliedPaymentsOfInvoice, findInvoiceByReference, findLinkForPage, findLinkPayment } from '../../db/payment-page.js';
 import { paymentsOfInvoice } from '../../db/payments.js';
+import { withSnapshot } from '../../db/pool.js';
 import { presentPayment } from '../../chain/payment-object.js';
 import { chainById, walletChain } from '../../domain/chains.js';
 import { negotiateLocale } from '../../domain/locale.js';
@@ -132,7 +133,11 @@ export async function paymentPageRoutes(app: Api, deps: AppDeps): Promise<void> 
     });
 
     async function invoicePage(reference: string, error: string | null): Promise<{ status: number; html: string }> {
-      const inv = await findInvoiceByReference(pool, reference);
+      // The balance and the payments that make it up, as of one instant.
+      const { inv, applied } = await withSnapshot(pool, async (db) => {
+        const found = await findInvoiceByReference(db, reference);
+        return { inv: found, applied: found ? await appliedPaymentsOfInvoice(db, found.id) : [] };
+      });
       // A draft has no page yet: its link has not been sent to anyone.
       if (!inv || inv.status === 'draft' || inv.amount === null || inv.amount_atomic === null) {
         return { status: 404, html: renderNotFoundPage('en') };
@@ -157,7 +162,7 @@ export async function paymentPageRoutes(app: Api, deps: AppDeps): Promise<void> 
         paymentReference: inv.payment_reference,
         paidAtomic: inv.amount_paid_atomic,
         explorerUrl: chainById(inv.chain_id)?.explorerUrl ?? null,
-        payments: (await appliedPaymentsOfInvoice(pool, inv.id)).map((p) => ({
+        payments: applied.map((p) => ({
           countedAtomic: countedAtomic({ amountAtomic: BigInt(p.amount_atomic), feeAtomic: BigInt(p.fee_atomic) }).toString(),
           txHash: p.tx_hash,
         })),
@@ -244,10 +249,15 @@ export async function paymentPageRoutes(app: Api, deps: AppDeps): Promise<void> 
        */
       json.get<{ Params: Params; Reply: PaymentPageStatus }>('/:id/status', { schema: { hide: true, response: { 200: PaymentPageStatus } } }, async (req, reply) => {
         const { id } = req.params;
-        const inv = PAGE_ID.test(id) && !isLinkId(id) ? await findInvoiceByReference(pool, id) : null;
+        // One snapshot: a payment seen confirmed comes with the balance it made (the script trusts both).
+        const { inv, payments } = PAGE_ID.test(id) && !isLinkId(id)
+          ? await withSnapshot(pool, async (db) => {
+              const found = await findInvoiceByReference(db, id);
+              return { inv: found, payments: found ? await paymentsOfInvoice(db, found.id) : [] };
+            })
+          : { inv: null, payments: [] };
         if (!inv || inv.status === 'draft' || inv.amount_atomic === null) throw notFound('payment page', id);
         const chain = chainById(inv.chain_id);
-        const payments = await paymentsOfInvoice(pool, inv.id);
         reply.header('cache-control', 'no-store');
         return {
           status: inv.status,
