@@ -235,6 +235,7 @@ describe.skipIf(!CHROMIUM)(`Pay with wallet in Chromium${CHROMIUM ? '' : ` (${NO
     }
   });
 
+  // Two payments, each approved, paid and confirmed, then two emails: twice the first test's work.
   it('a split payment by wallet: the page becomes partially paid (what remains, QR and button for it), then paid, without a reload; one acknowledgement email for the part, a receipt listing both payments', async () => {
     const email = 'split-payer@example.test';
     const created = await sentInvoice('1235.5', email);
@@ -329,7 +330,7 @@ describe.skipIf(!CHROMIUM)(`Pay with wallet in Chromium${CHROMIUM ? '' : ` (${NO
     } finally {
       await context.close();
     }
-  });
+  }, 60_000);
 
   it('GET /pay/<reference>/status: public facts only, for the script', async () => {
     const inv = await sentInvoice('7');
