@@ -1,12 +1,15 @@
 // The payer's page shows only an RPC URL the configuration marks public (issue 24 #9): a
 // deployment's own RPC URLs (CHAINS_FILE rpc_urls, RPC_URL_<chainId>) carry API keys and never
 // reach GET /pay/<reference>/status or the page's HTML. A chain's `public_rpc_url` is shown; a
-// built-in chain shows its known public endpoint; otherwise none (the wallet uses its own).
+// built-in chain shows its known public endpoint; otherwise none (the wallet uses its own). Plus
+// what the invoice email says of paying on-chain on a chain with and without a fee proxy.
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadChains } from '../../src/chains-config.js';
+import { loadInvoiceForMail } from '../../src/db/invoice-for-mail.js';
+import { renderEmail } from '../../src/mail/render-email.js';
 import type { JsonBody } from '../helpers/http.js';
 import { useApiFixture } from '../helpers/http.js';
 
@@ -73,6 +76,21 @@ describe('the RPC URL a payer may see', () => {
     const { html, status, raw } = await pageAndStatus(inv.reference);
     expect(status.chain).toMatchObject({ chain_id: 84532, rpc_url: 'https://sepolia.base.org' });
     for (const text of [html, raw]) expect(text).not.toContain(SECRET);
+  });
+
+  it('the email says only what is true of paying on-chain: the fee proxy and the page\'s wallet only where the invoice has payment instructions', async () => {
+    const withProxy = await sentOn('local');
+    const withoutProxy = await sentOn('base-sepolia');
+    expect(withoutProxy.payment_instructions).toBeNull();
+    const mail = async (id: string) => {
+      const loaded = await loadInvoiceForMail(ctx.fx.api.pool, id, 'https://pay.example.test/pay');
+      return renderEmail('invoice', loaded!.doc).text;
+    };
+    expect(await mail(withProxy.id)).toContain('Pay through the fee proxy with this reference (a wallet on the payment page does it)');
+    const plain = await mail(withoutProxy.id);
+    expect(plain).toContain(`Payment reference: ${withoutProxy.payment_reference ?? ''}`.trim());
+    expect(plain).not.toContain('fee proxy');
+    expect(plain).toContain('Pay by plain transfer of exactly this amount to this address.');
   });
 
   it('public_rpc_url is checked like the other URLs of the file: a bad one stops the start in one line naming it', () => {
