@@ -120,6 +120,8 @@ function setUp(root: HTMLElement): void {
   const checkoutUrl = root.dataset.checkoutUrl ?? null;
   let statusUrl = root.dataset.statusUrl ?? null;
   let busy = false;
+  /** The network's own token, which pays the fee: named when the wallet is short of it. */
+  let feeToken = { symbol: 'ETH', network: '' };
 
   const say = (text: string, state = 'info') => {
     line.textContent = text;
@@ -281,7 +283,8 @@ function setUp(root: HTMLElement): void {
     const currency = status.currency;
     const token = inst.token_address as Address;
     const proxy = inst.proxy_address as Address;
-    const gasShort = () => say(t('wallet.gas', { symbol: status.chain?.native_symbol ?? 'ETH', network: inst.network }), 'error');
+    feeToken = { symbol: status.chain?.native_symbol ?? 'ETH', network: inst.network };
+    const gasShort = () => say(t('wallet.gas', feeToken), 'error');
 
     say(t('wallet.checking'));
     const balance = await publicClient.readContract({ address: token, abi: erc20Abi, functionName: 'balanceOf', args: [account] });
@@ -354,7 +357,7 @@ function setUp(root: HTMLElement): void {
       .catch((err: unknown) => {
         if (err instanceof Stop) return;
         if (errorCode(err) === USER_REJECTED) say(t('wallet.rejected'), 'rejected');
-        else if (isShortOfGas(err)) say(t('wallet.gas', { symbol: 'ETH', network: '' }), 'error');
+        else if (isShortOfGas(err)) say(t('wallet.gas', feeToken), 'error');
         else say(t('wallet.failed', { message: errorMessage(err) }), 'error');
       })
       .finally(() => {
