@@ -226,9 +226,21 @@ describe.skipIf(!CHROMIUM)(`Pay with wallet in Chromium${CHROMIUM ? '' : ` (${NO
     try {
       await page.goto(`${origin}/pay/${inv.reference}`);
       await page.locator('#pay-with-wallet').click();
-      await waitForStatus(page, 'Your wallet has no ETH for the network fee on local. Add some ETH, the network\'s own token, to this account, then try again. Nothing was sent.');
+      const noEth = 'Your wallet has no ETH for the network fee on local. Add some ETH, the network\'s own token, to this account, then try again. Nothing was sent.';
+      await waitForStatus(page, noEth);
       expect(await status(page).innerText()).not.toContain('gas * gas fee');
       expect(sends(wallet)).toBe(0);
+      // Some ETH, not enough for the fee: the node refuses the send, and the page says the same
+      // thing in words, not viem's "The total cost (gas * gas fee + value) ...".
+      await chain.testClient.setBalance({ address: noGas, value: 1n });
+      await chain.testClient.impersonateAccount({ address: noGas });
+      await status(page).evaluate((el) => {
+        el.textContent = '';
+      });
+      await page.locator('#pay-with-wallet').click();
+      await waitForStatus(page, noEth);
+      expect(await status(page).innerText()).not.toContain('gas * gas fee');
+      expect(await chain.publicClient.getTransactionCount({ address: noGas })).toBe(0);
       expect((await invoice(inv.id)).status).toBe('open');
     } finally {
       await context.close();
