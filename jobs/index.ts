@@ -3,6 +3,7 @@
 import type { JobHandlers } from '../src/queue/job-context.js';
 import { idempotencyPrune } from './idempotency-prune.js';
 import { invoiceDue } from './invoice-due.js';
+import { invoicePartialPayment } from './invoice-partial-payment.js';
 import { invoiceReceipt } from './invoice-receipt.js';
 import { invoiceReminder } from './invoice-reminder.js';
 import { invoiceSend } from './invoice-send.js';
@@ -16,6 +17,7 @@ import { checkoutsExpire } from './checkouts-expire.js';
 export const jobHandlers: JobHandlers = {
   'invoice.send': invoiceSend,
   'invoice.receipt': invoiceReceipt,
+  'invoice.partial_payment': invoicePartialPayment,
   'invoice.reminder': invoiceReminder,
   'invoice.due': invoiceDue,
   'reminders.reconcile': remindersReconcile,

@@ -72,7 +72,7 @@ function integer(raw: unknown, where: string, min: number, max: number): number 
 }
 
 const CHAIN_KEYS = new Set([
-  'chain_id', 'network', 'environment', 'rpc_urls', 'confirmations', 'fee_proxy', 'fee_address', 'start_block', 'explorer_url', 'tokens',
+  'chain_id', 'network', 'environment', 'rpc_urls', 'confirmations', 'fee_proxy', 'fee_address', 'start_block', 'explorer_url', 'public_rpc_url', 'tokens',
   'subscription_manager',
 ]);
 
@@ -103,6 +103,8 @@ function parseChain(raw: Json, i: number): ChainOverride {
   }
   if (raw.start_block !== undefined) o.startBlock = integer(raw.start_block, `${at}.start_block`, 0, Number.MAX_SAFE_INTEGER);
   if (raw.explorer_url !== undefined) o.explorerUrl = raw.explorer_url === null ? null : rpcUrl(raw.explorer_url, `${at}.explorer_url`);
+  // Shown to payers (a wallet adds the chain with it): the file says it is public, so it is.
+  if (raw.public_rpc_url !== undefined) o.publicRpcUrl = raw.public_rpc_url === null ? null : rpcUrl(raw.public_rpc_url, `${at}.public_rpc_url`);
   if (raw.tokens !== undefined) {
     if (!Array.isArray(raw.tokens)) throw new Error(`${at}.tokens must be an array`);
     o.tokens = raw.tokens.map((t, j): ChainToken => {

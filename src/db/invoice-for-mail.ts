@@ -4,7 +4,9 @@ import type { DeliveryStatus } from './deliveries.js';
 import type { InvoiceStatus } from '../domain/invoice-rules.js';
 import { lineTotal, formatDecimal, Money } from '../domain/money.js';
 import type { InvoiceDocument } from '../domain/invoice-document.js';
+import { formatUnits } from 'viem';
 import { explorerTxUrl } from '../domain/chains.js';
+import { countedAtomic, instructionsOfRow } from '../domain/payments.js';
 import type { Queryable } from './pool.js';
 
 export interface InvoiceForMail {
@@ -14,6 +16,8 @@ export interface InvoiceForMail {
   dueAt: Date | null;
   merchantEmail: string | null;
   environment: 'live' | 'sandbox';
+  /** The token's decimals, to turn atomic amounts into the document's decimal strings. */
+  tokenDecimals: number;
   /** Status of the delivery named in the read, null when none was asked or it does not exist. */
   deliveryStatus: DeliveryStatus | null;
 }
@@ -32,8 +36,13 @@ interface Row {
   token_address: string;
   settlement_address: string | null;
   payment_reference: string | null;
-  /** The latest applied payment's transaction. */
-  paid_tx_hash: string | null;
+  amount_atomic: string | null;
+  amount_paid_atomic: string;
+  fee_atomic: string | null;
+  fee_bps: number | null;
+  token_decimals: number;
+  /** The payments that make up what it received (confirmed, applied), in chain order. */
+  payments: { tx_hash: string; amount_atomic: string; fee_atomic: string }[];
   customer_locale: string;
   paid_at: Date | null;
   sent_at: Date | null;
@@ -68,8 +77,11 @@ export async function loadInvoiceForMail(
                   'unit_amount', l.unit_amount::text) order by l.position)
                  from invoice_line_items l where l.invoice_id = i.id), '[]') as lines,
        (select d.status from deliveries d where d.id = $2 and d.invoice_id = i.id) as delivery_status,
-       (select p.tx_hash from payments p where p.invoice_id = i.id and p.outcome = 'applied'
-         order by p.block_number desc, p.log_index desc limit 1) as paid_tx_hash
+       i.amount_atomic::text as amount_atomic, i.amount_paid_atomic::text as amount_paid_atomic, i.fee_atomic::text as fee_atomic,
+       i.fee_bps, i.token_decimals,
+       coalesce((select json_agg(json_build_object('tx_hash', p.tx_hash, 'amount_atomic', p.amount_atomic::text,
+                  'fee_atomic', p.fee_atomic::text) order by p.block_number, p.log_index)
+                 from payments p where p.invoice_id = i.id and p.status = 'confirmed' and p.outcome = 'applied'), '[]') as payments
      from invoices i
      join customers c on c.id = i.customer_id
      join accounts a on a.id = i.account_id
@@ -94,6 +106,7 @@ export async function loadInvoiceForMail(
     dueAt: r.due_at,
     merchantEmail: r.account_email,
     environment: r.environment,
+    tokenDecimals: r.token_decimals,
     deliveryStatus: r.delivery_status,
     doc: {
       invoiceId: r.id,
@@ -116,9 +129,31 @@ export async function loadInvoiceForMail(
       locale: r.customer_locale,
       testMode: r.environment === 'sandbox',
       tokenAddress: r.token_address,
-      onChain: r.settlement_address && r.payment_reference ? { to: r.settlement_address, paymentReference: r.payment_reference } : null,
-      transaction: r.paid_tx_hash ? { txHash: r.paid_tx_hash, url: explorerTxUrl(r.chain_id, r.paid_tx_hash) } : null,
+      onChain:
+        r.settlement_address && r.payment_reference
+          ? { to: r.settlement_address, paymentReference: r.payment_reference, viaProxy: instructionsOfRow(r) !== null }
+          : null,
+      payments: r.payments.map((p) => ({
+        amount: formatUnits(countedAtomic({ amountAtomic: BigInt(p.amount_atomic), feeAtomic: BigInt(p.fee_atomic) }), r.token_decimals),
+        txHash: p.tx_hash,
+        url: explorerTxUrl(r.chain_id, p.tx_hash),
+      })),
       paidAt: r.paid_at ? r.paid_at.toISOString() : null,
     },
   };
+}
+
+/** One payment of an invoice, as its partial-payment acknowledgement names it. */
+export interface PaymentForMail {
+  tx_hash: string;
+  amount_atomic: string;
+  fee_atomic: string;
+}
+
+export async function findPaymentForMail(db: Queryable, invoiceId: string, paymentId: string): Promise<PaymentForMail | null> {
+  const { rows } = await db.query<PaymentForMail>(
+    `select tx_hash, amount_atomic::text as amount_atomic, fee_atomic::text as fee_atomic from payments where id = $1 and invoice_id = $2`,
+    [paymentId, invoiceId],
+  );
+  return rows[0] ?? null;
 }

@@ -102,3 +102,25 @@ export async function findLinkPayment(db: Queryable, linkId: string, paymentId: 
   );
   return rows[0] ?? null;
 }
+
+/** A payment that made up part of an invoice's paid amount. */
+export interface PagePayment {
+  tx_hash: string;
+  amount_atomic: string;
+  fee_atomic: string;
+}
+
+/**
+ * The payments that make up what an invoice has received: confirmed and applied to it, in chain
+ * order. The page and the receipt list them (amount, transaction).
+ */
+export async function appliedPaymentsOfInvoice(db: Queryable, invoiceId: string): Promise<PagePayment[]> {
+  const { rows } = await db.query<PagePayment>({
+    name: 'page-applied-payments',
+    text: `select p.tx_hash, p.amount_atomic::text as amount_atomic, p.fee_atomic::text as fee_atomic
+       from payments p where p.invoice_id = $1 and p.status = 'confirmed' and p.outcome = 'applied'
+       order by p.block_number, p.log_index`,
+    values: [invoiceId],
+  });
+  return rows;
+}

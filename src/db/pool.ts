@@ -32,6 +32,25 @@ export async function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClie
   }
 }
 
+/**
+ * Reads that must agree with each other (an invoice's balance and its payments): one read-only
+ * snapshot, so no commit lands between them.
+ */
+export async function withSnapshot<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query('begin isolation level repeatable read read only');
+    const result = await fn(client);
+    await client.query('commit');
+    return result;
+  } catch (err) {
+    await client.query('rollback').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
+}
+
 /** A round trip to the server, for readiness checks. */
 export async function pingDatabase(db: Queryable): Promise<void> {
   await db.query('select 1');

@@ -30,6 +30,8 @@ export interface ChainsFileEntry {
   subscription_manager: Address | null;
   start_block: number;
   explorer_url: string | null;
+  /** The RPC URL a payer's wallet may be given; optional (the local chain's bare URL is shown anyway). */
+  public_rpc_url?: string | null;
   tokens: ChainsFileToken[];
 }
 

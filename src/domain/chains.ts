@@ -33,6 +33,11 @@ export interface Chain {
   startBlock: number;
   /** Base URL of a block explorer (`<url>/tx/<hash>`), or null. */
   explorerUrl: string | null;
+  /**
+   * An RPC URL the configuration marks public: the only one a payer's page may hand to a wallet
+   * (to add the chain). Never one of `rpcUrls`, which often carry an API key. Null: none known.
+   */
+  publicRpcUrl: string | null;
   tokens: ChainToken[];
 }
 
@@ -48,25 +53,25 @@ const usdc = (address: string): ChainToken => ({ currency: 'USDC', address, deci
 export const BUILT_IN_CHAINS: readonly Chain[] = ([
   {
     chainId: 84532, network: 'base-sepolia', environment: 'sandbox', rpcUrls: [], confirmations: 20, feeProxy: null, feeAddress: null,
-    startBlock: 0, explorerUrl: 'https://sepolia.basescan.org', tokens: [usdc('0x036CbD53842c5426634e7929541eC2318f3dCF7e')],
+    startBlock: 0, explorerUrl: 'https://sepolia.basescan.org', publicRpcUrl: 'https://sepolia.base.org', tokens: [usdc('0x036CbD53842c5426634e7929541eC2318f3dCF7e')],
   },
   {
     chainId: 11155111, network: 'sepolia', environment: 'sandbox', rpcUrls: [], confirmations: 12,
-    feeProxy: '0x399F5EE127ce7432E4921a61b8CF52b0af52cbfE', feeAddress: null, startBlock: 4733364, explorerUrl: 'https://sepolia.etherscan.io',
+    feeProxy: '0x399F5EE127ce7432E4921a61b8CF52b0af52cbfE', feeAddress: null, startBlock: 4733364, explorerUrl: 'https://sepolia.etherscan.io', publicRpcUrl: 'https://ethereum-sepolia-rpc.publicnode.com',
     tokens: [usdc('0x1c7D4B196Cb0C7B01d743Fbc6116a902379C7238'), { currency: 'DAI', address: '0x3e622317f8C93f7328350cF0B56d9eD4C620C5d6', decimals: 18 }],
   },
   {
     chainId: 80002, network: 'polygon-amoy', environment: 'sandbox', rpcUrls: [], confirmations: 64, feeProxy: null, feeAddress: null,
-    startBlock: 0, explorerUrl: 'https://amoy.polygonscan.com', tokens: [usdc('0x41E94Eb019C0762f9Bfcf9Fb1E58725BfB0e7582')],
+    startBlock: 0, explorerUrl: 'https://amoy.polygonscan.com', publicRpcUrl: 'https://rpc-amoy.polygon.technology', tokens: [usdc('0x41E94Eb019C0762f9Bfcf9Fb1E58725BfB0e7582')],
   },
   {
     chainId: 8453, network: 'base', environment: 'live', rpcUrls: [], confirmations: 20,
-    feeProxy: '0x1892196E80C4c17ea5100Da765Ab48c1fE2Fb814', feeAddress: null, startBlock: 10827274, explorerUrl: 'https://basescan.org',
+    feeProxy: '0x1892196E80C4c17ea5100Da765Ab48c1fE2Fb814', feeAddress: null, startBlock: 10827274, explorerUrl: 'https://basescan.org', publicRpcUrl: 'https://mainnet.base.org',
     tokens: [usdc('0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913')],
   },
   {
     chainId: 1, network: 'ethereum', environment: 'live', rpcUrls: [], confirmations: 12,
-    feeProxy: '0x370DE27fdb7D1Ff1e1BaA7D11c5820a324Cf623C', feeAddress: null, startBlock: 10774767, explorerUrl: 'https://etherscan.io',
+    feeProxy: '0x370DE27fdb7D1Ff1e1BaA7D11c5820a324Cf623C', feeAddress: null, startBlock: 10774767, explorerUrl: 'https://etherscan.io', publicRpcUrl: 'https://ethereum-rpc.publicnode.com',
     tokens: [
       usdc('0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48'),
       { currency: 'USDT', address: '0xdAC17F958D2ee523a2206206994597C13D831ec7', decimals: 6 },
@@ -75,7 +80,7 @@ export const BUILT_IN_CHAINS: readonly Chain[] = ([
   },
   {
     chainId: 137, network: 'polygon', environment: 'live', rpcUrls: [], confirmations: 64,
-    feeProxy: '0x2171a0dc12a9E5b1659feF2BB20E54c84Fa7dB0C', feeAddress: null, startBlock: 14163521, explorerUrl: 'https://polygonscan.com',
+    feeProxy: '0x2171a0dc12a9E5b1659feF2BB20E54c84Fa7dB0C', feeAddress: null, startBlock: 14163521, explorerUrl: 'https://polygonscan.com', publicRpcUrl: 'https://polygon-rpc.com',
     tokens: [usdc('0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359')],
   },
 ] satisfies Omit<Chain, 'subscriptionManager'>[]).map((c) => ({ ...c, subscriptionManager: null }));
@@ -110,6 +115,7 @@ export function mergeChains(builtIn: readonly Chain[], overrides: readonly Chain
       subscriptionManager: o.subscriptionManager ?? null,
       startBlock: o.startBlock ?? 0,
       explorerUrl: o.explorerUrl ?? null,
+      publicRpcUrl: o.publicRpcUrl ?? null,
       tokens: o.tokens!,
     });
   }
@@ -201,18 +207,6 @@ export function explorerTxUrl(chainId: number, txHash: string): string | null {
   return url ? `${url.replace(/\/+$/, '')}/tx/${txHash}` : null;
 }
 
-/**
- * Public RPC endpoints a payer's wallet may be given to add a built-in chain it does not know
- * (wallet_addEthereumChain). Never a deployment's own RPC URLs: those often carry an API key.
- */
-const PUBLIC_RPC_URLS: Record<number, string> = {
-  1: 'https://ethereum-rpc.publicnode.com',
-  11155111: 'https://ethereum-sepolia-rpc.publicnode.com',
-  8453: 'https://mainnet.base.org',
-  84532: 'https://sepolia.base.org',
-  137: 'https://polygon-rpc.com',
-  80002: 'https://rpc-amoy.polygon.technology',
-};
 const NATIVE_SYMBOL: Record<number, string> = { 137: 'POL', 80002: 'POL' };
 /** anvil's and Hardhat's chain id: a developer's own chain on their machine. */
 export const LOCAL_CHAIN_ID = 31337;
@@ -228,11 +222,29 @@ export interface WalletChain {
 }
 
 /**
- * The chain as the payment page hands it to a wallet. The RPC URL is the chain's own only for the
- * local development chain (on the payer's own machine, no secret in it); else a known public one.
+ * The local development chain's own RPC URL may be shown: on the payer's own machine, a bare
+ * loopback address. One with a path, a query or credentials may carry a key: never shown.
  */
-export function walletChain(chain: Pick<Chain, 'chainId' | 'network' | 'rpcUrls' | 'explorerUrl'>): WalletChain {
-  const rpc = chain.chainId === LOCAL_CHAIN_ID ? (chain.rpcUrls[0] ?? null) : (PUBLIC_RPC_URLS[chain.chainId] ?? null);
+function bareLoopbackUrl(raw: string | undefined): string | null {
+  if (raw === undefined) return null;
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    return null;
+  }
+  const loopback = u.hostname === 'localhost' || u.hostname === '127.0.0.1' || u.hostname === '[::1]';
+  const bare = u.username === '' && u.password === '' && u.search === '' && u.hash === '' && u.pathname === '/';
+  return loopback && bare ? raw : null;
+}
+
+/**
+ * The chain as the payment page hands it to a wallet. The RPC URL is only ever one the
+ * configuration marks public (`public_rpc_url`, or a built-in chain's known public endpoint), or
+ * the local development chain's bare loopback URL; else none, and the wallet uses its own.
+ */
+export function walletChain(chain: Pick<Chain, 'chainId' | 'network' | 'rpcUrls' | 'explorerUrl' | 'publicRpcUrl'>): WalletChain {
+  const rpc = chain.publicRpcUrl ?? (chain.chainId === LOCAL_CHAIN_ID ? bareLoopbackUrl(chain.rpcUrls[0]) : null);
   return { chain_id: chain.chainId, name: chain.network, rpc_url: rpc, explorer_url: chain.explorerUrl, native_symbol: NATIVE_SYMBOL[chain.chainId] ?? 'ETH' };
 }
 

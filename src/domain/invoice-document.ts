@@ -42,14 +42,22 @@ export interface InvoiceDocument {
   tokenAddress?: string | null;
   /**
    * Where and with which reference the invoice is paid on-chain: fixed at send when the account had
-   * a settlement address; absent or null otherwise (and on drafts).
+   * a settlement address; absent or null otherwise (and on drafts). `viaProxy`: the invoice has
+   * payment instructions (its chain has a fee proxy), so the payment page's wallet pays with the
+   * reference; without it only a plain transfer is possible, and the documents say only that.
    */
-  onChain?: { to: string; paymentReference: string } | null;
+  onChain?: { to: string; paymentReference: string; viaProxy?: boolean } | null;
   /**
-   * The receipt's payment: the latest applied payment of the invoice, its explorer link when the
-   * chain has an `explorer_url`. Absent or null when none (a paid invoice without a chain payment).
+   * The payments that make up what the invoice received, in chain order: each one's amount
+   * (decimal string in token units, what it counted toward the invoice) and transaction, linked
+   * when the chain has an `explorer_url`. Absent or empty when none (paid without a chain payment).
    */
-  transaction?: { txHash: string; url: string | null } | null;
+  payments?: { amount: string; txHash: string; url: string | null }[];
+  /**
+   * The email acknowledging one partial payment: what it counted (decimal string in token units),
+   * its transaction, and what remained to pay once it was applied.
+   */
+  partialPayment?: { amount: string; remaining: string; txHash: string; url: string | null };
   /** When the invoice was paid (ISO 8601), for receipts. */
   paidAt?: string | null;
   /**

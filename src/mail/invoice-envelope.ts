@@ -1,5 +1,5 @@
 // The envelope shared by the invoice email and the reminders: To the customer, Reply-To the
-// merchant, the PDF attached.
+// merchant, the PDF attached (the acknowledgement of a partial payment attaches none).
 import type { Config } from '../config.js';
 import type { InvoiceForMail } from '../db/invoice-for-mail.js';
 import type { EmailKind, RenderedEmail } from './render-email.js';
@@ -19,7 +19,7 @@ export function invoiceEnvelope(
   config: Pick<Config, 'mailFrom'>,
   loaded: InvoiceForMail,
   email: RenderedEmail,
-  pdf: Buffer,
+  pdf: Buffer | null,
   messageId: string,
   /** The attachment's name: the invoice, or its receipt. */
   document: 'invoice' | 'receipt' = 'invoice',
@@ -36,7 +36,7 @@ export function invoiceEnvelope(
     text: email.text,
     messageId,
     ...(fileName ? { fileName } : {}),
-    attachments: [{ filename: `${document}-${doc.code}.pdf`, content: pdf, contentType: 'application/pdf' }],
+    attachments: pdf ? [{ filename: `${document}-${doc.code}.pdf`, content: pdf, contentType: 'application/pdf' }] : [],
     // Sandbox mail is routed to capture only (SANDBOX_SMTP_URL or the outbox), never to SMTP_URL.
     environment: loaded.environment,
   };

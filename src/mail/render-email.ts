@@ -39,9 +39,11 @@ interface EmailView {
   taxId: string | null;
   payUrl: string;
   /** Where and how to pay on-chain (settlement address, payment reference, token contract); null when the invoice has none. */
-  onChain: { to: string; paymentReference: string; tokenAddress: string | null } | null;
-  /** The receipt's payment; url null when the chain has no explorer. */
-  transaction: { txHash: string; url: string | null } | null;
+  onChain: { to: string; paymentReference: string; tokenAddress: string | null; viaProxy: boolean } | null;
+  /** The payments that make up what was received (receipts); url null when the chain has no explorer. */
+  payments: { amount: string; txHash: string; url: string | null }[];
+  /** The acknowledgement of a partial payment: what arrived (and in which transaction), what remains. */
+  partial: { amount: string; remaining: string; txHash: string; url: string | null } | null;
   /** Sandbox: the email says plainly that it is a test and no real funds move. */
   testMode: boolean;
   isReceipt: boolean;
@@ -93,9 +95,11 @@ function view(kind: EmailKind, doc: InvoiceDocument): EmailView & WithMessages {
   if (pay.protocol !== 'https:' && pay.protocol !== 'http:') throw new Error(`payUrl must be http(s), got ${pay.protocol}`);
   if (kind.startsWith('reminder') && doc.dueAt === null) throw new Error(`a ${kind} email needs a due date (invoice ${doc.invoiceId})`);
   if (kind === 'receipt' && !doc.paidAt) throw new Error(`a receipt needs a paid date (invoice ${doc.invoiceId})`);
-  // The explorer link goes into href="" too.
-  const txUrl = doc.transaction?.url ?? null;
-  if (txUrl !== null && !/^https?:$/.test(new URL(txUrl).protocol)) throw new Error(`transaction url must be http(s), got ${txUrl}`);
+  if (kind === 'partial_payment' && !doc.partialPayment) throw new Error(`a partial payment email needs the payment (invoice ${doc.invoiceId})`);
+  // The explorer links go into href="" too.
+  for (const url of [...(doc.payments ?? []).map((p) => p.url), doc.partialPayment?.url ?? null]) {
+    if (url !== null && !/^https?:$/.test(new URL(url).protocol)) throw new Error(`transaction url must be http(s), got ${url}`);
+  }
   const locale = doc.locale ?? 'en';
   const messages = messagesFor(locale);
   return {
@@ -116,8 +120,16 @@ function view(kind: EmailKind, doc: InvoiceDocument): EmailView & WithMessages {
     footer: doc.footer,
     taxId: doc.taxId,
     payUrl: doc.payUrl,
-    onChain: doc.onChain ? { ...doc.onChain, tokenAddress: doc.tokenAddress ?? null } : null,
-    transaction: doc.transaction ? { txHash: doc.transaction.txHash, url: txUrl } : null,
+    onChain: doc.onChain ? { ...doc.onChain, tokenAddress: doc.tokenAddress ?? null, viaProxy: doc.onChain.viaProxy === true } : null,
+    payments: (doc.payments ?? []).map((p) => ({ amount: formatInvoiceAmount(doc, p.amount), txHash: p.txHash, url: p.url })),
+    partial: doc.partialPayment
+      ? {
+          amount: formatInvoiceAmount(doc, doc.partialPayment.amount),
+          remaining: formatInvoiceAmount(doc, doc.partialPayment.remaining),
+          txHash: doc.partialPayment.txHash,
+          url: doc.partialPayment.url,
+        }
+      : null,
     testMode: doc.testMode === true,
     isReceipt: kind === 'receipt',
     paidDate: doc.paidAt ? formatDocumentDate(doc.paidAt, doc.timeZone, locale) : null,

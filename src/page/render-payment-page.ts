@@ -83,7 +83,7 @@ const WALLET_PHRASES = [
   'wallet.button', 'wallet.buttonRest', 'wallet.noWallet', 'wallet.checkout', 'wallet.connecting', 'wallet.switching',
   'wallet.addNetwork', 'wallet.checking', 'wallet.short', 'wallet.approve', 'wallet.approving', 'wallet.confirmPay',
   'wallet.sent', 'wallet.confirming', 'wallet.paid', 'wallet.partial', 'wallet.removed', 'wallet.rejected',
-  'wallet.failed', 'wallet.nothingDue',
+  'wallet.failed', 'wallet.nothingDue', 'wallet.gas', 'wallet.emailNeeded',
 ] as const;
 
 function walletView(locale: string, block: WalletBlock | null, remaining: string | null) {
@@ -110,6 +110,8 @@ export interface InvoicePageData extends Common {
   paidAtomic: string;
   /** The chain's explorer, for links to the payments' transactions. */
   explorerUrl: string | null;
+  /** The payments that make up `paidAtomic`, in chain order: what each counted, its transaction. */
+  payments: { countedAtomic: string; txHash: string }[];
 }
 
 export interface LinkPageData extends Common {
@@ -143,7 +145,9 @@ export async function renderInvoicePage(d: InvoicePageData): Promise<string> {
   // transfer is matched to the invoice by that exact amount.
   const due = paid >= total ? 0n : total - paid;
   const partial = payable && paid > 0n;
-  const dueAmount = formatTokenAmount(formatUnits(due, d.tokenDecimals), d.tokenDecimals, d.locale);
+  const atomicAmount = (v: bigint) => formatTokenAmount(formatUnits(v, d.tokenDecimals), d.tokenDecimals, d.locale);
+  const dueAmount = atomicAmount(due);
+  const txUrl = (hash: string) => (d.explorerUrl ? `${d.explorerUrl.replace(/\/+$/, '')}/tx/${hash}` : null);
   const walletUri =
     payable && d.settlementAddress
       ? erc20TransferUri({ tokenAddress: d.tokenAddress, chainId: d.chainId, to: d.settlementAddress, amountAtomic: due.toString() })
@@ -161,14 +165,16 @@ export async function renderInvoicePage(d: InvoicePageData): Promise<string> {
       tokenAddress: d.tokenAddress,
       settlementAddress: d.settlementAddress,
       paymentReference: d.paymentReference,
-      partialText: partial
-        ? m.t('page.partiallyPaid', { paid: formatTokenAmount(formatUnits(paid, d.tokenDecimals), d.tokenDecimals, d.locale), remaining: dueAmount, currency: d.currency })
-        : null,
+      partialText: partial ? m.t('page.partiallyPaid', { paid: atomicAmount(paid), remaining: dueAmount, currency: d.currency }) : null,
+      // Partially paid: the headline is what remains, the total beneath it.
+      partial,
+      remainingOf: partial ? m.t('page.remainingOf', { amount: amount(d.amount), currency: d.currency }) : null,
+      payments: d.payments.map((p) => ({ amount: atomicAmount(BigInt(p.countedAtomic)), txHash: p.txHash, url: txUrl(p.txHash) })),
       dueAmount,
       dueAtomic: due.toString(),
       dueDate: d.dueAt ? date(d.dueAt) : null,
-      status: d.status,
-      statusLabel: m.t(`page.status.${d.status}`),
+      status: partial ? 'partial' : d.status,
+      statusLabel: m.t(partial ? 'page.status.partial' : `page.status.${d.status}`),
       paidDate: d.status === 'paid' && d.paidAt ? date(d.paidAt) : null,
       isVoid: d.status === 'void',
       payable,
@@ -178,7 +184,8 @@ export async function renderInvoicePage(d: InvoicePageData): Promise<string> {
       wallet: payable ? walletView(d.locale, d.wallet, partial ? dueAmount : null) : null,
       error: d.error,
       pageUrl: d.pageUrl,
-      pageQrSvg: await qrSvg(d.pageUrl),
+      // A paid or void invoice asks for nothing: no code to scan.
+      pageQrSvg: payable ? await qrSvg(d.pageUrl) : null,
     },
   };
   return compiled()(view);
@@ -221,6 +228,11 @@ export async function renderLinkPage(d: LinkPageData): Promise<string> {
       redirectUrl: d.paidAmount ? d.redirectUrl : null,
       simulateAction: open ? d.simulateAction : null,
       wallet: open ? walletView(d.locale, d.wallet, null) : null,
+      // One form for both ways to pay (the wallet's button, the sandbox's simulate): one amount
+      // field, one email field. The wallet's checkout needs the email; the simulate form asks
+      // for it only when the link collects it.
+      payForm: open && (d.simulateAction !== null || d.wallet !== null),
+      askEmail: d.wallet !== null || d.collectEmail,
       error: d.error,
       pageUrl: d.pageUrl,
       pageQrSvg: await qrSvg(d.pageUrl),

@@ -17,7 +17,8 @@ export function drawPaymentTerms(pdf: Doc, { doc, m, kind }: Ctx): void {
   const textX = left + QR_SIZE + 14;
   const textWidth = width - QR_SIZE - 14;
   // The on-chain lines make the text column taller than the QR code.
-  ensureSpace(pdf, 30 + QR_SIZE + (doc.onChain || doc.transaction ? 50 : 0));
+  const payments = kind === 'receipt' ? (doc.payments ?? []) : [];
+  ensureSpace(pdf, 30 + QR_SIZE + (doc.onChain || payments.length > 0 ? 50 + 12 * payments.length : 0));
   pdf.font(SANS_BOLD).fontSize(8).fillColor(MUTED);
   const y = pdf.y + 16;
   // A receipt asks for nothing: its link is to the (paid) page, not to pay.
@@ -43,14 +44,15 @@ export function drawPaymentTerms(pdf: Doc, { doc, m, kind }: Ctx): void {
     pdf.font(SANS_BOLD);
     ty += textAt(pdf, m.t('pdf.paymentReference', { reference: doc.onChain.paymentReference }), textX, ty, textWidth) + 2;
     pdf.font(SANS).fillColor(MUTED);
-    ty += textAt(pdf, m.t('howToPayOnChain'), textX, ty, textWidth) + 2;
+    // Only what is true of this invoice: the proxy (and the page's wallet) only where its chain has one.
+    ty += textAt(pdf, m.t(doc.onChain.viaProxy ? 'howToPayOnChain' : 'howToPayByTransfer'), textX, ty, textWidth) + 2;
     pdf.fillColor('black');
   }
-  if (kind === 'receipt' && doc.transaction) {
-    const { txHash, url } = doc.transaction;
+  // Every payment that made up the total, each with its transaction.
+  for (const { amount, txHash, url } of payments) {
     // A hash has no break opportunity: 66 characters at 8 points may wrap by character, which is fine.
     pdf.fillColor(url ? LINK : 'black');
-    ty += textAt(pdf, m.t('pdf.transaction', { txHash }), textX, ty, textWidth, url ? { link: url } : {}) + 2;
+    ty += textAt(pdf, m.t('pdf.transaction', { txHash, amount: formatInvoiceAmount(doc, amount), currency: doc.currency }), textX, ty, textWidth, url ? { link: url } : {}) + 2;
     pdf.fillColor('black');
   }
   pdf.y = Math.max(top + QR_SIZE, ty);

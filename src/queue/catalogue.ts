@@ -30,6 +30,15 @@ export interface InvoiceReceiptPayload {
   deliveryId: string;
 }
 
+/** The acknowledgement of one partial payment; the row comes from a database trigger (migration 1700000001750). */
+export interface InvoicePartialPaymentPayload {
+  invoiceId: string;
+  deliveryId: string;
+  paymentId: string;
+  /** What remained to pay once the payment was applied (atomic units). */
+  remainingAtomic: string;
+}
+
 export interface InvoiceDuePayload {
   invoiceId: string;
 }
@@ -62,6 +71,7 @@ export const WEBHOOK_BACKOFF = 'webhook-backoff';
 export interface JobPayloads {
   'invoice.send': InvoiceSendPayload;
   'invoice.receipt': InvoiceReceiptPayload;
+  'invoice.partial_payment': InvoicePartialPaymentPayload;
   'invoice.due': InvoiceDuePayload;
   'invoice.reminder': ReminderJobData;
   'reminders.reconcile': Record<string, never>;
@@ -167,6 +177,15 @@ export const JOBS: { readonly [N in JobName]: JobSpec<N> } = {
     producedBy: 'outbox',
     options: EMAIL_JOB_OPTIONS,
     jobId: (p) => `invoice.receipt-${p.invoiceId}-${p.deliveryId}`,
+  },
+  // Emails the acknowledgement of a partial payment (what arrived, what remains, the link). Its
+  // outbox row is written by a database trigger at the commit that applied the payment (migration
+  // 1700000001750), one per payment; the job id there is this one. Retried like a send.
+  'invoice.partial_payment': {
+    queue: QUEUES.send,
+    producedBy: 'outbox',
+    options: EMAIL_JOB_OPTIONS,
+    jobId: (p) => `invoice.partial_payment-${p.invoiceId}-${p.deliveryId}`,
   },
   // Delayed to the invoice's due date: open -> overdue, reminders move to the after phase.
   'invoice.due': {

@@ -140,6 +140,40 @@ describe('Payment links paid with a wallet (checkouts)', () => {
       expect(html).toContain('id="pay-with-wallet"');
       expect(html).toContain(`data-checkout-url="/pay/${link.id}/checkout"`);
       expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
+      // One form for both ways to pay of a sandbox link: one amount field, one email field.
+      expect(html.match(/Amount \(USDC\)/g)).toHaveLength(1);
+      expect(html.match(/<input[^>]*name="amount"/g)).toHaveLength(1);
+      expect(html.match(/<input[^>]*type="email"/g)).toHaveLength(1);
+      expect(html).toContain('Simulate payment');
+    });
+
+    it('no email: the page asks for it in a sentence, not in the API\'s words, and makes no checkout', async () => {
+      const link = await customLink();
+      const context = await browser.newContext({ viewport: { width: 800, height: 1000 } });
+      const page = await context.newPage();
+      await installTestWallet(page, chain.rpcUrl, chain.payers[6].address);
+      const requested: string[] = [];
+      page.on('request', (r) => requested.push(r.url()));
+      try {
+        await page.goto(`${origin}/pay/${link.id}`);
+        await page.locator('#pay-with-wallet').waitFor({ state: 'visible' });
+        await page.locator('#wallet-amount').fill('3');
+        for (const email of ['', 'not-an-email']) {
+          await page.locator('#wallet-email').fill(email);
+          // Each refusal is this click's, not the last one's.
+          await page.locator('#payment-status').evaluate((el) => {
+            el.textContent = '';
+          });
+          await page.locator('#pay-with-wallet').click();
+          const line = page.locator('#payment-status');
+          await line.filter({ hasText: 'Enter your email address: your receipt is sent there.' }).waitFor({ timeout: STATE_TIMEOUT_MS });
+          expect(await line.innerText()).not.toContain('customer_email');
+          await page.locator('#pay-with-wallet:enabled').waitFor({ timeout: STATE_TIMEOUT_MS });
+        }
+        expect(requested.filter((u) => u.endsWith('/checkout'))).toEqual([]);
+      } finally {
+        await context.close();
+      }
     });
   });
 

@@ -14,11 +14,14 @@ import type { ApiFixture } from '../helpers/context.js';
 import { apiClient, type JsonBody } from '../helpers/http.js';
 import { recipientsOf, type SmtpSink } from '../helpers/smtp-sink.js';
 import { expectLikeBaseline } from '../helpers/screenshot.js';
+import { extractPdfText } from '../helpers/pdf-text.js';
 import { installTestWallet, type TestWallet } from '../helpers/test-wallet.js';
 import { waitUntil } from '../helpers/worker.js';
 
 const CHROMIUM = chromiumPath();
 const BASELINE = new URL('../fixtures/payment-page-wallet.png', import.meta.url);
+const PARTIAL_BASELINE = new URL('../fixtures/payment-page-partially-paid.png', import.meta.url);
+const PAID_BASELINE = new URL('../fixtures/payment-page-paid.png', import.meta.url);
 /** The merchant's address: fixed, so the page (and its screenshot) is the same on every run. */
 const MERCHANT = '0x3333333333333333333333333333333333333333';
 const STATE_TIMEOUT_MS = 30_000;
@@ -79,6 +82,17 @@ describe.skipIf(!CHROMIUM)(`Pay with wallet in Chromium${CHROMIUM ? '' : ` (${NO
   const status = (page: Page) => page.locator('#payment-status');
   const waitForStatus = (page: Page, text: string | RegExp) => status(page).filter({ hasText: text }).waitFor({ timeout: STATE_TIMEOUT_MS });
   const sends = (wallet: TestWallet) => wallet.requests.filter((r) => r.method === 'eth_sendTransaction').length;
+  const waitForPaid = (page: Page) => page.locator('#invoice-status').filter({ hasText: /^Paid$/ }).waitFor({ timeout: STATE_TIMEOUT_MS });
+  /** The paid page: its payments listed (amount, transaction), nothing left to pay with. */
+  async function expectPaidPage(page: Page, payments: { amount: string; txHash: string }[]): Promise<void> {
+    expect(await page.locator('#invoice-status').innerText()).toBe('Paid');
+    expect(await page.locator('main').innerText()).toMatch(/Paid on .+\. Thank you!/);
+    const rows = await page.locator('#payments li').allInnerTexts();
+    expect(rows).toEqual(payments.map((p) => `${p.amount} ${p.txHash}`));
+    for (const gone of ['#wallet-qr', '#page-qr', '#simulate', '#pay-with-wallet', '#how-to-pay', '#transfer-help']) {
+      expect(await page.locator(gone).count(), gone).toBe(0);
+    }
+  }
 
   it('from the emailed link: Pay with wallet adds the chain, approves, pays; the transaction, "confirming", then paid; the receipt arrives', async () => {
     const email = 'wallet-flow@example.test';
@@ -117,9 +131,15 @@ describe.skipIf(!CHROMIUM)(`Pay with wallet in Chromium${CHROMIUM ? '' : ` (${NO
       expect(await chain.balanceOf(payer.address)).toBe(before - 12_500_000n);
 
       await chain.mine(2);
-      await waitForStatus(page, 'Paid. Thank you!');
-      expect(await button.isHidden()).toBe(true);
+      // The page becomes the paid page, without a reload: badge, the amount paid and its
+      // transaction; no QR code, no simulate button, no wallet button.
+      await waitForPaid(page);
+      await expectPaidPage(page, [{ amount: '12.50 USDC', txHash }]);
       expect((await invoice(inv.id)).status).toBe('paid');
+      // A reload shows the same page.
+      const shown = await page.locator('main').innerHTML();
+      await page.reload();
+      expect(await page.locator('main').innerHTML()).toBe(shown);
       const paidMail = await mailMatching((m) => recipientsOf(m).includes(email) && (m.subject ?? '').startsWith('Payment received'));
       expect(paidMail.subject).toBe(`Payment received: invoice ${inv.code} from Acme Widgets Ltd`);
       // Only the page's own origin: the page, its script, its status; the wallet's calls go elsewhere.
@@ -148,7 +168,7 @@ describe.skipIf(!CHROMIUM)(`Pay with wallet in Chromium${CHROMIUM ? '' : ` (${NO
       await button.click();
       await waitForStatus(page, /^Confirming/);
       await chain.mine(2);
-      await waitForStatus(page, 'Paid. Thank you!');
+      await waitForPaid(page);
       expect((await invoice(inv.id)).status).toBe('paid');
     } finally {
       await context.close();
@@ -156,13 +176,14 @@ describe.skipIf(!CHROMIUM)(`Pay with wallet in Chromium${CHROMIUM ? '' : ` (${NO
   });
 
   it('a balance short of the amount says so and sends nothing', async () => {
-    const inv = await sentInvoice('5');
+    const inv = await sentInvoice('1235.5');
     const empty = privateKeyToAccount(generatePrivateKey()).address;
     const { context, page, wallet } = await openWithWallet(empty);
     try {
       await page.goto(`${origin}/pay/${inv.reference}`);
       await page.locator('#pay-with-wallet').click();
-      await waitForStatus(page, 'Your balance, 0 USDC, is short of the 5 USDC to pay. Nothing was sent.');
+      // Amounts as everywhere else on the page: grouped, two decimals at least.
+      await waitForStatus(page, 'Your balance, 0.00 USDC, is short of the 1,235.50 USDC to pay. Nothing was sent.');
       expect(sends(wallet)).toBe(0);
       expect((await invoice(inv.id)).status).toBe('open');
     } finally {
@@ -190,12 +211,138 @@ describe.skipIf(!CHROMIUM)(`Pay with wallet in Chromium${CHROMIUM ? '' : ` (${NO
       await waitForStatus(page, /^Confirming/);
       expect(await chain.balanceOf(payer.address)).toBe(before - 20_000_000n);
       await chain.mine(2);
-      await waitForStatus(page, 'Paid. Thank you!');
+      await waitForPaid(page);
       expect(await invoice(inv.id)).toMatchObject({ status: 'paid', amount_paid_atomic: '30000000' });
     } finally {
       await context.close();
     }
   });
+
+  it('USDC but no ETH for the fee: says the network\'s own token is needed, in words, and sends nothing', async () => {
+    const inv = await sentInvoice('4');
+    const noGas = privateKeyToAccount(generatePrivateKey()).address;
+    await chain.transfer({ from: chain.payers[6].address, to: noGas, amountAtomic: 10_000_000n });
+    const { context, page, wallet } = await openWithWallet(noGas);
+    try {
+      await page.goto(`${origin}/pay/${inv.reference}`);
+      await page.locator('#pay-with-wallet').click();
+      const noEth = 'Your wallet has no ETH for the network fee on local. Add some ETH, the network\'s own token, to this account, then try again. Nothing was sent.';
+      await waitForStatus(page, noEth);
+      expect(await status(page).innerText()).not.toContain('gas * gas fee');
+      expect(sends(wallet)).toBe(0);
+      // Some ETH, not enough for the fee: the node refuses the send, and the page says the same
+      // thing in words, not viem's "The total cost (gas * gas fee + value) ...".
+      await chain.testClient.setBalance({ address: noGas, value: 1n });
+      await chain.testClient.impersonateAccount({ address: noGas });
+      await status(page).evaluate((el) => {
+        el.textContent = '';
+      });
+      await page.locator('#pay-with-wallet').click();
+      await waitForStatus(page, noEth);
+      expect(await status(page).innerText()).not.toContain('gas * gas fee');
+      expect(await chain.publicClient.getTransactionCount({ address: noGas })).toBe(0);
+      expect((await invoice(inv.id)).status).toBe('open');
+    } finally {
+      await context.close();
+    }
+  });
+
+  // Two payments, each approved, paid and confirmed, then two emails: twice the first test's work.
+  it('a split payment by wallet: the page becomes partially paid (what remains, QR and button for it), then paid, without a reload; one acknowledgement email for the part, a receipt listing both payments', async () => {
+    const email = 'split-payer@example.test';
+    const created = await sentInvoice('1235.5', email);
+    // A fixed reference and code: the page (and its screenshots) is the same on every run.
+    await fx.api.pool.query(`update invoices set reference = 'SplitBaseline0000001', code = 'TEST-INV-000125' where id = $1`, [created.id]);
+    const payer = chain.payers[5];
+    const { context, page, wallet, problems } = await openWithWallet(payer.address);
+    // The wallet is handed instructions for 500 of the 1,235.50 once (as if the invoice had asked
+    // for less): a real partial payment through the proxy, with the invoice's reference.
+    let shortOnce = true;
+    await page.route('**/pay/SplitBaseline0000001/status', async (route) => {
+      const response = await route.fetch();
+      const body = (await response.json()) as JsonBody;
+      if (shortOnce && body.instructions) {
+        shortOnce = false;
+        body.instructions = { ...body.instructions, amount_atomic: '497500000', fee_atomic: '2500000', total_atomic: '500000000' };
+      }
+      await route.fulfill({ response, json: body });
+    });
+    const masks = () => [page.locator('#page-qr'), page.locator('#payment-reference'), page.locator('#payments code')];
+    try {
+      await page.goto(`${origin}/pay/SplitBaseline0000001`);
+      const button = page.locator('#pay-with-wallet');
+      expect(await button.innerText()).toBe('Pay with wallet');
+      await button.click();
+      await waitForStatus(page, /^Confirming/);
+      const firstTx = await status(page).locator('code').innerText();
+      await chain.mine(2);
+      // Partially paid, in place: the headline is what remains; the QR code, the instructions and
+      // the button are for the remainder; the payment received is listed.
+      await page.locator('#invoice-status').filter({ hasText: 'Partially paid' }).waitFor({ timeout: STATE_TIMEOUT_MS });
+      expect(await page.locator('#headline-amount').innerText()).toBe('735.50 USDC');
+      expect(await page.locator('#partially-paid').innerText()).toBe('Received so far: 500.00 USDC. Remaining to pay: 735.50 USDC.');
+      expect(await page.locator('#wallet-qr').innerText()).toContain('Send exactly 735.50 USDC');
+      expect(await page.locator('#wallet-qr code').innerText()).toContain('uint256=735500000');
+      expect(await page.locator('#transfer-help').innerText()).toContain('send exactly 735.50 USDC');
+      expect(await page.locator('#payments li').allInnerTexts()).toEqual([`500.00 USDC ${firstTx}`]);
+      expect(await button.innerText()).toBe('Pay the rest with wallet');
+      expect(await status(page).innerText()).toBe('Payment received. Remaining to pay: 735.50 USDC.');
+      expect(await page.locator('main').innerText()).not.toContain('Paid. Thank you!');
+      await expectLikeBaseline(page, PARTIAL_BASELINE, masks());
+      // A reload shows the same state.
+      const state = await page.locator('#invoice-state').innerHTML();
+      const ways = await page.locator('#wallet-qr').innerHTML();
+      await page.reload();
+      expect(await page.locator('#invoice-state').innerHTML()).toBe(state);
+      expect(await page.locator('#wallet-qr').innerHTML()).toBe(ways);
+
+      // The rest, from the reloaded page's button.
+      await button.waitFor({ state: 'visible' });
+      await button.click();
+      await waitForStatus(page, /^Confirming/);
+      const secondTx = await status(page).locator('code').innerText();
+      await chain.mine(2);
+      await waitForPaid(page);
+      await expectPaidPage(page, [
+        { amount: '500.00 USDC', txHash: firstTx },
+        { amount: '735.50 USDC', txHash: secondTx },
+      ]);
+      await expectLikeBaseline(page, PAID_BASELINE, masks());
+      await page.reload();
+      await expectPaidPage(page, [
+        { amount: '500.00 USDC', txHash: firstTx },
+        { amount: '735.50 USDC', txHash: secondTx },
+      ]);
+      // approve and pay, twice: each approval is for exactly what that click pays.
+      expect(sends(wallet)).toBe(4);
+      expect(problems).toEqual([]);
+
+      // The customer's mail: one acknowledgement of the part (what arrived, what remained, the
+      // link), and the receipt listing both payments, in the email and in its PDF.
+      const receipt = await mailMatching((m) => recipientsOf(m).includes(email) && (m.subject ?? '').startsWith('Payment received'));
+      const ack = await mailMatching((m) => recipientsOf(m).includes(email) && (m.subject ?? '').startsWith('Partial payment received'));
+      expect(ack.subject).toBe('Partial payment received: 500.00 USDC toward invoice TEST-INV-000125 from Acme Widgets Ltd');
+      expect(ack.text).toContain('Received: 500.00 USDC');
+      expect(ack.text).toContain(`Transaction: ${firstTx}`);
+      expect(ack.text).toContain('Remaining to pay: 735.50 USDC');
+      expect(ack.text).toContain(`Pay the rest: ${origin}/pay/SplitBaseline0000001`);
+      expect(ack.attachments).toHaveLength(0);
+      expect(receipt.text).toContain(`Transaction: ${firstTx} (500.00 USDC)`);
+      expect(receipt.text).toContain(`Transaction: ${secondTx} (735.50 USDC)`);
+      const pdf = (await extractPdfText(receipt.attachments[0].content)).join('').replace(/\s+/g, '');
+      expect(pdf).toContain(`Transaction:${firstTx}(500.00USDC)`);
+      expect(pdf).toContain(`Transaction:${secondTx}(735.50USDC)`);
+      // Exactly one acknowledgement: one delivery for the one partial payment, sent, one message.
+      const { rows } = await fx.api.pool.query<{ kind: string; status: string }>(
+        `select kind, status from deliveries where invoice_id = $1 and kind in ('partial_payment', 'receipt') order by kind`,
+        [created.id],
+      );
+      expect(rows).toEqual([{ kind: 'partial_payment', status: 'sent' }, { kind: 'receipt', status: 'sent' }]);
+      expect(sink.messages.filter((m) => recipientsOf(m).includes(email) && (m.subject ?? '').startsWith('Partial payment received'))).toHaveLength(1);
+    } finally {
+      await context.close();
+    }
+  }, 60_000);
 
   it('GET /pay/<reference>/status: public facts only, for the script', async () => {
     const inv = await sentInvoice('7');

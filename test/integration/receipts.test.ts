@@ -2,6 +2,7 @@
 // SQL UPDATE), gets exactly one "payment received" email with a receipt PDF, through the
 // delivery machinery (database trigger -> delivery + outbox in the same transaction -> worker).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newId } from '../../src/domain/ids.js';
 import { JOBS } from '../../src/queue/catalogue.js';
 import type { WorkerRuntime } from '../../src/runtime/worker-runtime.js';
 import { startApiFixture, type ApiFixture } from '../helpers/context.js';
@@ -145,3 +146,99 @@ describe('receipts', () => {
     expect(await receiptRows(inv.id)).toEqual([]);
   });
 });
+
+describe('partial payments', () => {
+  const EXPLORER = 'https://sepolia.basescan.org';
+  const partialsTo = (email: string) => sink.messages.filter((m) => to(m).includes(email) && (m.subject ?? '').startsWith('Partial payment received'));
+
+  /** A confirmed payment no invoice claimed, on the invoice's chain and token (as the detector records one). */
+  async function unmatchedPayment(invoiceId: string, amountAtomic: string, txHash: string): Promise<string> {
+    const id = newId('pay');
+    await fx.api.pool.query(
+      `insert into payments (id, account_id, environment, chain_id, network, tx_hash, log_index, block_number, block_hash,
+         token_address, to_address, amount_atomic, fee_atomic, kind, status, outcome, confirmed_at)
+       select $1, i.account_id, i.environment, i.chain_id, i.network, $2, 0, 1, $3, i.token_address,
+         '0x2222222222222222222222222222222222222222', $4, 0, 'transfer', 'confirmed', 'unmatched', now()
+       from invoices i where i.id = $5`,
+      [id, txHash, `0x${'00'.repeat(32)}`, amountAtomic, invoiceId],
+    );
+    return id;
+  }
+
+  async function partialRows(invoiceId: string) {
+    const { rows } = await fx.api.pool.query<{ payment_id: string; status: string }>(
+      `select payment_id, status from deliveries where invoice_id = $1 and kind = 'partial_payment'`,
+      [invoiceId],
+    );
+    return rows;
+  }
+
+  it('each partial payment is acknowledged once (what arrived, what remains, the link); the one that pays in full gets the receipt, which lists both', async () => {
+    const email = 'split@example.test';
+    const inv = await sentInvoice(email);
+    const firstTx = `0x${'a1'.repeat(32)}`;
+    const secondTx = `0x${'b2'.repeat(32)}`;
+    const first = await unmatchedPayment(inv.id, '100000000', firstTx);
+    const second = await unmatchedPayment(inv.id, '150750000', secondTx);
+
+    const applied = await api.post(`/v1/payments/${first}/apply`, key(), { invoice_id: inv.id });
+    expect(applied.status, applied.raw).toBe(200);
+    await waitUntil(async () => partialsTo(email).length === 1, 20_000);
+    const ack = partialsTo(email)[0];
+    expect(ack.subject).toBe(`Partial payment received: 100.00 USDC toward invoice ${inv.code} from Acme Widgets Ltd`);
+    expect(ack.text).toContain('Received: 100.00 USDC');
+    // base-sepolia has an explorer: the transaction is its link.
+    expect(ack.text).toContain(`Transaction: ${EXPLORER}/tx/${firstTx}`);
+    expect(ack.html).toContain(`<a href="${EXPLORER}/tx/${firstTx}"`);
+    expect(ack.text).toContain('Remaining to pay: 150.75 USDC');
+    expect(ack.text).toMatch(new RegExp(`Pay the rest: \\S+/${inv.reference}`));
+    expect(ack.attachments).toHaveLength(0);
+    // A writer touching the applied row again (the detector rewrites rows it scans) queues nothing more.
+    await fx.api.pool.query(`update payments set status = 'confirmed', outcome = 'applied', updated_at = now() where id = $1`, [first]);
+    expect(await partialRows(inv.id)).toEqual([{ payment_id: first, status: 'sent' }]);
+
+    const rest = await api.post(`/v1/payments/${second}/apply`, key(), { invoice_id: inv.id });
+    expect(rest.status, rest.raw).toBe(200);
+    await waitUntil(async () => receiptsTo(email).length === 1, 20_000);
+    const receipt = receiptsTo(email)[0];
+    expect(receipt.text).toContain(`Transaction: ${EXPLORER}/tx/${firstTx} (100.00 USDC)`);
+    expect(receipt.text).toContain(`Transaction: ${EXPLORER}/tx/${secondTx} (150.75 USDC)`);
+    const pdf = (await extractPdfText(receipt.attachments[0].content)).join('').replace(/\s+/g, '');
+    expect(pdf).toContain(`Transaction:${firstTx}(100.00USDC)`);
+    expect(pdf).toContain(`Transaction:${secondTx}(150.75USDC)`);
+    // The payment that paid in full is not acknowledged as partial: one acknowledgement in all.
+    await waitQueueDrained(fx.api.queues.send);
+    expect(await partialRows(inv.id)).toEqual([{ payment_id: first, status: 'sent' }]);
+    expect(partialsTo(email)).toHaveLength(1);
+  });
+
+  it('a rolled-back application owes nothing: the delivery is written at the commit, with it', async () => {
+    const email = 'rollback-partial@example.test';
+    const inv = await sentInvoice(email);
+    const id = await unmatchedPayment(inv.id, '1000000', `0x${'c3'.repeat(32)}`);
+    const apply = async (end: 'commit' | 'rollback') => {
+      const client = await fx.api.pool.connect();
+      try {
+        await client.query('begin');
+        // The payment row first, the balance after, as the writers do: the trigger waits for the commit.
+        await client.query(`update payments set invoice_id = $2, outcome = 'applied' where id = $1`, [id, inv.id]);
+        await client.query(`update invoices set amount_paid_atomic = 1000000 where id = $1`, [inv.id]);
+        await client.query(end);
+      } finally {
+        client.release();
+      }
+    };
+    await apply('rollback');
+    expect(await partialRows(inv.id)).toEqual([]);
+    await apply('commit');
+    const { rows } = await fx.api.pool.query<{ payload: Record<string, string> }>(
+      `select payload from outbox where job_name = 'invoice.partial_payment' and payload->>'invoiceId' = $1`,
+      [inv.id],
+    );
+    // What remained once the balance of the same transaction was written: 250.75 - 1.
+    expect(rows.map((r) => [r.payload.paymentId, r.payload.remainingAtomic])).toEqual([[id, '249750000']]);
+    await waitUntil(async () => partialsTo(email).length === 1, 20_000);
+    expect(partialsTo(email)[0].text).toContain('Remaining to pay: 249.75 USDC');
+  });
+});
+

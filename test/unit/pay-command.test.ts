@@ -15,6 +15,7 @@ const LOCAL: Chain = {
   subscriptionManager: null,
   startBlock: 0,
   explorerUrl: null,
+  publicRpcUrl: null,
   tokens: [{ currency: 'USDC', address: '0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512', decimals: 6 }],
 };
 

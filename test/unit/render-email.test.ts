@@ -38,7 +38,7 @@ describe('renderEmail', () => {
     expect(renderEmail('reminder_after', invoice()).subject).toBe('Overdue: invoice INV-000042 was due on 2 Dec 2026');
   });
 
-  it.each(EMAIL_KINDS.filter((k) => k !== 'receipt'))('%s: text body has amount, network, pay link and memo, unescaped', (kind) => {
+  it.each(EMAIL_KINDS.filter((k) => k !== 'receipt' && k !== 'partial_payment'))('%s: text body has amount, network, pay link and memo, unescaped', (kind) => {
     const { text } = renderEmail(kind, invoice());
     expect(text).toContain('1,234.50 USDC on base-sepolia');
     expect(text).toContain('Pay online: https://pay.example.com/pay/ref_8f3k2?utm=a&x=1');
@@ -85,6 +85,7 @@ describe('renderEmail', () => {
     const doc = invoice({
       code: 'INV-1\r\nBcc: victim@example.com',
       merchant: { name: 'Acme\nX-Injected: yes\r', email: null },
+      partialPayment: { amount: '1', remaining: '2', txHash: `0x${'ab'.repeat(32)}`, url: null },
     });
     for (const kind of EMAIL_KINDS) {
       const { subject } = renderEmail(kind, doc);
@@ -94,7 +95,7 @@ describe('renderEmail', () => {
   });
 
   it('shows the settlement address, the payment reference and the token beside the amount, with one line on how to pay', () => {
-    const onChain = { to: '0x23618e81E3f5cdF7f54C3d65f7FBc0aBf5B21E8f', paymentReference: '0x1a2b3c4d5e6f7a8b' };
+    const onChain = { to: '0x23618e81E3f5cdF7f54C3d65f7FBc0aBf5B21E8f', paymentReference: '0x1a2b3c4d5e6f7a8b', viaProxy: true };
     const doc = invoice({ tokenAddress: '0x036CbD53842c5426634e7929541eC2318f3dCF7e', onChain });
     const { html, text } = renderEmail('invoice', doc);
     expect(text).toContain(`Pay to: ${onChain.to}\nPayment reference: ${onChain.paymentReference}\nToken contract: 0x036CbD53842c5426634e7929541eC2318f3dCF7e\n`);
@@ -110,18 +111,46 @@ describe('renderEmail', () => {
     }
   });
 
-  it('a receipt names its transaction, linked to the explorer when the chain has one', () => {
+  it('a receipt names every payment that made up the total, each transaction linked to the explorer when the chain has one', () => {
     const txHash = `0x${'ab'.repeat(32)}`;
+    const second = `0x${'cd'.repeat(32)}`;
     const url = `https://explorer.example.test/tx/${txHash}`;
-    const linked = renderEmail('receipt', invoice({ transaction: { txHash, url } }));
-    expect(linked.text).toContain(`Transaction: ${url}`);
+    const linked = renderEmail('receipt', invoice({ payments: [{ amount: '500', txHash, url }, { amount: '735.5', txHash: second, url: `https://explorer.example.test/tx/${second}` }] }));
+    expect(linked.text).toContain(`Transaction: ${url} (500.00 USDC)`);
+    expect(linked.text).toContain(`Transaction: https://explorer.example.test/tx/${second} (735.50 USDC)`);
     expect(linked.html).toContain(`<a href="${url}" style="color:#1a4fd6;">${txHash}</a>`);
-    const unlinked = renderEmail('receipt', invoice({ transaction: { txHash, url: null } }));
-    expect(unlinked.text).toContain(`Transaction: ${txHash}`);
+    expect(linked.html).toContain(`${second}</a> <span style="font-family:inherit;">(735.50 USDC)</span>`);
+    const unlinked = renderEmail('receipt', invoice({ payments: [{ amount: '1234.5', txHash, url: null }] }));
+    expect(unlinked.text).toContain(`Transaction: ${txHash} (1,234.50 USDC)`);
     expect(unlinked.html).toContain(txHash);
     expect(unlinked.html).not.toContain('explorer.example.test');
     expect(renderEmail('receipt', invoice()).text).not.toContain('Transaction');
-    expect(() => renderEmail('receipt', invoice({ transaction: { txHash, url: 'javascript:alert(1)' } }))).toThrow(/http/);
+    expect(() => renderEmail('receipt', invoice({ payments: [{ amount: '1', txHash, url: 'javascript:alert(1)' }] }))).toThrow(/http/);
+  });
+
+  it('a partial payment is acknowledged: what arrived, its transaction, what remains, the link to pay the rest; no attachment line', () => {
+    const txHash = `0x${'ef'.repeat(32)}`;
+    const { subject, text, html } = renderEmail('partial_payment', invoice({ paidAt: null, partialPayment: { amount: '500', remaining: '734.5', txHash, url: null } }));
+    expect(subject).toMatch(/^Partial payment received: 500\.00 USDC toward invoice /);
+    expect(text).toContain('Received: 500.00 USDC');
+    expect(text).toContain(`Transaction: ${txHash}`);
+    expect(text).toContain('Remaining to pay: 734.50 USDC');
+    expect(text).toMatch(/Pay the rest: https?:\/\//);
+    expect(html).toContain('>Pay the rest</a>');
+    for (const body of [text, html]) expect(body).not.toContain('attached');
+    expect(() => renderEmail('partial_payment', invoice())).toThrow(/needs the payment/);
+  });
+
+  it('says only what is true of paying on-chain: the fee proxy and the page\'s wallet only when the invoice has payment instructions', () => {
+    const onChain = { to: '0x23618e81E3f5cdF7f54C3d65f7FBc0aBf5B21E8f', paymentReference: '0x1a2b3c4d5e6f7a8b' };
+    const proxy = renderEmail('invoice', invoice({ onChain: { ...onChain, viaProxy: true } }));
+    expect(proxy.text).toContain('Pay through the fee proxy with this reference');
+    const plain = renderEmail('invoice', invoice({ onChain: { ...onChain, viaProxy: false } }));
+    for (const body of [plain.text, plain.html]) {
+      expect(body).not.toContain('fee proxy');
+      expect(body).not.toContain('wallet on the payment page');
+      expect(body).toContain('Pay by plain transfer of exactly this amount to this address.');
+    }
   });
 
   it('greets by email when the customer has no name', () => {

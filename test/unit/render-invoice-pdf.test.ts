@@ -69,8 +69,12 @@ describe('renderInvoicePdf content', () => {
   });
 
   it('prints the settlement address and the payment reference beside the token, and how to pay, when the invoice has them', async () => {
-    const onChain = { to: '0x23618e81E3f5cdF7f54C3d65f7FBc0aBf5B21E8f', paymentReference: '0x1a2b3c4d5e6f7a8b' };
+    const onChain = { to: '0x23618e81E3f5cdF7f54C3d65f7FBc0aBf5B21E8f', paymentReference: '0x1a2b3c4d5e6f7a8b', viaProxy: true };
     const text = flat(await extractPdfText(await renderInvoicePdf(invoice({ tokenAddress: '0x036CbD53842c5426634e7929541eC2318f3dCF7e', onChain }))));
+    // Without payment instructions (a chain without a fee proxy) only the plain transfer is offered.
+    const plain = flat(await extractPdfText(await renderInvoicePdf(invoice({ onChain: { ...onChain, viaProxy: false } }))));
+    expect(plain).not.toContain('fee proxy');
+    expect(plain).toContain('Pay by plain transfer of exactly this amount to this address.');
     expect(text).toContain('Token contract: 0x036CbD53842c5426634e7929541eC2318f3dCF7e');
     expect(text).toContain(`Pay to: ${onChain.to}`);
     expect(text).toContain(`Payment reference: ${onChain.paymentReference}`);
@@ -81,13 +85,16 @@ describe('renderInvoicePdf content', () => {
     expect(without).not.toContain('Pay to');
   });
 
-  it('a receipt names its transaction, linked to the explorer when the chain has one', async () => {
+  it('a receipt names every payment that made up the total, each transaction linked to the explorer when the chain has one', async () => {
     const txHash = `0x${'ab'.repeat(32)}`;
     const url = `https://explorer.example.test/tx/${txHash}`;
     const paid = { paidAt: '2026-11-25T08:00:00.000Z', onChain: { to: '0x23618e81E3f5cdF7f54C3d65f7FBc0aBf5B21E8f', paymentReference: '0x1a2b3c4d5e6f7a8b' } };
-    const linked = await renderReceiptPdf(invoice({ ...paid, transaction: { txHash, url } }));
-    // A hash may wrap by character in the narrow column: compared without whitespace.
-    expect(flat(await extractPdfText(linked)).replace(/ /g, '')).toContain(`Transaction:${txHash}`);
+    const second = `0x${'cd'.repeat(32)}`;
+    const linked = await renderReceiptPdf(invoice({ ...paid, payments: [{ amount: '500', txHash, url }, { amount: '734.5', txHash: second, url: null }] }));
+    // A hash may wrap by character in the narrow column: compared without whitespace. Every
+    // payment of a split payment is listed, with what it counted.
+    expect(flat(await extractPdfText(linked)).replace(/ /g, '')).toContain(`Transaction:${txHash}(500.00USDC)`);
+    expect(flat(await extractPdfText(linked)).replace(/ /g, '')).toContain(`Transaction:${second}(734.50USDC)`);
     // The receipt asks for nothing: no payment instructions on it.
     expect(flat(await extractPdfText(linked))).not.toContain('Payment reference');
     const task = getDocument({ data: new Uint8Array(linked), verbosity: 0 });
@@ -98,7 +105,7 @@ describe('renderInvoicePdf content', () => {
     } finally {
       await task.destroy();
     }
-    const unlinked = await renderReceiptPdf(invoice({ ...paid, transaction: { txHash, url: null } }));
+    const unlinked = await renderReceiptPdf(invoice({ ...paid, payments: [{ amount: '1234.5', txHash, url: null }] }));
     expect(flat(await extractPdfText(unlinked)).replace(/ /g, '')).toContain(`Transaction:${txHash}`);
     const plain = getDocument({ data: new Uint8Array(unlinked), verbosity: 0 });
     try {

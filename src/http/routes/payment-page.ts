@@ -14,17 +14,18 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import rateLimit from '@fastify/rate-limit';
 import { Type } from 'typebox';
-import { findInvoiceByReference, findLinkForPage, findLinkPayment } from '../../db/payment-page.js';
+import { appliedPaymentsOfInvoice, findInvoiceByReference, findLinkForPage, findLinkPayment } from '../../db/payment-page.js';
 import { paymentsOfInvoice } from '../../db/payments.js';
+import { withSnapshot } from '../../db/pool.js';
 import { presentPayment } from '../../chain/payment-object.js';
 import { chainById, walletChain } from '../../domain/chains.js';
 import { negotiateLocale } from '../../domain/locale.js';
-import { instructionsOfRow, remainingAtomic } from '../../domain/payments.js';
+import { countedAtomic, instructionsOfRow, remainingAtomic } from '../../domain/payments.js';
 import { resolveToken } from '../../domain/tokens.js';
 import { ApiError, errorEnvelope, notFound } from '../../errors.js';
 import { PAYMENT_PAGE_CSP, renderInvoicePage, renderLinkPage, renderNoticePage, renderNotFoundPage, type PageNotice } from '../../page/render-payment-page.js';
 import { walletScript } from '../../page/wallet-script.js';
-import { LinkCheckoutBody, LinkPaymentBody } from '../schemas/index.js';
+import { LinkCheckoutBody, LinkPaymentBody, PaymentPageStatus } from '../schemas/index.js';
 import { createLinkCheckout, linkPayableOnChain } from '../link-checkout.js';
 import { validationError } from '../validation-message.js';
 import type { Api, AppDeps } from '../types.js';
@@ -143,7 +144,11 @@ export async function paymentPageRoutes(app: Api, deps: AppDeps): Promise<void> 
     });
 
     async function invoicePage(reference: string, error: string | null): Promise<{ status: number; html: string }> {
-      const inv = await findInvoiceByReference(pool, reference);
+      // The balance and the payments that make it up, as of one instant.
+      const { inv, applied } = await withSnapshot(pool, async (db) => {
+        const found = await findInvoiceByReference(db, reference);
+        return { inv: found, applied: found ? await appliedPaymentsOfInvoice(db, found.id) : [] };
+      });
       // A draft has no page yet: its link has not been sent to anyone.
       if (!inv || inv.status === 'draft' || inv.amount === null || inv.amount_atomic === null) {
         return { status: 404, html: renderNotFoundPage('en') };
@@ -168,6 +173,10 @@ export async function paymentPageRoutes(app: Api, deps: AppDeps): Promise<void> 
         paymentReference: inv.payment_reference,
         paidAtomic: inv.amount_paid_atomic,
         explorerUrl: chainById(inv.chain_id)?.explorerUrl ?? null,
+        payments: applied.map((p) => ({
+          countedAtomic: countedAtomic({ amountAtomic: BigInt(p.amount_atomic), feeAtomic: BigInt(p.fee_atomic) }).toString(),
+          txHash: p.tx_hash,
+        })),
         pageUrl: pageUrl(inv.reference),
         simulateAction: inv.environment === 'sandbox' ? simulatePath(inv.reference) : null,
         wallet: instructionsOfRow(inv)
@@ -249,12 +258,17 @@ export async function paymentPageRoutes(app: Api, deps: AppDeps): Promise<void> 
        * status, amounts, the instructions printed on the page, the payments' hashes and
        * confirmations), never a name, an email or an id of the service.
        */
-      json.get<{ Params: Params }>('/:id/status', { schema: { hide: true } }, async (req, reply) => {
+      json.get<{ Params: Params; Reply: PaymentPageStatus }>('/:id/status', { schema: { hide: true, response: { 200: PaymentPageStatus } } }, async (req, reply) => {
         const { id } = req.params;
-        const inv = PAGE_ID.test(id) && !isLinkId(id) ? await findInvoiceByReference(pool, id) : null;
+        // One snapshot: a payment seen confirmed comes with the balance it made (the script trusts both).
+        const { inv, payments } = PAGE_ID.test(id) && !isLinkId(id)
+          ? await withSnapshot(pool, async (db) => {
+              const found = await findInvoiceByReference(db, id);
+              return { inv: found, payments: found ? await paymentsOfInvoice(db, found.id) : [] };
+            })
+          : { inv: null, payments: [] };
         if (!inv || inv.status === 'draft' || inv.amount_atomic === null) throw notFound('payment page', id);
         const chain = chainById(inv.chain_id);
-        const payments = await paymentsOfInvoice(pool, inv.id);
         reply.header('cache-control', 'no-store');
         return {
           status: inv.status,

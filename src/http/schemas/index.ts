@@ -7,6 +7,7 @@ export * from './events.js';
 export * from './invoices.js';
 export * from './parts.js';
 export * from './payment-links.js';
+export * from './payment-page.js';
 export * from './payments.js';
 export * from './products.js';
 export * from './subscriptions.js';

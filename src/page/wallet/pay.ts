@@ -13,6 +13,7 @@ import {
   type Hash,
   type Hex,
 } from 'viem';
+import type { PaymentPageStatus } from '../../http/schemas/payment-page.js';
 
 // Written out rather than parseAbi'd: the human-readable ABI parser would add its weight to the bundle.
 const PROXY_ABI = [
@@ -40,30 +41,10 @@ const USER_REJECTED = 4001;
 /** EIP-3326: the wallet does not know the chain it was asked to switch to. */
 const UNKNOWN_CHAIN = 4902;
 
-interface Instructions {
-  chain_id: number;
-  network: string;
-  token_address: Address;
-  token_decimals: number;
-  to: Address;
-  amount_atomic: string;
-  fee_atomic: string;
-  total_atomic: string;
-  fee_address: Address;
-  proxy_address: Address;
-  payment_reference: Hex;
-}
-
-interface Status {
-  status: string;
-  currency: string;
-  amount_paid_atomic: string;
-  amount_remaining_atomic: string;
-  required_confirmations: number;
-  payments: { tx_hash: string; status: 'pending' | 'confirmed' | 'removed'; confirmations: number }[];
-  instructions: Instructions | null;
-  chain: { chain_id: number; name: string; rpc_url: string | null; explorer_url: string | null; native_symbol: string };
-}
+/** The status endpoint's answer, as its one schema says (src/http/schemas/payment-page.ts). */
+type Status = PaymentPageStatus;
+type Instructions = NonNullable<Status['instructions']>;
+type WalletChain = NonNullable<Status['chain']>;
 
 interface Announced {
   info: { name: string; rdns?: string };
@@ -96,6 +77,32 @@ function errorCode(err: unknown): number | null {
   return null;
 }
 
+/**
+ * The wallet could not pay the network's fee: viem's InsufficientFundsError (its text, "The total
+ * cost (gas * gas fee + value) ...", means nothing to a payer) or a node's "insufficient funds".
+ */
+function isShortOfGas(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e && typeof e === 'object' && depth < 8; depth++) {
+    const o = e as { name?: unknown; message?: unknown; details?: unknown; cause?: unknown };
+    if (o.name === 'InsufficientFundsError') return true;
+    if ([o.message, o.details].some((m) => typeof m === 'string' && /insufficient funds/i.test(m))) return true;
+    e = o.cause;
+  }
+  return false;
+}
+
+/**
+ * An amount as the page prints every other (src/domain/invoice-format.ts formatTokenAmount): the
+ * page's language, at least two decimals, every significant digit ("1,235.50").
+ */
+function formatAmount(atomic: bigint, decimals: number): string {
+  const plain = formatUnits(atomic, decimals);
+  const places = Math.min(Math.max(plain.split('.')[1]?.length ?? 0, 2), decimals);
+  const format = new Intl.NumberFormat(document.documentElement.lang || 'en', { minimumFractionDigits: places, maximumFractionDigits: places });
+  // Intl.NumberFormat v3 takes a decimal string and keeps every digit; the type says number.
+  return format.format(plain as unknown as number);
+}
+
 function errorMessage(err: unknown): string {
   const o = err as { shortMessage?: unknown; message?: unknown };
   return String(o?.shortMessage ?? o?.message ?? err);
@@ -113,6 +120,8 @@ function setUp(root: HTMLElement): void {
   const checkoutUrl = root.dataset.checkoutUrl ?? null;
   let statusUrl = root.dataset.statusUrl ?? null;
   let busy = false;
+  /** The network's own token, which pays the fee: named when the wallet is short of it. */
+  let feeToken = { symbol: 'ETH', network: '' };
 
   const say = (text: string, state = 'info') => {
     line.textContent = text;
@@ -140,7 +149,8 @@ function setUp(root: HTMLElement): void {
     const note = root.dataset.confirmationMessage;
     say(note ? `${t('wallet.paid')} ${note}` : t('wallet.paid'), 'paid');
     button!.hidden = true;
-    for (const input of root.querySelectorAll<HTMLInputElement>('input')) input.disabled = true;
+    // A payment link's fields are in the form around the button.
+    for (const input of Array.from(root.closest('form')?.querySelectorAll<HTMLInputElement>('input') ?? [])) input.disabled = true;
     const redirect = root.dataset.redirectUrl;
     if (redirect) window.location.assign(redirect);
   }
@@ -151,13 +161,51 @@ function setUp(root: HTMLElement): void {
     return (await res.json()) as Status;
   }
 
+  /**
+   * An invoice's page becomes the state it reports: the page is fetched again from its own origin
+   * and its content replaces this one, so what the payer sees is exactly what a reload shows (one
+   * renderer, the server's). Partially paid: the new page's button pays the rest.
+   */
+  async function becomeCurrentState(note: { text: string; state: string } | null): Promise<void> {
+    const res = await fetch(window.location.href, { headers: { accept: 'text/html' }, cache: 'no-store' });
+    if (!res.ok) throw new Error(`page ${res.status}`);
+    const fresh = new DOMParser().parseFromString(await res.text(), 'text/html').querySelector('main');
+    const current = document.querySelector('main');
+    if (!fresh || !current) throw new Error('the page has no main');
+    current.replaceWith(document.adoptNode(fresh));
+    const next = document.getElementById('wallet-pay');
+    if (!next) return;
+    setUp(next);
+    const nextLine = next.querySelector<HTMLElement>('#payment-status');
+    if (note && nextLine) {
+      nextLine.textContent = note.text;
+      nextLine.dataset.state = note.state;
+    }
+  }
+
+  /** becomeCurrentState, or false when the page could not be fetched (this page then says the state itself). */
+  async function becameCurrentState(note: { text: string; state: string } | null): Promise<boolean> {
+    try {
+      await becomeCurrentState(note);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
   /** A payment link: an invoice of the link for the chosen amount, made once per amount. */
   let checkoutFor: string | null = null;
   async function checkout(): Promise<void> {
-    const amountInput = root.querySelector<HTMLInputElement>('#wallet-amount');
-    const emailInput = root.querySelector<HTMLInputElement>('#wallet-email');
+    const amountInput = document.querySelector<HTMLInputElement>('#wallet-amount');
+    const emailInput = document.querySelector<HTMLInputElement>('#wallet-email');
     const amount = amountInput ? amountInput.value.trim() : undefined;
     const email = emailInput && emailInput.value.trim() !== '' ? emailInput.value.trim() : undefined;
+    // The receipt goes to this address: asked for in words, not in the API's.
+    if (emailInput && (email === undefined || !emailInput.checkValidity())) {
+      say(t('wallet.emailNeeded'), 'error');
+      emailInput.focus();
+      throw new Stop();
+    }
     const key = `${amount ?? ''}|${email ?? ''}`;
     if (statusUrl && checkoutFor === key) return;
     say(t('wallet.checkout'));
@@ -168,24 +216,26 @@ function setUp(root: HTMLElement): void {
     });
     const body = (await res.json()) as { status_url?: string; error?: { message?: string } };
     if (!res.ok || !body.status_url) {
-      say(body.error?.message ?? t('wallet.failed', { message: String(res.status) }), 'error');
+      const message = body.error?.message ?? null;
+      say(message !== null && /^customer_email\b/.test(message) ? t('wallet.emailNeeded') : (message ?? t('wallet.failed', { message: String(res.status) })), 'error');
       throw new Stop();
     }
     statusUrl = new URL(body.status_url, window.location.href).href;
     checkoutFor = key;
   }
 
-  async function switchChain(provider: EIP1193Provider, chain: Status['chain']): Promise<void> {
+  /** `chain` null: the deployment does not describe the chain; the wallet may still know it. */
+  async function switchChain(provider: EIP1193Provider, inst: Instructions, chain: WalletChain | null): Promise<void> {
     const current = Number(await provider.request({ method: 'eth_chainId' }));
-    if (current === chain.chain_id) return;
-    const chainId = `0x${chain.chain_id.toString(16)}` as Hex;
-    say(t('wallet.switching', { network: chain.name }));
+    if (current === inst.chain_id) return;
+    const chainId = `0x${inst.chain_id.toString(16)}` as Hex;
+    say(t('wallet.switching', { network: inst.network }));
     try {
       await provider.request({ method: 'wallet_switchEthereumChain', params: [{ chainId }] });
     } catch (err) {
       if (errorCode(err) !== UNKNOWN_CHAIN) throw err;
-      if (!chain.rpc_url) {
-        say(t('wallet.addNetwork', { network: chain.name, chainId: chain.chain_id }), 'error');
+      if (!chain?.rpc_url) {
+        say(t('wallet.addNetwork', { network: inst.network, chainId: inst.chain_id }), 'error');
         throw new Stop();
       }
       await provider.request({
@@ -223,25 +273,34 @@ function setUp(root: HTMLElement): void {
     say(t('wallet.connecting'));
     const [account] = (await provider.request({ method: 'eth_requestAccounts' })) as Address[];
     if (!account) throw new Error('the wallet shared no account');
-    await switchChain(provider, status.chain);
+    await switchChain(provider, inst, status.chain);
 
     const transport = custom(provider);
     const publicClient = createPublicClient({ transport, pollingInterval: RECEIPT_POLL_MS });
     const wallet = createWalletClient({ account, transport, pollingInterval: RECEIPT_POLL_MS });
     const total = BigInt(inst.total_atomic);
-    const fmt = (v: bigint) => formatUnits(v, inst.token_decimals);
+    const fmt = (v: bigint) => formatAmount(v, inst.token_decimals);
     const currency = status.currency;
+    const token = inst.token_address as Address;
+    const proxy = inst.proxy_address as Address;
+    feeToken = { symbol: status.chain?.native_symbol ?? 'ETH', network: inst.network };
+    const gasShort = () => say(t('wallet.gas', feeToken), 'error');
 
     say(t('wallet.checking'));
-    const balance = await publicClient.readContract({ address: inst.token_address, abi: erc20Abi, functionName: 'balanceOf', args: [account] });
+    const balance = await publicClient.readContract({ address: token, abi: erc20Abi, functionName: 'balanceOf', args: [account] });
     if (balance < total) {
       say(t('wallet.short', { balance: fmt(balance), amount: fmt(total), currency }), 'error');
       return;
     }
-    const allowance = await publicClient.readContract({ address: inst.token_address, abi: erc20Abi, functionName: 'allowance', args: [account, inst.proxy_address] });
+    // The token is there but nothing pays the network's fee: say so before the wallet refuses.
+    if ((await publicClient.getBalance({ address: account })) === 0n) {
+      gasShort();
+      return;
+    }
+    const allowance = await publicClient.readContract({ address: token, abi: erc20Abi, functionName: 'allowance', args: [account, proxy] });
     if (allowance < total) {
       say(t('wallet.approve', { amount: fmt(total), currency }));
-      const approval = await wallet.writeContract({ chain: null, address: inst.token_address, abi: erc20Abi, functionName: 'approve', args: [inst.proxy_address, total] });
+      const approval = await wallet.writeContract({ chain: null, address: token, abi: erc20Abi, functionName: 'approve', args: [proxy, total] });
       say(t('wallet.approving'));
       const receipt = await publicClient.waitForTransactionReceipt({ hash: approval });
       if (receipt.status !== 'success') throw new Error('the approval failed on-chain');
@@ -249,12 +308,12 @@ function setUp(root: HTMLElement): void {
     say(t('wallet.confirmPay', { amount: fmt(total), currency }));
     const hash = await wallet.writeContract({
       chain: null,
-      address: inst.proxy_address,
+      address: proxy,
       abi: PROXY_ABI,
       functionName: 'transferFromWithReferenceAndFee',
-      args: [inst.token_address, inst.to, BigInt(inst.amount_atomic), inst.payment_reference, BigInt(inst.fee_atomic), inst.fee_address],
+      args: [token, inst.to as Address, BigInt(inst.amount_atomic), inst.payment_reference as Hex, BigInt(inst.fee_atomic), inst.fee_address as Address],
     });
-    const explorer = status.chain.explorer_url;
+    const explorer = status.chain?.explorer_url ?? null;
     sayTx(t('wallet.sent'), hash, explorer);
     // The page's own view of the payment (the service's watcher), until it is final one way or the other.
     for (;;) {
@@ -266,7 +325,7 @@ function setUp(root: HTMLElement): void {
       }
       const mine = status.payments.find((p) => p.tx_hash.toLowerCase() === hash.toLowerCase());
       if (status.status === 'paid') {
-        paid();
+        if (checkoutUrl || !(await becameCurrentState(null))) paid();
         return;
       }
       if (!mine) continue;
@@ -281,8 +340,11 @@ function setUp(root: HTMLElement): void {
       }
       // Confirmed and applied, yet the invoice is not paid: a partial payment. What remains is
       // payable with the next click (fresh instructions from the status).
-      say(t('wallet.partial', { remaining: fmt(BigInt(status.amount_remaining_atomic)), currency }), 'partial');
-      button!.textContent = t('wallet.buttonRest');
+      const note = { text: t('wallet.partial', { remaining: fmt(BigInt(status.amount_remaining_atomic)), currency }), state: 'partial' };
+      if (checkoutUrl || !(await becameCurrentState(note))) {
+        say(note.text, note.state);
+        button!.textContent = t('wallet.buttonRest');
+      }
       return;
     }
   }
@@ -295,6 +357,7 @@ function setUp(root: HTMLElement): void {
       .catch((err: unknown) => {
         if (err instanceof Stop) return;
         if (errorCode(err) === USER_REJECTED) say(t('wallet.rejected'), 'rejected');
+        else if (isShortOfGas(err)) say(t('wallet.gas', feeToken), 'error');
         else say(t('wallet.failed', { message: errorMessage(err) }), 'error');
       })
       .finally(() => {
@@ -303,6 +366,8 @@ function setUp(root: HTMLElement): void {
       });
   });
   root.hidden = false;
+  // A payment link's form holds the wallet's fields: shown with the button (it is the only way to pay there without the sandbox).
+  document.getElementById('link-pay')?.removeAttribute('hidden');
 }
 
 const root = document.getElementById('wallet-pay');
