@@ -72,7 +72,7 @@ build() {
     return
   fi
   say "building $image from $dir"
-  DOCKER_BUILDKIT=0 docker build -q --build-arg "BASE=$base_image" "$@" -t "$image" "$dir" >/dev/null
+  DOCKER_BUILDKIT=0 docker build -q --force-rm --build-arg "BASE=$base_image" "$@" -t "$image" "$dir" >/dev/null
   say "$image built"
 }
 build "$postgres_image" scripts/test-images/postgres --build-arg "PG_MAJOR=$pg_major"
