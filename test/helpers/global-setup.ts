@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { migrate } from '../../src/db/migrate.js';
-import { planServices, startServices } from './services.js';
+import { planServices, ServicesUnavailable, startServices } from './services.js';
 import { redactUrl } from '../../src/log.js';
 
 declare module 'vitest' {
@@ -32,7 +32,12 @@ export function withDatabase(url: string, name: string): string {
 
 export default async function setup(project: TestProject) {
   // vitest.config.ts made the same plan already, and stopped the run with one line if impossible.
-  const services = await startServices(await planServices());
+  const services = await startServices(await planServices()).catch((error: unknown) => {
+    // A container that cannot start (an image neither present nor pullable): its one line, exit 1.
+    if (!(error instanceof ServicesUnavailable)) throw error;
+    process.stderr.write(`${error.message}\n`);
+    process.exit(1);
+  });
   // The one line that says what this run talks to (passwords masked).
   process.stdout.write(
     `tests use Postgres ${redactUrl(services.databaseUrl)} (${services.origin.database}) and ${services.redisUrl ? `Redis ${redactUrl(services.redisUrl)} (${services.origin.redis})` : `no Redis (the Redis-backend project is left out: ${services.origin.redis})`}\n`,

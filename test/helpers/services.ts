@@ -117,7 +117,7 @@ async function removeOrphans(): Promise<string[]> {
 
 /** Says which image failed and what to do when it is missing and cannot be pulled. */
 function startFailure(image: string, variable: string, error: unknown): ServicesUnavailable {
-  const message = error instanceof Error ? error.message.split('\n')[0] : String(error);
+  const message = error instanceof Error ? error.message.split('\n')[0].trim() : String(error);
   return new ServicesUnavailable(
     `tests: could not start a container of ${image} (${variable}): ${message}. Without registry access build it locally: npm run test:images`,
   );
