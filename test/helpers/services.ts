@@ -8,6 +8,7 @@
 // names it. No Postgres to be had (no TEST_DATABASE_URL, no container runtime): the run stops at
 // once with one line saying what to install or set (vitest.config.ts). No Redis: the Redis-backend
 // project is left out, said in one line.
+import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -111,7 +112,7 @@ async function removeOrphans(): Promise<string[]> {
     const owner = Number(c.Labels[CONTAINER_LABEL]);
     return Number.isInteger(owner) && owner > 0 && gone(owner);
   });
-  await Promise.all(orphans.map((c) => client.container.remove(client.container.getById(c.Id), { removeVolumes: true })));
+  await Promise.all(orphans.map((c) => client.container.getById(c.Id).remove({ force: true, v: true })));
   return orphans.map((c) => c.Id.slice(0, 12));
 }
 
@@ -127,6 +128,8 @@ function startFailure(image: string, variable: string, error: unknown): Services
 interface Started {
   url: string;
   origin: string;
+  /** The container's full id, when it is one. */
+  containerId?: string;
   stop(): Promise<void>;
 }
 
@@ -154,6 +157,7 @@ async function postgresContainer(image: string, labels: Record<string, string>, 
     return {
       url: maintenance(container.getConnectionUri()),
       origin: `container ${id} of ${image}`,
+      containerId: container.getId(),
       stop: async () => {
         await container.stop();
         say(`tests: stopped the Postgres container ${id}`);
@@ -176,6 +180,7 @@ async function redisContainer(image: string, labels: Record<string, string>, say
     return {
       url: container.getConnectionUrl(),
       origin: `container ${id} of ${image}`,
+      containerId: container.getId(),
       stop: async () => {
         await container.stop();
         say(`tests: stopped the Redis container ${id}`);
@@ -219,10 +224,39 @@ export async function startServices(plan: ServicesPlan, say: Say = (line) => pro
     await Promise.allSettled([pg, rd].flatMap((s) => (s.status === 'fulfilled' && s.value ? [s.value.stop()] : [])));
     throw pg.status === 'rejected' ? pg.reason : rd.status === 'rejected' ? rd.reason : null;
   }
+  const started = [pg.value, ...(rd.value ? [rd.value] : [])];
+  // Ctrl-C or SIGTERM ends vitest without its teardown: the containers go with the process, through
+  // the docker CLI (a signal or exit handler cannot wait for the API). The signal is then raised
+  // again, so the process ends as it would have. A SIGKILLed run leaves them to the next run's
+  // removeOrphans.
+  const containerIds = started.flatMap((s) => (s.containerId ? [s.containerId] : []));
+  let removed = false;
+  const removeNow = () => {
+    if (removed || !containerIds.length) return;
+    removed = true;
+    spawnSync('docker', ['rm', '--force', '--volumes', ...containerIds], { stdio: 'ignore', timeout: 15_000 });
+  };
+  const onSignal = (signal: NodeJS.Signals) => {
+    removeNow();
+    process.kill(process.pid, signal);
+  };
+  const unhook = () => {
+    process.off('exit', removeNow);
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  };
+  if (containerIds.length) {
+    process.once('exit', removeNow);
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+  }
   return {
     databaseUrl: pg.value.url,
     redisUrl: rd.value?.url ?? null,
     origin: { database: pg.value.origin, redis: rd.value?.origin ?? (redis.kind === 'none' ? redis.why : '') },
-    stop: async () => void (await Promise.all([pg.value.stop(), ...(rd.value ? [rd.value.stop()] : [])])),
+    stop: async () => {
+      unhook();
+      await Promise.all(started.map((s) => s.stop()));
+    },
   };
 }
