@@ -7,8 +7,9 @@
 #      scripts/test-images/postgres (Debian's postgresql-<major>) and scripts/test-images/redis.
 # They are tagged with the names the tests look for, TEST_POSTGRES_IMAGE and TEST_REDIS_IMAGE
 # (defaults postgres:15 and redis:7, the official images' names), so testcontainers finds them
-# locally and never pulls. Idempotent: an image already present is kept (remove it with
-# `docker rmi <name>` to rebuild). Needs root (debootstrap), docker and debootstrap.
+# locally and never pulls. Idempotent: an image already present is kept, unless this script built
+# it from files of scripts/test-images/ that have changed since (`docker rmi <name>` forces a
+# rebuild). Needs root (debootstrap), docker and debootstrap.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,11 +24,23 @@ pg_major=${pg_major%%[!0-9]*}
 
 say() { printf 'test images: %s\n' "$*"; }
 present() { docker image inspect "$1" >/dev/null 2>&1; }
+# What an image is built from (its folder's files and the build arguments), kept in its label
+# invoice-lifecycle.recipe: an image built from an older recipe is rebuilt.
+recipe() { (cd "$1" && find . -type f -print0 | sort -z | xargs -0 sha256sum && echo "$2") | sha256sum | cut -c1-16; }
+# Present, and built from this recipe; an image without the label (pulled from a registry, or
+# tagged by hand) is the user's choice and kept as is.
+up_to_date() {
+  local label
+  label=$(docker image inspect -f '{{ index .Config.Labels "invoice-lifecycle.recipe" }}' "$1" 2>/dev/null) || return 1
+  [ -z "$label" ] || [ "$label" = "<no value>" ] || [ "$label" = "$2" ]
+}
 
 command -v docker >/dev/null 2>&1 || { say "docker is not installed (Debian: apt-get install docker.io)" >&2; exit 1; }
 docker info >/dev/null 2>&1 || { say "docker does not answer: start dockerd (e.g. dockerd --ip=127.0.0.1 &)" >&2; exit 1; }
 
-if present "$postgres_image" && present "$redis_image"; then
+postgres_recipe=$(recipe scripts/test-images/postgres "PG_MAJOR=$pg_major")
+redis_recipe=$(recipe scripts/test-images/redis "")
+if up_to_date "$postgres_image" "$postgres_recipe" && up_to_date "$redis_image" "$redis_recipe"; then
   say "$postgres_image and $redis_image are present: nothing to build"
   exit 0
 fi
@@ -65,15 +78,15 @@ fi
 
 # The legacy builder: it uses the local base as is (BuildKit would want buildx and try the registry).
 build() {
-  local image=$1 dir=$2
-  shift 2
-  if present "$image"; then
+  local image=$1 dir=$2 want=$3
+  shift 3
+  if up_to_date "$image" "$want"; then
     say "$image is present"
     return
   fi
-  say "building $image from $dir"
-  DOCKER_BUILDKIT=0 docker build -q --force-rm --build-arg "BASE=$base_image" "$@" -t "$image" "$dir" >/dev/null
+  if present "$image"; then say "rebuilding $image: $dir changed since it was built"; else say "building $image from $dir"; fi
+  DOCKER_BUILDKIT=0 docker build -q --force-rm --label "invoice-lifecycle.recipe=$want" --build-arg "BASE=$base_image" "$@" -t "$image" "$dir" >/dev/null
   say "$image built"
 }
-build "$postgres_image" scripts/test-images/postgres --build-arg "PG_MAJOR=$pg_major"
-build "$redis_image" scripts/test-images/redis
+build "$postgres_image" scripts/test-images/postgres "$postgres_recipe" --build-arg "PG_MAJOR=$pg_major"
+build "$redis_image" scripts/test-images/redis "$redis_recipe"
