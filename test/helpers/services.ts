@@ -10,7 +10,7 @@
 // project is left out, said in one line.
 import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import path from 'node:path';
 import { createLogger } from '../../src/log.js';
 import { useEmbeddedPostgres } from '../../src/runtime/embedded-postgres.js';
@@ -18,8 +18,10 @@ import { useEmbeddedPostgres } from '../../src/runtime/embedded-postgres.js';
 /** The images a developer machine pulls: production's PostgreSQL (docker-compose.yml) and Redis. */
 export const DEFAULT_POSTGRES_IMAGE = 'postgres:15';
 export const DEFAULT_REDIS_IMAGE = 'redis:7';
-/** Marks this suite's containers: `docker ps --filter label=invoice-lifecycle.tests`. Its value is the owning pid. */
+/** Marks this suite's containers: `docker ps --filter label=invoice-lifecycle.tests`. Its value is `<host name>/<pid>` of the run. */
 export const CONTAINER_LABEL = 'invoice-lifecycle.tests';
+/** The owner of this run's containers: the pid alone could be another machine's, on a shared Docker. */
+const OWNER = `${hostname()}/${process.pid}`;
 
 export type DatabaseSource = { kind: 'url'; url: string } | { kind: 'embedded' } | { kind: 'container'; image: string };
 export type RedisSource = { kind: 'url'; url: string } | { kind: 'container'; image: string } | { kind: 'none'; why: string };
@@ -75,23 +77,18 @@ export async function containerRuntimeAnswers(): Promise<boolean> {
 export async function planServices(env: NodeJS.ProcessEnv = process.env, runtimeAnswers: () => Promise<boolean> = containerRuntimeAnswers): Promise<ServicesPlan> {
   let runtime: boolean | undefined;
   const docker = async () => (runtime ??= await runtimeAnswers());
-  const databaseVar = env.TEST_DATABASE_URL;
-  const database: DatabaseSource =
-    databaseVar === 'embedded'
-      ? { kind: 'embedded' }
-      : databaseVar
-        ? { kind: 'url', url: databaseVar }
-        : (await docker())
-          ? { kind: 'container', image: env.TEST_POSTGRES_IMAGE || DEFAULT_POSTGRES_IMAGE }
-          : (() => {
-              throw new ServicesUnavailable(NO_POSTGRES);
-            })();
+  const database = async (): Promise<DatabaseSource> => {
+    if (env.TEST_DATABASE_URL === 'embedded') return { kind: 'embedded' };
+    if (env.TEST_DATABASE_URL) return { kind: 'url', url: env.TEST_DATABASE_URL };
+    if (await docker()) return { kind: 'container', image: env.TEST_POSTGRES_IMAGE || DEFAULT_POSTGRES_IMAGE };
+    throw new ServicesUnavailable(NO_POSTGRES);
+  };
   const redis: RedisSource = env.TEST_REDIS_URL
     ? { kind: 'url', url: env.TEST_REDIS_URL }
     : (await docker())
       ? { kind: 'container', image: env.TEST_REDIS_IMAGE || DEFAULT_REDIS_IMAGE }
       : { kind: 'none', why: 'TEST_REDIS_URL unset and no container runtime answers (install Docker, or set TEST_REDIS_URL)' };
-  return { database, redis };
+  return { database: await database(), redis };
 }
 
 /** True when the process of that pid is gone (a run killed before its teardown). */
@@ -109,8 +106,8 @@ async function removeOrphans(): Promise<string[]> {
   const { getContainerRuntimeClient } = await import('testcontainers');
   const client = await getContainerRuntimeClient();
   const orphans = (await client.container.list()).filter((c) => {
-    const owner = Number(c.Labels[CONTAINER_LABEL]);
-    return Number.isInteger(owner) && owner > 0 && gone(owner);
+    const [host, pid] = (c.Labels[CONTAINER_LABEL] ?? '').split('/');
+    return host === hostname() && Number(pid) > 0 && gone(Number(pid));
   });
   await Promise.all(orphans.map((c) => client.container.getById(c.Id).remove({ force: true, v: true })));
   return orphans.map((c) => c.Id.slice(0, 12));
@@ -213,7 +210,7 @@ export async function startServices(plan: ServicesPlan, say: Say = (line) => pro
     const removed = await removeOrphans();
     if (removed.length) say(`tests: removed containers left by killed runs: ${removed.join(', ')}`);
   }
-  const labels = { [CONTAINER_LABEL]: String(process.pid) };
+  const labels = { [CONTAINER_LABEL]: OWNER };
   // Both at once: each is ready in about a second, creating them is most of the wait.
   const [pg, rd] = await Promise.allSettled([
     database.kind === 'container' ? postgresContainer(database.image, labels, say) : database.kind === 'embedded' ? embeddedPostgres() : named(database.url, 'TEST_DATABASE_URL'),
