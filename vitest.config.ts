@@ -1,5 +1,5 @@
 import { defineConfig } from 'vitest/config';
-import { redisAvailability } from './test/helpers/redis-availability.js';
+import { planServices, ServicesUnavailable } from './test/helpers/services.js';
 import { clusterTestsWanted } from './test/helpers/test-modes.js';
 
 // The end-to-end files that run on both queue backends: the whole suite runs on the Postgres
@@ -31,9 +31,17 @@ const CLUSTER_FILES = [
 // Only meaningful on a cluster: the harness itself and the key layout there.
 const CLUSTER_ONLY = ['test/integration/redis-cluster.test.ts'];
 
-const redis = await redisAvailability();
+// Where Postgres and Redis come from (test/helpers/services.ts: TEST_DATABASE_URL / TEST_REDIS_URL,
+// else containers); the global setup starts them. No Postgres to be had: one line, exit 1, before
+// anything runs.
+const services = await planServices().catch((error: unknown) => {
+  if (!(error instanceof ServicesUnavailable)) throw error;
+  process.stderr.write(`${error.message}\n`);
+  process.exit(1);
+});
+const redisAvailable = services.redis.kind !== 'none';
 // One line saying why, when the Redis runs cannot happen.
-if (!redis.available) process.stdout.write(`queue backend redis: end-to-end runs skipped: ${redis.why}\n`);
+if (services.redis.kind === 'none') process.stdout.write(`queue backend redis: end-to-end runs skipped: ${services.redis.why}\n`);
 
 // No retry, on CI either: a test that fails once is a flaky test, fixed at its cause (a state to
 // wait for, not a longer bound), never hidden by a second run.
@@ -50,7 +58,7 @@ export default defineConfig({
     ...common,
     projects: [
       { test: { ...common, name: 'postgres', include: ['test/**/*.test.ts'], exclude: CLUSTER_ONLY, provide: { queueBackend: 'postgres' } } },
-      ...(redis.available ? [{ test: { ...common, name: 'redis', include: BOTH_BACKENDS, provide: { queueBackend: 'redis' as const } } }] : []),
+      ...(redisAvailable ? [{ test: { ...common, name: 'redis', include: BOTH_BACKENDS, provide: { queueBackend: 'redis' as const } } }] : []),
       ...(clusterTestsWanted(process.env)
         ? [
             {

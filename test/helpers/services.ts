@@ -1,19 +1,34 @@
-// Which Postgres and Redis the tests use, in this order:
-//  1. TEST_DATABASE_URL / TEST_REDIS_URL, else DATABASE_URL / REDIS_URL (CI sets these);
-//  2. containers started with testcontainers, when a container runtime answers;
-//  3. the local defaults (127.0.0.1:5432, 127.0.0.1:6379), when they answer;
-//  4. Postgres (or with TEST_DATABASE_URL=embedded): an embedded PostgreSQL (the service's own, see src/runtime/embedded-postgres.ts) in
-//     a temporary folder, removed afterwards. Redis: a throwaway `redis-server` on a free loopback
-//     port when the binary is on the PATH, else null (the Redis-backend runs are then left out;
-//     see redis-availability.ts).
-import { spawn, spawnSync } from 'node:child_process';
+// Which Postgres and Redis the tests use. Each is named by its variable, else started in a container:
+//  - Postgres: TEST_DATABASE_URL (a URL; or `embedded`: the service's own embedded PostgreSQL, see
+//    src/runtime/embedded-postgres.ts, in a temporary folder), else a container of
+//    TEST_POSTGRES_IMAGE (default postgres:15, the version docker-compose.yml runs in production);
+//  - Redis: TEST_REDIS_URL, else a container of TEST_REDIS_IMAGE (default redis:7).
+// The containers are started by testcontainers once per run (global-setup.ts) and stopped at its
+// end. Nothing is found by chance: whatever listens on 5432 or 6379 is used only when a variable
+// names it. No Postgres to be had (no TEST_DATABASE_URL, no container runtime): the run stops at
+// once with one line saying what to install or set (vitest.config.ts). No Redis: the Redis-backend
+// project is left out, said in one line.
+import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import net from 'node:net';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import path from 'node:path';
 import { createLogger } from '../../src/log.js';
-import { freePort } from '../../src/lib/free-port.js';
 import { useEmbeddedPostgres } from '../../src/runtime/embedded-postgres.js';
+
+/** The images a developer machine pulls: production's PostgreSQL (docker-compose.yml) and Redis. */
+export const DEFAULT_POSTGRES_IMAGE = 'postgres:15';
+export const DEFAULT_REDIS_IMAGE = 'redis:7';
+/** Marks this suite's containers: `docker ps --filter label=invoice-lifecycle.tests`. Its value is `<host name>/<pid>` of the run. */
+export const CONTAINER_LABEL = 'invoice-lifecycle.tests';
+/** The owner of this run's containers: the pid alone could be another machine's, on a shared Docker. */
+const OWNER = `${hostname()}/${process.pid}`;
+
+export type DatabaseSource = { kind: 'url'; url: string } | { kind: 'embedded' } | { kind: 'container'; image: string };
+export type RedisSource = { kind: 'url'; url: string } | { kind: 'container'; image: string } | { kind: 'none'; why: string };
+export interface ServicesPlan {
+  database: DatabaseSource;
+  redis: RedisSource;
+}
 
 export interface Services {
   databaseUrl: string;
@@ -23,27 +38,29 @@ export interface Services {
   stop(): Promise<void>;
 }
 
-export const LOCAL_PG = 'postgres://postgres@127.0.0.1:5432/postgres';
-export const LOCAL_REDIS = 'redis://127.0.0.1:6379';
+/** Why the run cannot start: one line, printed as is (vitest.config.ts), then exit 1. */
+export class ServicesUnavailable extends Error {}
 
-export function answers(url: string, fallbackPort: number): Promise<boolean> {
-  const u = new URL(url);
-  return new Promise((resolve) => {
-    const socket = net.connect({ host: u.hostname, port: Number(u.port || fallbackPort) });
-    socket.setTimeout(1_000);
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-    socket.once('timeout', () => {
-      socket.destroy();
-      resolve(false);
-    });
-  });
+export const NO_POSTGRES =
+  'tests need PostgreSQL and Redis: install Docker and start it (containers are started for you; without registry access build the images first: npm run test:images), or set TEST_DATABASE_URL and TEST_REDIS_URL (TEST_DATABASE_URL=embedded: an embedded PostgreSQL)';
+
+/**
+ * testcontainers' settings for this suite, each only when unset (read by testcontainers when it
+ * first connects, so before any container call):
+ *  - TESTCONTAINERS_RYUK_DISABLED=true: Ryuk, the reaper that removes containers of a killed run, is
+ *    an image pulled from Docker Hub, unreachable on machines without registry access; the global
+ *    set-up stops its containers itself, and removes those a killed run left (removeOrphans).
+ *  - TESTCONTAINERS_HOST_OVERRIDE=127.0.0.1: inside a container (a /.dockerenv, as on CI machines)
+ *    testcontainers dials the bridge's gateway, but the ports are published on loopback
+ *    (`dockerd --ip=127.0.0.1`, and Docker Desktop's localhost).
+ */
+export function containerDefaults(env: NodeJS.ProcessEnv = process.env): void {
+  env.TESTCONTAINERS_RYUK_DISABLED ??= 'true';
+  env.TESTCONTAINERS_HOST_OVERRIDE ??= '127.0.0.1';
 }
 
 export async function containerRuntimeAnswers(): Promise<boolean> {
+  containerDefaults();
   try {
     const { getContainerRuntimeClient } = await import('testcontainers');
     await getContainerRuntimeClient();
@@ -53,80 +70,190 @@ export async function containerRuntimeAnswers(): Promise<boolean> {
   }
 }
 
-/** The path of `redis-server` when it is on the PATH. */
-export function redisServerBinary(): string | null {
-  const found = spawnSync('sh', ['-c', 'command -v redis-server'], { encoding: 'utf8' });
-  return found.status === 0 && found.stdout.trim() ? found.stdout.trim() : null;
+/**
+ * Decides where Postgres and Redis come from, from the variables alone (the container runtime is
+ * asked only when a variable is missing). Throws ServicesUnavailable when there is no Postgres.
+ */
+export async function planServices(env: NodeJS.ProcessEnv = process.env, runtimeAnswers: () => Promise<boolean> = containerRuntimeAnswers): Promise<ServicesPlan> {
+  let runtime: boolean | undefined;
+  const docker = async () => (runtime ??= await runtimeAnswers());
+  const database = async (): Promise<DatabaseSource> => {
+    if (env.TEST_DATABASE_URL === 'embedded') return { kind: 'embedded' };
+    if (env.TEST_DATABASE_URL) return { kind: 'url', url: env.TEST_DATABASE_URL };
+    if (await docker()) return { kind: 'container', image: env.TEST_POSTGRES_IMAGE || DEFAULT_POSTGRES_IMAGE };
+    throw new ServicesUnavailable(NO_POSTGRES);
+  };
+  const redis: RedisSource = env.TEST_REDIS_URL
+    ? { kind: 'url', url: env.TEST_REDIS_URL }
+    : (await docker())
+      ? { kind: 'container', image: env.TEST_REDIS_IMAGE || DEFAULT_REDIS_IMAGE }
+      : { kind: 'none', why: 'TEST_REDIS_URL unset and no container runtime answers (install Docker, or set TEST_REDIS_URL)' };
+  return { database: await database(), redis };
 }
 
-/** A throwaway Redis without persistence (`--hz 100`, as in compose: delayed jobs on time). */
-async function startRedisServer(binary: string): Promise<{ url: string; stop(): Promise<void> }> {
-  const port = await freePort();
-  const child = spawn(binary, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--hz', '100'], { stdio: 'ignore' });
-  const url = `redis://127.0.0.1:${port}`;
-  const deadline = Date.now() + 10_000;
-  while (!(await answers(url, port))) {
-    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`redis-server did not start on port ${port}`);
-    await new Promise((r) => setTimeout(r, 50));
+/** True when the process of that pid is gone (a run killed before its teardown). */
+function gone(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'ESRCH';
   }
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+}
+
+/** Removes this suite's containers whose run died without its teardown (what Ryuk would have done). */
+async function removeOrphans(): Promise<string[]> {
+  const { getContainerRuntimeClient } = await import('testcontainers');
+  const client = await getContainerRuntimeClient();
+  const orphans = (await client.container.list()).filter((c) => {
+    const [host, pid] = (c.Labels[CONTAINER_LABEL] ?? '').split('/');
+    return host === hostname() && Number(pid) > 0 && gone(Number(pid));
+  });
+  await Promise.all(orphans.map((c) => client.container.getById(c.Id).remove({ force: true, v: true })));
+  return orphans.map((c) => c.Id.slice(0, 12));
+}
+
+/** Says which image failed and what to do when it is missing and cannot be pulled. */
+function startFailure(image: string, variable: string, error: unknown): ServicesUnavailable {
+  const message = error instanceof Error ? error.message.split('\n')[0].trim() : String(error);
+  return new ServicesUnavailable(
+    `tests: could not start a container of ${image} (${variable}): ${message}. Without registry access build it locally: npm run test:images`,
+  );
+}
+
+/** A service ready to use: its URL, where it came from (for the run's one line), how to stop it. */
+interface Started {
+  url: string;
+  origin: string;
+  /** The container's full id, when it is one. */
+  containerId?: string;
+  stop(): Promise<void>;
+}
+
+type Say = (line: string) => void;
+
+const named = (url: string, variable: string): Started => ({ url, origin: variable, stop: async () => {} });
+
+/** The harness creates its databases from the maintenance database. */
+function maintenance(url: string): string {
+  const u = new URL(url);
+  u.pathname = '/postgres';
+  return u.toString();
+}
+
+async function postgresContainer(image: string, labels: Record<string, string>, say: Say): Promise<Started> {
+  const { PostgreSqlContainer } = await import('@testcontainers/postgresql');
+  try {
+    // The official image's and the local one's entrypoint both take `postgres -c ...`. Durability
+    // only costs time here: the data goes with the container.
+    const container = await new PostgreSqlContainer(image)
+      .withLabels(labels)
+      .withCommand(['postgres', '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'])
+      .start();
+    const id = container.getId().slice(0, 12);
+    return {
+      url: maintenance(container.getConnectionUri()),
+      origin: `container ${id} of ${image}`,
+      containerId: container.getId(),
+      stop: async () => {
+        await container.stop();
+        say(`tests: stopped the Postgres container ${id}`);
+      },
+    };
+  } catch (error) {
+    throw startFailure(image, 'TEST_POSTGRES_IMAGE', error);
+  }
+}
+
+async function redisContainer(image: string, labels: Record<string, string>, say: Say): Promise<Started> {
+  const { RedisContainer } = await import('@testcontainers/redis');
+  try {
+    // --hz 100 as in compose (delayed jobs on time); no persistence.
+    const container = await new RedisContainer(image)
+      .withLabels(labels)
+      .withCommand(['redis-server', '--hz', '100', '--save', '', '--appendonly', 'no'])
+      .start();
+    const id = container.getId().slice(0, 12);
+    return {
+      url: container.getConnectionUrl(),
+      origin: `container ${id} of ${image}`,
+      containerId: container.getId(),
+      stop: async () => {
+        await container.stop();
+        say(`tests: stopped the Redis container ${id}`);
+      },
+    };
+  } catch (error) {
+    throw startFailure(image, 'TEST_REDIS_IMAGE', error);
+  }
+}
+
+async function embeddedPostgres(): Promise<Started> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'invoice-test-pg-'));
+  chmodSync(dir, 0o755); // as root the server runs as `postgres`, which must reach its data
+  const server = await useEmbeddedPostgres(dir, 'own', createLogger('silent'));
   return {
-    url,
-    async stop() {
-      if (child.exitCode === null) child.kill('SIGTERM');
-      await exited;
+    url: maintenance(server.url),
+    origin: `embedded PostgreSQL in ${dir}`,
+    stop: async () => {
+      await server.stop();
+      rmSync(dir, { recursive: true, force: true });
     },
   };
 }
 
-export async function resolveServices(env: NodeJS.ProcessEnv = process.env): Promise<Services> {
-  // TEST_DATABASE_URL=embedded asks for the embedded PostgreSQL even when another answers.
-  const forceEmbedded = env.TEST_DATABASE_URL === 'embedded';
-  let databaseUrl = forceEmbedded ? null : env.TEST_DATABASE_URL || env.DATABASE_URL || null;
-  let redisUrl = env.TEST_REDIS_URL || env.REDIS_URL || null;
-  const origin = {
-    database: env.TEST_DATABASE_URL ? 'TEST_DATABASE_URL' : env.DATABASE_URL ? 'DATABASE_URL' : '',
-    redis: env.TEST_REDIS_URL ? 'TEST_REDIS_URL' : env.REDIS_URL ? 'REDIS_URL' : '',
+/** Starts (or names) what the plan says; `stop()` stops what was started, and says so. */
+export async function startServices(plan: ServicesPlan, say: Say = (line) => process.stdout.write(`${line}\n`)): Promise<Services> {
+  const { database, redis } = plan;
+  if (database.kind === 'container' || redis.kind === 'container') {
+    containerDefaults();
+    const removed = await removeOrphans();
+    if (removed.length) say(`tests: removed containers left by killed runs: ${removed.join(', ')}`);
+  }
+  const labels = { [CONTAINER_LABEL]: OWNER };
+  // Both at once: each is ready in about a second, creating them is most of the wait.
+  const [pg, rd] = await Promise.allSettled([
+    database.kind === 'container' ? postgresContainer(database.image, labels, say) : database.kind === 'embedded' ? embeddedPostgres() : named(database.url, 'TEST_DATABASE_URL'),
+    redis.kind === 'container' ? redisContainer(redis.image, labels, say) : redis.kind === 'url' ? named(redis.url, 'TEST_REDIS_URL') : null,
+  ]);
+  if (pg.status === 'rejected' || rd.status === 'rejected') {
+    // The other one may have started: it is not left running.
+    await Promise.allSettled([pg, rd].flatMap((s) => (s.status === 'fulfilled' && s.value ? [s.value.stop()] : [])));
+    throw pg.status === 'rejected' ? pg.reason : rd.status === 'rejected' ? rd.reason : null;
+  }
+  const started = [pg.value, ...(rd.value ? [rd.value] : [])];
+  // Ctrl-C or SIGTERM ends vitest without its teardown: the containers go with the process, through
+  // the docker CLI (a signal or exit handler cannot wait for the API). The signal is then raised
+  // again, so the process ends as it would have. A SIGKILLed run leaves them to the next run's
+  // removeOrphans.
+  const containerIds = started.flatMap((s) => (s.containerId ? [s.containerId] : []));
+  let removed = false;
+  const removeNow = () => {
+    if (removed || !containerIds.length) return;
+    removed = true;
+    spawnSync('docker', ['rm', '--force', '--volumes', ...containerIds], { stdio: 'ignore', timeout: 15_000 });
   };
-  const stops: (() => Promise<unknown>)[] = [];
-  if ((!databaseUrl || !redisUrl) && (await containerRuntimeAnswers())) {
-    if (!databaseUrl && !forceEmbedded) {
-      const { PostgreSqlContainer } = await import('@testcontainers/postgresql');
-      const pg = await new PostgreSqlContainer('postgres:15-alpine').start();
-      databaseUrl = pg.getConnectionUri();
-      origin.database = 'testcontainers';
-      stops.push(() => pg.stop());
-    }
-    if (!redisUrl) {
-      const { RedisContainer } = await import('@testcontainers/redis');
-      const redis = await new RedisContainer('redis:7-alpine').withCommand(['redis-server', '--hz', '100']).start();
-      redisUrl = redis.getConnectionUrl();
-      origin.redis = 'testcontainers';
-      stops.push(() => redis.stop());
-    }
+  const onSignal = (signal: NodeJS.Signals) => {
+    removeNow();
+    process.kill(process.pid, signal);
+  };
+  const unhook = () => {
+    process.off('exit', removeNow);
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  };
+  if (containerIds.length) {
+    process.once('exit', removeNow);
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
   }
-  if (!databaseUrl && !forceEmbedded && (await answers(LOCAL_PG, 5432))) [databaseUrl, origin.database] = [LOCAL_PG, 'local default'];
-  if (!redisUrl && (await answers(LOCAL_REDIS, 6379))) [redisUrl, origin.redis] = [LOCAL_REDIS, 'local default'];
-  if (!redisUrl) {
-    const binary = redisServerBinary();
-    if (binary !== null) {
-      const server = await startRedisServer(binary);
-      [redisUrl, origin.redis] = [server.url, `throwaway redis-server (${binary})`];
-      stops.push(() => server.stop());
-    }
-  }
-  if (!databaseUrl) {
-    const dir = mkdtempSync(path.join(tmpdir(), 'invoice-test-pg-'));
-    chmodSync(dir, 0o755); // as root the server runs as `postgres`, which must reach its data
-    const server = await useEmbeddedPostgres(dir, 'own', createLogger('silent'));
-    const url = new URL(server.url);
-    url.pathname = '/postgres'; // the harness creates its databases from the maintenance one
-    databaseUrl = url.toString();
-    origin.database = `embedded PostgreSQL in ${dir}`;
-    stops.push(async () => {
-      await server.stop();
-      rmSync(dir, { recursive: true, force: true });
-    });
-  }
-  return { databaseUrl, redisUrl, origin, stop: async () => void (await Promise.all(stops.map((s) => s()))) };
+  return {
+    databaseUrl: pg.value.url,
+    redisUrl: rd.value?.url ?? null,
+    origin: { database: pg.value.origin, redis: rd.value?.origin ?? (redis.kind === 'none' ? redis.why : '') },
+    stop: async () => {
+      unhook();
+      await Promise.all(started.map((s) => s.stop()));
+    },
+  };
 }
