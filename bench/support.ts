@@ -331,6 +331,8 @@ export interface Validity {
   mark(figure: string): string;
   /** The closing lines: every invalid figure with its reason, or that none was. */
   summary(): string[];
+  /** Whether any figure is invalid. */
+  any(): boolean;
   /** Sets a non-zero exit code when any figure is invalid (call once, after printing). */
   exitCode(): void;
 }
@@ -348,6 +350,7 @@ export function createValidity(): Validity {
       return ok;
     },
     mark: (figure) => (problems.has(figure) ? ' INVALID' : ''),
+    any: () => problems.size > 0,
     summary() {
       if (problems.size === 0) return ['validity: every figure above is over successful work only (no non-2xx, no failed job, no missed email)'];
       return [
