@@ -1,7 +1,11 @@
-// POSTs a signed webhook: keep-alive connections through an undici Agent whose every new socket
-// resolves and checks its address (address-guard.ts); the host is checked again before every
-// delivery; redirects are never followed; a 2xx within the timeout is the only success.
+// POSTs signed webhooks: kept-alive connections through one undici Agent, which keeps a Pool per
+// endpoint origin of at most `perEndpoint` connections, and whose every new socket resolves and
+// checks its address (address-guard.ts). The host is checked again before every batch of
+// deliveries to it (checkHost); redirects are never followed; a 2xx within the timeout is the
+// only success.
+import net from 'node:net';
 import { Agent, request } from 'undici';
+import { withTimeout } from '../lib/with-timeout.js';
 import { AddressRefusedError, guardedLookup, resolvePublicAddresses } from './address-guard.js';
 
 export interface SendResult {
@@ -12,26 +16,49 @@ export interface SendResult {
 }
 
 export interface WebhookSender {
+  /**
+   * Resolves the host and checks every address (null when public, or private networks are
+   * allowed), else the attempt's error (`refused: ...`). Bounded by the timeout.
+   */
+  checkHost(url: string): Promise<string | null>;
+  /**
+   * One POST on the endpoint's kept-alive pool; never throws. An address literal is checked here
+   * (a socket to an address makes no lookup); a host name is checked by every new socket's
+   * lookup, and by checkHost, which the batch calls before its first request to the host.
+   */
   post(url: string, headers: Record<string, string>, body: string): Promise<SendResult>;
   close(): Promise<void>;
 }
 
-export function createWebhookSender(opts: { timeoutMs: number; allowPrivate: boolean; userAgent?: string }): WebhookSender {
+export function createWebhookSender(opts: { timeoutMs: number; allowPrivate: boolean; perEndpoint: number; userAgent?: string }): WebhookSender {
   const agent = new Agent({
     connect: { lookup: guardedLookup(opts.allowPrivate), timeout: opts.timeoutMs },
     keepAliveTimeout: 4_000,
-    connections: 32,
+    // Per origin: the endpoint's pool. The delivery loop never has more in flight to one
+    // endpoint, so a request never waits here for a connection (its timeout runs from the send).
+    connections: opts.perEndpoint,
   });
+  const userAgent = opts.userAgent ?? 'invoice-lifecycle-webhooks/1';
   return {
+    async checkHost(url) {
+      try {
+        await withTimeout(resolvePublicAddresses(new URL(url).hostname, opts.allowPrivate), opts.timeoutMs, 'resolving the host');
+        return null;
+      } catch (err) {
+        // resolvePublicAddresses throws only AddressRefusedError: anything else is the deadline.
+        return err instanceof AddressRefusedError ? `refused: ${err.message}` : `timed out after ${opts.timeoutMs} ms`;
+      }
+    },
     async post(url, headers, body) {
       const started = performance.now();
       const elapsed = () => performance.now() - started;
       try {
-        await resolvePublicAddresses(new URL(url).hostname, opts.allowPrivate);
+        const host = new URL(url).hostname;
+        if (net.isIP(host.replace(/^\[(.*)\]$/, '$1'))) await resolvePublicAddresses(host, opts.allowPrivate);
         const res = await request(url, {
           method: 'POST',
           body,
-          headers: { 'content-type': 'application/json', 'user-agent': opts.userAgent ?? 'invoice-lifecycle-webhooks/1', ...headers },
+          headers: { 'content-type': 'application/json', 'user-agent': userAgent, ...headers },
           dispatcher: agent,
           signal: AbortSignal.timeout(opts.timeoutMs),
           headersTimeout: opts.timeoutMs,
