@@ -99,27 +99,32 @@ export interface ClaimedDelivery {
 }
 
 /**
- * Claims up to `limit` due deliveries (oldest due first, at most `perEndpoint` of one endpoint) in
- * one statement and leases them to `leaseId` for `leaseMs`: next_attempt_at moves to the lease's
- * end, so they are due again if the claimer never records them (a crash), and another worker's
- * claim skips them meanwhile (SKIP LOCKED while this one commits, not due after).
+ * Claims up to `limit` due deliveries (oldest due first) in one statement and leases them to
+ * `leaseId` for `leaseMs`: next_attempt_at moves to the lease's end, so they are due again if the
+ * claimer never records them (a crash), and another worker's claim skips them meanwhile (SKIP
+ * LOCKED while this one commits, not due after).
  *
- * The candidates are the oldest `scan` due rows, cut to `perEndpoint` per endpoint: an endpoint
- * with a backlog takes at most that share of a batch.
+ * The candidates are the oldest `scan` due rows of the endpoints not at their bound, cut per
+ * endpoint to `perEndpoint`, or to what `busyEndpoints` (the claimer's endpoints with deliveries
+ * in flight) have left in `busyRemaining`: an endpoint with a backlog takes at most its share,
+ * and one at its bound (a slow one) is skipped, its backlog with it.
  */
 export async function claimDueDeliveries(
   db: Queryable,
-  opts: { leaseId: string; leaseMs: number; limit: number; perEndpoint: number; scan: number },
+  opts: { leaseId: string; leaseMs: number; limit: number; perEndpoint: number; busyEndpoints: string[]; busyRemaining: number[]; scan: number },
 ): Promise<ClaimedDelivery[]> {
   const { rows } = await db.query<ClaimedDelivery>(
-    `with due as (
-       select id, row_number() over (partition by endpoint_id order by due_at, id) as nth
+    `with busy as (
+       select * from unnest($6::text[], $7::int[]) as b(endpoint_id, remaining)
+     ), due as (
+       select id, endpoint_id, row_number() over (partition by endpoint_id order by due_at, id) as nth
        from (select id, endpoint_id, coalesce(next_attempt_at, created_at) as due_at from webhook_deliveries
              where status = 'pending' and coalesce(next_attempt_at, created_at) <= clock_timestamp()
+               and endpoint_id <> all(select endpoint_id from busy where remaining <= 0)
              order by coalesce(next_attempt_at, created_at) limit $5) oldest
      ), picked as (
-       select d.id from webhook_deliveries d join due on due.id = d.id
-       where due.nth <= $4 and d.status = 'pending' and coalesce(d.next_attempt_at, d.created_at) <= clock_timestamp()
+       select d.id from webhook_deliveries d join due on due.id = d.id left join busy on busy.endpoint_id = due.endpoint_id
+       where due.nth <= coalesce(busy.remaining, $4) and d.status = 'pending' and coalesce(d.next_attempt_at, d.created_at) <= clock_timestamp()
        order by coalesce(d.next_attempt_at, d.created_at) limit $3
        for update of d skip locked
      )
@@ -131,7 +136,7 @@ export async function claimDueDeliveries(
        (select min(a.started_at) from webhook_attempts a where a.delivery_id = d.id) as first_attempt_at,
        w.url, w.status as endpoint_status,
        array_remove(array[w.secret, case when w.previous_secret_expires_at > clock_timestamp() then w.previous_secret end], null) as secrets`,
-    [opts.leaseId, opts.leaseMs, opts.limit, opts.perEndpoint, opts.scan],
+    [opts.leaseId, opts.leaseMs, opts.limit, opts.perEndpoint, opts.scan, opts.busyEndpoints, opts.busyRemaining],
   );
   return rows;
 }
@@ -164,22 +169,22 @@ export interface EndpointHealth {
 }
 
 /**
- * Records a batch's outcomes in one statement: each delivery's new state and attempt (only where
- * the lease is still `leaseId`'s: a lease that ran out belongs to whoever claimed the delivery
- * since), its attempt row, and each endpoint's failure clock. Returns how many deliveries were
- * recorded and, for the endpoints still failing, since when.
+ * Records outcomes in one statement: each delivery's new state and attempt (only where its lease
+ * is still the outcome's: a lease that ran out belongs to whoever claimed the delivery since),
+ * its attempt row, and each endpoint's failure clock. Returns how many deliveries were recorded
+ * and, for the endpoints still failing, since when.
  */
 export async function recordDeliveryOutcomes(
   db: Queryable,
-  leaseId: string,
-  outcomes: DeliveryOutcome[],
+  /** leaseId: the claim's lease; the outcome is recorded only while the delivery is still under it. */
+  outcomes: (DeliveryOutcome & { leaseId: string })[],
   health: EndpointHealth[],
 ): Promise<{ recorded: number; failing: { endpointId: string; failingSince: Date }[] }> {
   const clip = (e: string | null | undefined) => (e == null ? null : e.slice(0, 1000));
   const { rows } = await db.query<{ recorded: number; failing: { endpoint_id: string; failing_since: string }[] }>(
     `with o as (
-       select * from unnest($2::text[], $3::text[], $4::timestamptz[], $5::boolean[], $6::int[], $7::text[], $8::int[], $9::timestamptz[])
-         as o(id, status, next_at, attempted, status_code, error, duration_ms, started_at)
+       select * from unnest($1::uuid[], $2::text[], $3::text[], $4::timestamptz[], $5::boolean[], $6::int[], $7::text[], $8::int[], $9::timestamptz[])
+         as o(lease_id, id, status, next_at, attempted, status_code, error, duration_ms, started_at)
      ), d as (
        update webhook_deliveries d set
          attempt_count = d.attempt_count + o.attempted::int,
@@ -191,7 +196,7 @@ export async function recordDeliveryOutcomes(
          succeeded_at = case when o.status = 'succeeded' then clock_timestamp() end,
          lease_id = null,
          updated_at = clock_timestamp()
-       from o where d.id = o.id and d.lease_id = $1 and d.status = 'pending'
+       from o where d.id = o.id and d.lease_id = o.lease_id and d.status = 'pending'
        returning d.id, d.attempt_count
      ), a as (
        insert into webhook_attempts (delivery_id, attempt, started_at, status_code, duration_ms, error)
@@ -207,7 +212,7 @@ export async function recordDeliveryOutcomes(
      select (select count(*)::int from d) as recorded,
        coalesce((select json_agg(json_build_object('endpoint_id', h.id, 'failing_since', h.failing_since)) from h where h.failing_since is not null), '[]') as failing`,
     [
-      leaseId,
+      outcomes.map((o) => o.leaseId),
       outcomes.map((o) => o.id),
       outcomes.map((o) => o.status),
       outcomes.map((o) => o.nextAttemptAt),

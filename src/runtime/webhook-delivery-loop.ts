@@ -1,27 +1,30 @@
-// The worker's webhook deliveries: LANES loops, each claiming a batch, sending it and recording
-// it, so one lane's database work overlaps the other's requests. A lane that finds nothing due
+// The worker's webhook deliveries (src/webhooks/deliver-batch.ts): claims due deliveries whenever
+// there is room for a batch, so claims, requests and recordings overlap. With nothing due it
 // sleeps until the next delivery falls due (a retry, a lease running out), a wake (the
-// `webhook_deliveries_due` NOTIFY that emit_event sends at commit, or this process's fan-out), or
-// POLL_MS at most.
+// `webhook_deliveries_due` NOTIFY that emit_event sends at commit, or this process's fan-out job),
+// a slot freeing (an endpoint at its bound may have more due), or POLL_MS at most.
 import type { Logger } from '../log.js';
 import { nextDeliveryDueAt } from '../db/webhook-deliveries.js';
-import { deliverBatch, type DeliverBatchDeps } from '../webhooks/deliver-batch.js';
+import { createDeliveryPump, type DeliveryPumpDeps } from '../webhooks/deliver-batch.js';
 
-const LANES = 2;
 const POLL_MS = 1_000;
 /** The least wait when deliveries are due but another claim holds them (its commit is imminent). */
 const MIN_WAIT_MS = 20;
 const ERROR_WAIT_MS = 1_000;
+/** With deliveries in flight, a claim waits for this share of the capacity to be free (bigger batches)... */
+const CLAIM_SHARE = 4;
+/** ...or this long since the last claim, whichever comes first. */
+const CLAIM_EVERY_MS = 25;
 
 export interface WebhookDeliveryLoop {
-  /** Deliveries may be due: lanes asleep look now. */
+  /** Deliveries may be due: look now. */
   wake(): void;
-  /** Stops claiming and waits for the batches in flight (each bounded by the timeouts). */
+  /** Stops claiming and waits for the deliveries in flight (each bounded by the timeouts) to be recorded. */
   stop(): Promise<void>;
 }
 
 export interface WebhookDeliveryLoopOptions {
-  /** WEBHOOK_CONCURRENCY: deliveries in flight per process, shared by the lanes. */
+  /** WEBHOOK_CONCURRENCY: deliveries in flight per process. */
   concurrency: number;
   /** WEBHOOK_ENDPOINT_CONCURRENCY: in flight to one endpoint per process. */
   perEndpoint: number;
@@ -30,43 +33,60 @@ export interface WebhookDeliveryLoopOptions {
 }
 
 /**
- * The lease outlasts any batch: the host check, the wait for an endpoint slot held by the other
- * lane, and the request are each bounded by the timeout; the margin is for the database. A lease
- * that still runs out only means the delivery may be sent twice (the late outcome is dropped).
+ * The lease outlasts an attempt: the host check and the request are each bounded by the timeout;
+ * the margin is for the database (claim commit, a recording queued behind another). A lease that
+ * still runs out only means the delivery may be sent twice (the late outcome is dropped).
  */
 export function leaseMsFor(timeoutMs: number): number {
-  return 3 * timeoutMs + 15_000;
+  return 2 * timeoutMs + 15_000;
 }
 
-export function startWebhookDeliveryLoop(deps: DeliverBatchDeps, opts: WebhookDeliveryLoopOptions, log: Logger): WebhookDeliveryLoop {
-  const size = { limit: Math.max(1, Math.ceil(opts.concurrency / LANES)), perEndpoint: opts.perEndpoint, leaseMs: leaseMsFor(opts.timeoutMs) };
+export function startWebhookDeliveryLoop(deps: DeliveryPumpDeps, opts: WebhookDeliveryLoopOptions, log: Logger): WebhookDeliveryLoop {
+  const pump = createDeliveryPump(
+    { ...deps, onRecordError: (err) => log.warn({ err }, 'could not record webhook delivery outcomes; their leases bring them back') },
+    { concurrency: opts.concurrency, perEndpoint: opts.perEndpoint, leaseMs: leaseMsFor(opts.timeoutMs) },
+  );
+  const batchMin = Math.max(1, Math.ceil(opts.concurrency / CLAIM_SHARE));
   let stopped = false;
-  // Per lane: a wake that came while it was busy is not lost (it looks again before sleeping).
-  const woken = Array.from({ length: LANES }, () => false);
-  const sleepers = new Map<number, () => void>();
+  // A wake that comes while the loop is busy is not lost: it looks again before sleeping.
+  let woken = false;
+  let sleeper: (() => void) | null = null;
+  const wake = () => {
+    woken = true;
+    sleeper?.();
+  };
+  pump.onSlotFree(() => sleeper?.());
 
-  const sleep = (lane: number, ms: number) =>
+  const sleep = (ms: number) =>
     new Promise<void>((resolve) => {
-      if (woken[lane] || stopped) return resolve();
+      if (woken || stopped) return resolve();
       const timer = setTimeout(done, ms);
       function done() {
         clearTimeout(timer);
-        sleepers.delete(lane);
+        sleeper = null;
         resolve();
       }
-      sleepers.set(lane, done);
+      sleeper = done;
     });
 
-  const run = async (lane: number) => {
+  let lastClaimAt = 0;
+  const run = async () => {
     while (!stopped) {
-      woken[lane] = false;
+      const free = opts.concurrency - pump.inFlight();
+      // Busy: wait for room for a batch worth a statement, or a little while.
+      if (free <= 0 || (pump.inFlight() > 0 && free < batchMin && Date.now() - lastClaimAt < CLAIM_EVERY_MS)) {
+        await sleep(free <= 0 ? POLL_MS : CLAIM_EVERY_MS);
+        continue;
+      }
+      woken = false;
       let claimed: number;
       try {
-        claimed = await deliverBatch(deps, size);
+        lastClaimAt = Date.now();
+        claimed = await pump.claim();
       } catch (err) {
-        // The claimed deliveries come back when their lease runs out.
-        log.warn({ err }, 'webhook delivery batch failed; retrying');
-        await sleep(lane, ERROR_WAIT_MS);
+        // What the claim leased comes back when the lease runs out.
+        log.warn({ err }, 'could not claim webhook deliveries; retrying');
+        await sleep(ERROR_WAIT_MS);
         continue;
       }
       if (claimed > 0) continue;
@@ -77,20 +97,17 @@ export function startWebhookDeliveryLoop(deps: DeliverBatchDeps, opts: WebhookDe
       } catch (err) {
         log.warn({ err }, 'could not read when the next webhook delivery is due');
       }
-      await sleep(lane, waitMs);
+      await sleep(waitMs);
     }
   };
-  const lanes = Array.from({ length: LANES }, (_, lane) => run(lane));
-  const wake = () => {
-    woken.fill(true);
-    for (const done of [...sleepers.values()]) done();
-  };
+  const loop = run();
   return {
     wake,
     async stop() {
       stopped = true;
       wake();
-      await Promise.all(lanes);
+      await loop;
+      await pump.drain();
     },
   };
 }

@@ -20,7 +20,6 @@ import { QUEUES } from '../queue/catalogue.js';
 import { listen } from '../db/listen.js';
 import { presentEvent } from '../http/presenters.js';
 import { createWebhookSender } from '../webhooks/sender.js';
-import { createKeyedLimiter } from '../lib/limiter.js';
 import { startWebhookDeliveryLoop, type WebhookDeliveryLoop } from './webhook-delivery-loop.js';
 import { startUpkeepSchedulers } from './guarded-schedulers.js';
 import { createChainWatcher } from '../chain/watcher.js';
@@ -171,7 +170,6 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
       sender,
       retry: { baseMs: config.webhooks.backoffBaseMs, maxMs: config.webhooks.backoffMaxMs, windowMs: config.webhooks.retryWindowMs },
       renderEvent: presentEvent,
-      endpointSlots: createKeyedLimiter(config.webhooks.endpointConcurrency),
       countDelivery: (outcome) => metrics.webhookDeliveries.inc({ outcome }),
       observeDeliveryLatency: (seconds) => metrics.webhookLatency.observe(seconds),
     },
