@@ -203,7 +203,7 @@ async function deliverOne(
     attempt = { startedAt, statusCode: null, durationMs: Date.now() - startedAt.getTime(), error: refused };
   } else {
     const sentAt = new Date();
-    const result = await deps.sender.post(d.url, signatureHeaders(d.secrets, event.id, sentAt, body), body);
+    const result = await deps.sender.post(d.endpoint_id, d.url, signatureHeaders(d.secrets, event.id, sentAt, body), body);
     attempt = { startedAt: sentAt, statusCode: result.statusCode, durationMs: result.durationMs, error: result.error };
   }
   if (attempt.error === null) {

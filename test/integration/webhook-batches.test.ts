@@ -148,7 +148,7 @@ describe('webhook deliveries in batches', () => {
     receiver.release();
     await receiver.waitFor((all) => objectIds('/slow', all).size === ids.length, 30_000, 'every event at the slow endpoint once released');
     await waitUntil(async () => (await deliveryRows(slow.id)).every((d) => d.status === 'succeeded'), 20_000);
-  });
+  }, 120_000);
 
   it('a worker killed mid-batch: its leases run out and every delivery of the batch arrives again, same webhook-id, recorded once', async () => {
     const keys = await merchant();

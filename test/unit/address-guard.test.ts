@@ -15,7 +15,7 @@ describe('address guard at delivery time', () => {
         const refused = await sender.checkHost(`http://${host}:9/hook`);
         expect([host, refused]).toEqual([host, expect.stringMatching(/^refused: the address .* is not a public address$/)]);
         // And a POST that skipped the check: a socket to an address literal makes no lookup.
-        const res = await sender.post(`http://${host}:9/hook`, {}, '{}');
+        const res = await sender.post('we_test', `http://${host}:9/hook`, {}, '{}');
         expect([host, res.statusCode, res.error]).toEqual([host, null, expect.stringMatching(/^refused: the address .* is not a public address$/)]);
       }
     } finally {
