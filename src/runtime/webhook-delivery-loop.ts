@@ -81,8 +81,9 @@ export function startWebhookDeliveryLoop(deps: DeliveryPumpDeps, opts: WebhookDe
       woken = false;
       let claimed: number;
       try {
-        lastClaimAt = Date.now();
         claimed = await pump.claim();
+        // From the claim's end: slots freed while it ran wait for a batch worth the next one.
+        lastClaimAt = Date.now();
       } catch (err) {
         // What the claim leased comes back when the lease runs out.
         log.warn({ err }, 'could not claim webhook deliveries; retrying');
