@@ -57,9 +57,11 @@ export function startWebhookDeliveryLoop(deps: DeliveryPumpDeps, opts: WebhookDe
   };
   pump.onSlotFree(() => sleeper?.());
 
-  const sleep = (ms: number) =>
+  // `forWork`: a pending wake ends the sleep at once (deliveries may be due). Waiting for room
+  // must not: a wake while the slots are full would turn the wait into a spin that never yields.
+  const sleep = (ms: number, forWork = true) =>
     new Promise<void>((resolve) => {
-      if (woken || stopped) return resolve();
+      if (stopped || (forWork && woken)) return resolve();
       const timer = setTimeout(done, ms);
       function done() {
         clearTimeout(timer);
@@ -74,8 +76,9 @@ export function startWebhookDeliveryLoop(deps: DeliveryPumpDeps, opts: WebhookDe
     while (!stopped) {
       const free = opts.concurrency - pump.inFlight();
       // Busy: wait for room for a batch worth a statement, or a little while.
-      if (free <= 0 || (pump.inFlight() > 0 && free < batchMin && Date.now() - lastClaimAt < CLAIM_EVERY_MS)) {
-        await sleep(free <= 0 ? POLL_MS : CLAIM_EVERY_MS);
+      const sinceClaim = Date.now() - lastClaimAt;
+      if (free <= 0 || (pump.inFlight() > 0 && free < batchMin && sinceClaim < CLAIM_EVERY_MS)) {
+        await sleep(free <= 0 ? POLL_MS : CLAIM_EVERY_MS - sinceClaim, false);
         continue;
       }
       woken = false;
