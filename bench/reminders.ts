@@ -62,6 +62,7 @@ import {
   backendEnv,
   backendsFromArgs,
   createBenchDatabase,
+  createValidity,
   fmt,
   loadAvg,
   note,
@@ -77,6 +78,10 @@ import { deleteRedisPrefix } from '../test/helpers/redis-keys.js';
 const IN_FLIGHT = 200;
 const CANCEL_SAMPLE = 200;
 const LATENESS_SCHEDULES = 1_000;
+// A figure over reminders that never fired, schedules never removed or jobs left behind is not a
+// speed: it is printed INVALID and the run exits 1.
+const validity = createValidity();
+const figure = (kind: string, n: number, what: string) => `${kind} N=${n} ${what}`;
 const ZONES = ['Europe/Paris', 'America/New_York', 'Asia/Kolkata', 'Australia/Sydney', 'UTC'];
 const TARGET = { bytes: 2048, latenessP99: 500, cancelP99: 100, spread: 0.15 };
 
@@ -350,7 +355,8 @@ async function runBare(queues: QueueBackend, store: Store, invoices: Invoice[], 
     const t1 = performance.now();
     await pooled(invoices, IN_FLIGHT, (inv) => queue.removeJobScheduler(reminderSchedulerId(inv.id)));
     const cancelAllS = (performance.now() - t1) / 1000;
-    if ((await queue.getJobSchedulersCount()) !== 0) note('warning: bare schedulers left after removing them all');
+    const left = await queue.getJobSchedulersCount();
+    validity.expect(left === 0, `${store.backend} N=${invoices.length} bare cancel all`, `${left} bare schedulers left after removing them all`);
     return { scheduleS, memory, usedDelta, cancelAllS };
   } finally {
     await queue.obliterate({ force: true }).catch(() => undefined);
@@ -425,6 +431,7 @@ async function runSize(kind: RunKind, db: BenchDatabase, n: number, accountId: s
     // 1.5x the time this backend took to schedule as many, and at least 4 s.
     const leadMs = Math.max(4_000, Math.ceil((LATENESS_SCHEDULES / (n / scheduleS)) * 1.5 * 1000));
     const lateness = await measureLateness(queues, config, policy, leadMs, shards);
+    validity.expect(lateness.length === LATENESS_SCHEDULES, figure(kind, n, 'lateness'), `only ${lateness.length} of ${LATENESS_SCHEDULES} reminders fired within 30 s`);
 
     note(`${kind} N=${n}: cancel latency, ${CANCEL_SAMPLE} invoices paid by SQL one at a time`);
     const sample = open.slice(0, CANCEL_SAMPLE);
@@ -434,6 +441,9 @@ async function runSize(kind: RunKind, db: BenchDatabase, n: number, accountId: s
       await pool.query(`update invoices set status = 'paid', paid_at = now() where id = $1`, [inv.id]);
       cancelSample.push(await timeUntilGone(store, queueOf(inv.id), inv.id, c0));
     }
+
+    const timedOut = cancelSample.filter((x) => x === Infinity).length;
+    validity.expect(timedOut === 0, figure(kind, n, 'cancel'), `${timedOut} of ${cancelSample.length} schedulers still present 5 s after their invoice was paid`);
 
     note(`${kind} N=${n}: one UPDATE pays the other ${open.length - CANCEL_SAMPLE}`);
     const a0 = performance.now();
@@ -448,7 +458,7 @@ async function runSize(kind: RunKind, db: BenchDatabase, n: number, accountId: s
     }
     const cancelAllS = (performance.now() - a0) / 1000;
     const leftJobs = await store.remJobs(shardQueues);
-    if (leftJobs !== 0) note(`warning: ${leftJobs} pending reminder jobs left after cancelling every schedule`);
+    validity.expect(leftJobs === 0, figure(kind, n, 'cancel all'), `${leftJobs} pending reminder jobs left after cancelling every schedule`);
 
     return { kind, n, shards, scheduleS, memory, usedDelta, bare, lateness, latenessWorkerConcurrency: config.workerConcurrency, cancelSample, cancelAllS, cancelAllUpdateS };
   } finally {
@@ -464,6 +474,7 @@ function report(results: RunResult[], redisVersion: string): string {
   const head = ['', ...results.map((r) => `${r.kind} N = ${r.n.toLocaleString('en-US')}`), 'target'];
   const ms = (v: number) => (Number.isFinite(v) ? fmt(v, 1) : 'timeout');
   const pass = (ok: boolean) => (ok ? 'ok' : 'MISSED');
+  const judged = (r: RunResult, what: string, ok: boolean) => validity.mark(figure(r.kind, r.n, what)).trim() || pass(ok);
   const isRedis = (r: RunResult) => r.kind !== 'postgres';
   const bareCell = (r: RunResult, f: (b: NonNullable<RunResult['bare']>) => string) => (r.bare ? f(r.bare) : '-');
   const rows: (string | number)[][] = [
@@ -482,11 +493,11 @@ function report(results: RunResult[], redisVersion: string): string {
     ['  Redis: INFO used_memory delta / N, all masters (project | bare)', ...results.map((r) => (isRedis(r) ? `${fmt(r.usedDelta / r.n, 0)} | ${bareCell(r, (b) => fmt(b.usedDelta / r.n, 0))}` : '-')), 'shared server: noisy'],
     ['Redis: MB per master (every key under the prefix)', ...results.map((r) => (isRedis(r) ? r.memory.perNode.map((b) => fmt(b / 1e6, 1)).join(' / ') : '-')), ''],
     ['  spread between masters (max - min) / mean', ...results.map((r) => (r.memory.perNode.length < 2 ? '-' : `${fmt(spreadOf(r.memory.perNode) * 100, 1)}% ${pass(spreadOf(r.memory.perNode) <= TARGET.spread)}`)), `<= ${TARGET.spread * 100}%`],
-    [`lateness ms p50 / p99 / max (${LATENESS_SCHEDULES.toLocaleString('en-US')} in one second)`, ...results.map((r) => `${fmt(percentile(r.lateness, 50), 0)} / ${fmt(percentile(r.lateness, 99), 0)} / ${fmt(Math.max(...r.lateness), 0)} ${pass(percentile(r.lateness, 99) < TARGET.latenessP99)}`), `p99 < ${TARGET.latenessP99}`],
+    [`lateness ms p50 / p99 / max (${LATENESS_SCHEDULES.toLocaleString('en-US')} in one second)`, ...results.map((r) => `${fmt(percentile(r.lateness, 50), 0)} / ${fmt(percentile(r.lateness, 99), 0)} / ${fmt(Math.max(...r.lateness), 0)} ${judged(r, 'lateness', percentile(r.lateness, 99) < TARGET.latenessP99)}`), `p99 < ${TARGET.latenessP99}`],
     ['  min lateness ms (never early)', ...results.map((r) => fmt(Math.min(...r.lateness), 0)), '>= 0'],
-    [`cancel ms p50 / p99 / max (SQL paid -> scheduler gone, ${CANCEL_SAMPLE} sampled)`, ...results.map((r) => `${ms(percentile(r.cancelSample, 50))} / ${ms(percentile(r.cancelSample, 99))} / ${ms(Math.max(...r.cancelSample))} ${pass(percentile(r.cancelSample, 99) < TARGET.cancelP99)}`), `p99 < ${TARGET.cancelP99}`],
-    ['cancel all others: one SQL UPDATE -> NOTIFY -> worker, s', ...results.map((r) => `${fmt(r.cancelAllS, 2)} (UPDATE ${fmt(r.cancelAllUpdateS, 2)})`), ''],
-    ['  bare removeJobScheduler, 200 in flight, s', ...results.map((r) => bareCell(r, (b) => fmt(b.cancelAllS, 2))), ''],
+    [`cancel ms p50 / p99 / max (SQL paid -> scheduler gone, ${CANCEL_SAMPLE} sampled)`, ...results.map((r) => `${ms(percentile(r.cancelSample, 50))} / ${ms(percentile(r.cancelSample, 99))} / ${ms(Math.max(...r.cancelSample))} ${judged(r, 'cancel', percentile(r.cancelSample, 99) < TARGET.cancelP99)}`), `p99 < ${TARGET.cancelP99}`],
+    ['cancel all others: one SQL UPDATE -> NOTIFY -> worker, s', ...results.map((r) => `${fmt(r.cancelAllS, 2)} (UPDATE ${fmt(r.cancelAllUpdateS, 2)})${validity.mark(figure(r.kind, r.n, 'cancel all'))}`), ''],
+    ['  bare removeJobScheduler, 200 in flight, s', ...results.map((r) => bareCell(r, (b) => `${fmt(b.cancelAllS, 2)}${validity.mark(`${r.kind} N=${r.n} bare cancel all`)}`)), ''],
   ];
   const policy = 'P3D/P1D before, P1D/P7D x4 after, 09:00 local';
   return [
@@ -496,6 +507,8 @@ function report(results: RunResult[], redisVersion: string): string {
     `lateness workers: reminderWorkerOptions, concurrency ${results[0]?.latenessWorkerConcurrency} per process shared by the shards; cancel: createWorkerRuntime's LISTEN path`,
     '',
     table(head, rows),
+    '',
+    ...validity.summary(),
     '',
   ].join('\n');
 }
@@ -543,7 +556,7 @@ async function runOne(kind: RunKind, n: number, cluster: LocalRedisCluster | nul
 }
 
 main().then(
-  () => process.exit(0),
+  () => process.exit(validity.any() ? 1 : 0),
   (err) => {
     process.stderr.write(`bench:reminders failed: ${err instanceof Error ? err.stack : String(err)}\n`);
     process.exit(1);

@@ -153,9 +153,10 @@ try {
   note(`raw pdfkit again, 1 process; ${loadAvg()}`);
   const pdf1After = await measureRawPdf(raw!.docFile, 1, rawPdfSeconds);
 
-  process.stdout.write(
-    formatReport({ n, backends, concurrencies, threadCounts, cores, defaultThreads, startLoad, codeAtStart, raw: raw!, pdf1After, results, stall: stallRun, profiles, profileDir: path.join(tmp, 'profiles') }),
-  );
+  const report = formatReport({ n, backends, concurrencies, threadCounts, cores, defaultThreads, startLoad, codeAtStart, raw: raw!, pdf1After, results, stall: stallRun, profiles, profileDir: path.join(tmp, 'profiles') });
+  process.stdout.write(report.text);
+  // A figure measured over failures is INVALID: the run fails.
+  if (report.invalid) process.exitCode = 1;
 } finally {
   await cleanup();
 }

@@ -318,3 +318,55 @@ export function summarizeProfiles(files: string[], units: number, functions: str
     .map(([cat, ms]) => [cat, fmt(ms, 0), fmt((ms / totalMs) * 100, 1), fmt(ms / units, 2)]);
   return { rows, totalMs, inclusive };
 }
+
+// ---------------------------------------------------------------------------------------------
+// Validity: a figure measured over failures is not a speed
+
+export interface Validity {
+  /** Records that `figure` saw failures (non-2xx responses, failed jobs, missed emails): it is INVALID. */
+  invalidate(figure: string, reason: string): void;
+  /** Checks `ok`; when false, invalidates `figure` with `reason`. */
+  expect(ok: boolean, figure: string, reason: string): boolean;
+  /** ' INVALID' when the figure saw failures, '' otherwise: append it to a printed figure. */
+  mark(figure: string): string;
+  /** The closing lines: every invalid figure with its reason, or that none was. */
+  summary(): string[];
+  /** Whether any figure is invalid. */
+  any(): boolean;
+  /** Sets a non-zero exit code when any figure is invalid (call once, after printing). */
+  exitCode(): void;
+}
+
+export function createValidity(): Validity {
+  const problems = new Map<string, string[]>();
+  const invalidate = (figure: string, reason: string) => {
+    note(`INVALID ${figure}: ${reason}`);
+    problems.set(figure, [...(problems.get(figure) ?? []), reason]);
+  };
+  return {
+    invalidate,
+    expect(ok, figure, reason) {
+      if (!ok) invalidate(figure, reason);
+      return ok;
+    },
+    mark: (figure) => (problems.has(figure) ? ' INVALID' : ''),
+    any: () => problems.size > 0,
+    summary() {
+      if (problems.size === 0) return ['validity: every figure above is over successful work only (no non-2xx, no failed job, no missed email)'];
+      return [
+        `INVALID: ${problems.size} figure(s) include failures and are not speeds; no target is met by them:`,
+        ...[...problems].map(([figure, reasons]) => `  ${figure}: ${reasons.join('; ')}`),
+      ];
+    },
+    exitCode() {
+      if (problems.size > 0) process.exitCode = 1;
+    },
+  };
+}
+
+/** "200: 13188, 429: 12" from an autocannon result's statusCodeStats. */
+export function statusCounts(stats: Record<string, { count?: number }> | undefined): string {
+  return Object.entries(stats ?? {})
+    .map(([code, s]) => `${code}: ${s.count ?? 0}`)
+    .join(', ');
+}

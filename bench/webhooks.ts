@@ -1,8 +1,14 @@
-// `npm run bench:webhooks [N]` (default 2000): N invoice events (written by the invoices trigger,
-// as in production) fanned out to 1 and to 10 endpoints on a loopback receiver by one worker
-// process, beside raw undici POSTs of the same bodies to the same receiver in the same run
-// (the raw limit). Then events at half the measured maximum, one per transaction, for the
+// `npm run bench:webhooks -- [N] [--backend postgres|redis]` (default 2000, postgres): N invoice events (written by the invoices trigger,
+// as in production, which writes their deliveries) delivered to 1 and to 10 endpoints on a
+// loopback receiver by one worker process on that queue backend (deliveries are no jobs; the
+// backend only carries the upkeep), beside raw undici POSTs of the same bodies to the same receiver in the same run (the
+// raw limit). Then events at half the measured maximum, one per transaction, for the
 // event-created -> received latency. Targets: >= 0.5x the raw POST rate; p99 < 1 s at half max.
+//
+// Errors are not speed: a pass counts distinct (endpoint, webhook-id) arrivals, and is printed
+// INVALID (and the run exits 1) when a delivery arrived twice, took more than one attempt or did
+// not end `succeeded`, or a raw POST was not answered 2xx. The worker runs with
+// WEBHOOK_ENDPOINT_CONCURRENCY = WEBHOOK_CONCURRENCY = the raw run's requests in flight.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
@@ -10,10 +16,26 @@ import { Pool as UndiciPool } from 'undici';
 import { newId } from '../src/domain/ids.js';
 import { newWebhookSecret } from '../src/domain/webhooks.js';
 import { provisionMerchant } from '../src/runtime/provision.js';
-import { codeVersion, createBenchDatabase, loadAvg, note, randomSuffix, REDIS_URL, sleep, spawnTs, type Child } from './support.js';
+import {
+  backendEnv,
+  backendsFromArgs,
+  codeVersion,
+  createBenchDatabase,
+  createValidity,
+  loadAvg,
+  note,
+  randomSuffix,
+  REDIS_URL,
+  sleep,
+  spawnTs,
+  type Child,
+} from './support.js';
 import { deleteRedisPrefix } from '../test/helpers/redis-keys.js';
 
-const N = Number(process.argv[2] ?? 2000);
+const { backends, rest } = backendsFromArgs(process.argv.slice(2).some((a) => a.startsWith('--backend')) ? process.argv.slice(2) : [...process.argv.slice(2), '--backend', 'postgres']);
+if (backends.length !== 1) throw new Error('--backend: postgres or redis');
+const BACKEND = backends[0];
+const N = Number(rest[0] ?? 2000);
 const CONCURRENCY = Number(process.env.BENCH_WEBHOOK_CONCURRENCY ?? 50);
 const ENDPOINTS = 10;
 
@@ -23,13 +45,32 @@ interface Arrival {
   at: number;
 }
 
-function startReceiver(): Promise<{ server: Server; port: number; arrivals: Arrival[]; waitFor(n: number, timeoutMs: number): Promise<void> }> {
+interface Receiver {
+  server: Server;
+  port: number;
+  /** First arrival of each (path, webhook-id). */
+  arrivals: Arrival[];
+  /** Arrivals of a (path, webhook-id) already received: retries or redeliveries. */
+  duplicates: number;
+  reset(): void;
+  /** Until `n` distinct (path, webhook-id) arrived. */
+  waitFor(n: number, timeoutMs: number): Promise<void>;
+}
+
+function startReceiver(): Promise<Receiver> {
   const arrivals: Arrival[] = [];
+  const seen = new Set<string>();
   let waiter: { n: number; resolve: () => void } | null = null;
   const server = createServer((req, res) => {
     req.resume();
     req.on('end', () => {
-      arrivals.push({ path: req.url ?? '/', id: String(req.headers['webhook-id'] ?? ''), at: Date.now() });
+      const arrival = { path: req.url ?? '/', id: String(req.headers['webhook-id'] ?? ''), at: Date.now() };
+      const key = `${arrival.path} ${arrival.id}`;
+      if (seen.has(key)) receiver.duplicates++;
+      else {
+        seen.add(key);
+        arrivals.push(arrival);
+      }
       res.writeHead(200).end();
       if (waiter && arrivals.length >= waiter.n) {
         waiter.resolve();
@@ -38,20 +79,28 @@ function startReceiver(): Promise<{ server: Server; port: number; arrivals: Arri
     });
   });
   server.keepAliveTimeout = 10_000;
-  return new Promise((resolve) =>
-    server.listen(0, '127.0.0.1', () =>
-      resolve({
-        server,
-        port: (server.address() as AddressInfo).port,
-        arrivals,
-        waitFor: (n, timeoutMs) =>
-          new Promise<void>((ok, fail) => {
-            if (arrivals.length >= n) return ok();
-            const t = setTimeout(() => fail(new Error(`only ${arrivals.length} of ${n} deliveries after ${timeoutMs} ms`)), timeoutMs);
-            waiter = { n, resolve: () => (clearTimeout(t), ok()) };
-          }),
+  const receiver: Receiver = {
+    server,
+    port: 0,
+    arrivals,
+    duplicates: 0,
+    reset() {
+      arrivals.length = 0;
+      seen.clear();
+      receiver.duplicates = 0;
+    },
+    waitFor: (n, timeoutMs) =>
+      new Promise<void>((ok, fail) => {
+        if (arrivals.length >= n) return ok();
+        const t = setTimeout(() => fail(new Error(`only ${arrivals.length} of ${n} deliveries after ${timeoutMs} ms`)), timeoutMs);
+        waiter = { n, resolve: () => (clearTimeout(t), ok()) };
       }),
-    ),
+  };
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () => {
+      receiver.port = (server.address() as AddressInfo).port;
+      resolve(receiver);
+    }),
   );
 }
 
@@ -61,8 +110,9 @@ const pct = (xs: number[], p: number) => {
 };
 
 async function main(): Promise<void> {
-  note(`bench:webhooks N=${N}, ${loadAvg()}, ${codeVersion()}`);
-  const db = await createBenchDatabase();
+  note(`bench:webhooks N=${N}, backend ${BACKEND}, ${loadAvg()}, ${codeVersion()}`);
+  const validity = createValidity();
+  const db = await createBenchDatabase({ queueSchema: BACKEND === 'postgres' });
   const prefix = `bench-webhooks-${randomSuffix()}`;
   const pool = new pg.Pool({ connectionString: db.url, max: 5 });
   const receiver = await startReceiver();
@@ -106,6 +156,7 @@ async function main(): Promise<void> {
     );
     const body = bodies[0].body;
     const raw = new UndiciPool(`http://127.0.0.1:${receiver.port}`, { connections: CONCURRENCY });
+    let rawNon2xx = 0;
     const rawRun = async (count: number) => {
       const start = performance.now();
       let next = 0;
@@ -114,6 +165,7 @@ async function main(): Promise<void> {
           while (next < count) {
             next++;
             const res = await raw.request({ method: 'POST', path: '/raw', body, headers: { 'content-type': 'application/json' } });
+            if (res.statusCode < 200 || res.statusCode > 299) rawNon2xx++;
             await res.body.dump();
           }
         }),
@@ -123,18 +175,20 @@ async function main(): Promise<void> {
     await rawRun(Math.min(500, N)); // warm-up
     const rawRate = await rawRun(N);
     await raw.close();
-    receiver.arrivals.length = 0;
+    validity.expect(rawNon2xx === 0, 'raw', `${rawNon2xx} raw POSTs not answered 2xx`);
+    receiver.reset();
     note(`raw undici: ${rawRate.toFixed(0)} POSTs/s (body ${body.length} B, ${CONCURRENCY} in flight)`);
 
     // ---- the worker ----
     worker = spawnTs('worker', 'main/worker.ts', [], {
       DATABASE_URL: db.url,
-      REDIS_URL,
-      REDIS_PREFIX: prefix,
+      ...backendEnv(BACKEND, prefix),
       WORKER_PORT: '0',
       LOG_LEVEL: 'warn',
       WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
       WEBHOOK_CONCURRENCY: String(CONCURRENCY),
+      // As many in flight to one endpoint as the raw run has to its one origin.
+      WEBHOOK_ENDPOINT_CONCURRENCY: String(CONCURRENCY),
     });
 
     const eventTimes = async () => {
@@ -142,27 +196,47 @@ async function main(): Promise<void> {
       return new Map(rows.map((r) => [r.id, Number(r.t)]));
     };
 
+    // Every delivery so far must have succeeded at its first attempt and arrived once: otherwise
+    // the pass measured retries and failures, not delivery.
+    let badBefore = 0;
+    const checkPass = async (label: string) => {
+      const deadline = Date.now() + 120_000;
+      while ((await pool.query<{ n: number }>(`select count(*)::int as n from webhook_deliveries where status = 'pending'`)).rows[0].n > 0) {
+        if (Date.now() > deadline) break;
+        await sleep(50);
+      }
+      const { rows } = await pool.query<{ bad: number; pending: number }>(
+        `select count(*) filter (where status <> 'succeeded' or attempt_count <> 1)::int as bad, count(*) filter (where status = 'pending')::int as pending from webhook_deliveries`,
+      );
+      validity.expect(rows[0].bad === badBefore, label, `${rows[0].bad - badBefore} deliveries not succeeded at their first attempt (${rows[0].pending} still pending)`);
+      validity.expect(receiver.duplicates === 0, label, `${receiver.duplicates} deliveries arrived more than once`);
+      badBefore = rows[0].bad;
+    };
+
     // Warm-up: the worker connects and compiles its paths.
     await setEnabled(1);
     await insertInvoices(50);
     await receiver.waitFor(50, 60_000);
+    await checkPass('warm-up');
 
     const results: { pass: string; deliveries: number; rate: number; p50: number; p99: number }[] = [];
     for (const endpoints of [1, ENDPOINTS]) {
-      receiver.arrivals.length = 0;
+      receiver.reset();
       await setEnabled(endpoints);
       const start = await insertInvoices(N);
       await receiver.waitFor(N * endpoints, 600_000);
       const elapsed = (Math.max(...receiver.arrivals.map((a) => a.at)) - start) / 1000;
       const times = await eventTimes();
       const lat = receiver.arrivals.map((a) => a.at - (times.get(a.id) ?? a.at));
-      results.push({ pass: `max, ${endpoints} endpoint${endpoints > 1 ? 's' : ''}`, deliveries: N * endpoints, rate: (N * endpoints) / elapsed, p50: pct(lat, 50), p99: pct(lat, 99) });
+      const pass = `max, ${endpoints} endpoint${endpoints > 1 ? 's' : ''}`;
+      await checkPass(pass);
+      results.push({ pass, deliveries: N * endpoints, rate: (N * endpoints) / elapsed, p50: pct(lat, 50), p99: pct(lat, 99) });
       note(`${endpoints} endpoint(s): ${(N * endpoints / elapsed).toFixed(0)} deliveries/s`);
     }
 
     // ---- half the measured maximum, one event per transaction ----
     const half = results[0].rate / 2;
-    receiver.arrivals.length = 0;
+    receiver.reset();
     await setEnabled(1);
     const count = Math.max(50, Math.min(N, Math.round(half * 10)));
     const t0 = Date.now();
@@ -174,20 +248,31 @@ async function main(): Promise<void> {
     await receiver.waitFor(count, 120_000);
     const times = await eventTimes();
     const lat = receiver.arrivals.map((a) => a.at - (times.get(a.id) ?? a.at));
-    results.push({ pass: `half, 1 endpoint @${half.toFixed(0)}/s`, deliveries: count, rate: half, p50: pct(lat, 50), p99: pct(lat, 99) });
+    const halfPass = `half, 1 endpoint @${half.toFixed(0)}/s`;
+    await checkPass(halfPass);
+    results.push({ pass: halfPass, deliveries: count, rate: half, p50: pct(lat, 50), p99: pct(lat, 99) });
 
     const lines = [
-      `Raw limit (same run): undici POST -> loopback receiver, ${CONCURRENCY} in flight   ${rawRate.toFixed(0)} POSTs/s`,
+      `bench:webhooks N=${N}, backend ${BACKEND}, one worker process: WEBHOOK_CONCURRENCY = WEBHOOK_ENDPOINT_CONCURRENCY = ${CONCURRENCY}`,
+      `Raw limit (same run): undici POST -> loopback receiver, ${CONCURRENCY} in flight   ${rawRate.toFixed(0)} POSTs/s${validity.mark('raw')}`,
       '',
-      `${'pass'.padEnd(28)}${'deliveries'.padStart(11)}${'per s'.padStart(9)}${'x raw'.padStart(8)}${'lat p50 ms'.padStart(12)}${'lat p99 ms'.padStart(12)}`,
+      `${'pass'.padEnd(36)}${'deliveries'.padStart(11)}${'per s'.padStart(9)}${'x raw'.padStart(8)}${'lat p50 ms'.padStart(12)}${'lat p99 ms'.padStart(12)}`,
       ...results.map(
         (r) =>
-          `${r.pass.padEnd(28)}${String(r.deliveries).padStart(11)}${r.rate.toFixed(0).padStart(9)}${(r.rate / rawRate).toFixed(2).padStart(8)}${r.p50.toFixed(0).padStart(12)}${r.p99.toFixed(0).padStart(12)}`,
+          `${`${r.pass}${validity.mark(r.pass)}`.padEnd(36)}${String(r.deliveries).padStart(11)}${r.rate.toFixed(0).padStart(9)}${(r.rate / rawRate).toFixed(2).padStart(8)}${r.p50.toFixed(0).padStart(12)}${r.p99.toFixed(0).padStart(12)}`,
       ),
       '',
       `targets: >= 0.5x raw (max passes); p99 < 1000 ms at half the maximum. ${loadAvg()}, ${codeVersion()}`,
+      ...results.map((r) => {
+        const judged = !validity.mark(r.pass) && !validity.mark('raw');
+        const ok = r.pass.startsWith('max') ? r.rate / rawRate >= 0.5 : r.p99 < 1000;
+        return `  ${r.pass}: ${!judged ? 'INVALID' : ok ? 'met' : 'MISSED'}`;
+      }),
+      '',
+      ...validity.summary(),
     ];
     process.stdout.write(`${lines.join('\n')}\n`);
+    validity.exitCode();
   } finally {
     await worker?.stop();
     receiver.server.closeAllConnections();

@@ -1,8 +1,8 @@
-// `webhook.fanout`: one per event (from the outbox row written with the event). Creates a
-// delivery row per enabled endpoint of the event's account and environment that wants its kind
-// (and existed when it happened), then one delivery job per row. Running twice creates nothing
-// twice: rows are unique per (event, endpoint), job ids derive from both, and a delivery that
-// already succeeded is not sent again.
+// `webhook.fanout`: one per event, from an outbox row written before deliveries were written with
+// their event (migration 1700000001800: emit_event now writes them itself). Kept so such rows and
+// jobs still left at an upgrade deliver: creates a delivery row per enabled endpoint of the
+// event's account and environment that wants its kind (and existed when it happened) and wakes the
+// delivery loop. Running twice creates nothing twice: rows are unique per (event, endpoint).
 import { loadEvent } from '../src/db/events.js';
 import { insertDeliveries } from '../src/db/webhook-deliveries.js';
 import { endpointsForEvent } from '../src/db/webhook-endpoints.js';
@@ -17,6 +17,6 @@ export const webhookFanout: JobHandler<WebhookFanoutPayload, JobContext> = async
   if (!event) return 'event_gone';
   const endpoints = (await endpointsForEvent(ctx.pool, event.id)).filter((w) => endpointWants(w.enabled_events, event.type));
   await insertDeliveries(ctx.pool, event.id, endpoints.map((w) => ({ id: newId('whd'), endpointId: w.id })));
-  await ctx.webhooks.enqueueDeliveries(endpoints.map((w) => ({ eventId: event.id, endpointId: w.id })));
+  ctx.webhooks.deliveriesDue();
   return `fanned out to ${endpoints.length}`;
 };

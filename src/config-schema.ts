@@ -75,6 +75,14 @@ export const WebhookConfigSchema = Type.Object({
     description: '`true` lets webhook endpoints point at loopback and private addresses: **for local development and tests only** (see [SSRF](events-and-webhooks.md#webhook-endpoints))',
   }),
   concurrency: integer({ env: 'WEBHOOK_CONCURRENCY', group: 'Webhooks and events', default: 50, minimum: 1, maximum: 1000, description: 'webhook deliveries in flight per worker process' }),
+  endpointConcurrency: integer({
+    env: 'WEBHOOK_ENDPOINT_CONCURRENCY',
+    group: 'Webhooks and events',
+    default: 32,
+    minimum: 1,
+    maximum: 1000,
+    description: "webhook deliveries in flight to one endpoint per worker process (its kept-alive connection pool's size)",
+  }),
 });
 
 export const ConfigSchema = Type.Object({

@@ -20,6 +20,8 @@ export interface PassResult {
   httpP50: number;
   httpP99: number;
   httpErrors: number;
+  /** Send jobs of this pass with a failed attempt (retried or not): the figure then includes failures. */
+  failedJobs: number;
   latP50: number;
   latP99: number;
   latMax: number;
@@ -125,6 +127,7 @@ export async function runPass(
         99,
       ),
       httpErrors: http.filter((h) => h.status !== 200).length,
+      failedJobs: stats.failed,
       latP50: percentile(latencies, 50),
       latP99: percentile(latencies, 99),
       latMax: Math.max(...latencies),

@@ -3,7 +3,7 @@
 import { readdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { codeVersion, fmt, loadAvg, summarizeProfiles, table, type BenchBackend } from '../support.js';
+import { codeVersion, createValidity, fmt, loadAvg, summarizeProfiles, table, type BenchBackend } from '../support.js';
 import { backendTargets } from './backends.js';
 import type { PassResult } from './pass.js';
 import { ratioTargets, rateTargets } from './ratio.js';
@@ -31,8 +31,20 @@ export interface SendReport {
   profileDir: string;
 }
 
-export function formatReport(rep: SendReport): string {
+/** The printed report, and whether any figure in it was measured over failures (then it is INVALID). */
+export function formatReport(rep: SendReport): { text: string; invalid: boolean } {
   const { n, results, concurrencies } = rep;
+  // A pass with a refused send, a failed job attempt (a retry is work the figure should not
+  // hide) or a failed /healthz probe measured failures, not speed.
+  const validity = createValidity();
+  for (const r of results) {
+    validity.expect(r.httpErrors === 0, r.label, `${r.httpErrors} send request(s) not answered 200`);
+    validity.expect(r.failedJobs === 0, r.label, `${r.failedJobs} send job(s) with a failed attempt`);
+  }
+  for (const s of rep.stall?.stalls ?? []) {
+    validity.expect(s.failedProbes === 0, s.label, `${s.failedProbes} /healthz probe(s) failed`);
+    validity.expect(s.failedJobs === 0, s.label, `${s.failedJobs} render job(s) with a failed attempt`);
+  }
   const { pdf1, pdf2, mail, mailLoad } = rep.raw;
   const pdf1After = rep.pdf1After;
   const pdfLimit = Math.max(pdf1.total, pdf1After.total);
@@ -63,7 +75,7 @@ export function formatReport(rep: SendReport): string {
     table(
       ['pass', 'N', 'sends/s', 'steady/s', 'ratio', 'lat p50 ms', 'lat p99 ms', 'lat max ms', 'http/s', 'http p50/p99 ms', 'job run p50/p99 ms', 'peak RSS MiB', 'load'],
       results.map((r) => [
-        r.mode === 'rate' ? `${r.label} @${fmt(r.targetRate!)}/s` : r.label,
+        `${r.mode === 'rate' ? `${r.label} @${fmt(r.targetRate!)}/s` : r.label}${validity.mark(r.label)}`,
         r.n,
         fmt(r.perSecond),
         fmt(r.steadyPerSecond),
@@ -106,6 +118,7 @@ export function formatReport(rep: SendReport): string {
   if (rep.stall?.stalls.length) out.push(...stallSection(rep.stall, concurrencies[0]));
   out.push('');
   out.push('Targets');
+  if (validity.any()) out.push('  (a target judged on an INVALID pass, listed at the end, is not met whatever its line says)');
   if (rep.stall) out.push(...stallTargets(rep.stall));
   out.push(...threadTargets(threads));
   out.push(...ratioTargets(results, { backends: rep.backends, concurrencies, rawLimit, pdf1, pdf2 }));
@@ -126,5 +139,6 @@ export function formatReport(rep: SendReport): string {
     );
     out.push(table(['self time by package/module', 'ms', '%', 'ms/invoice'], s.rows));
   }
-  return `${out.join('\n')}\n`;
+  out.push('', ...validity.summary());
+  return { text: `${out.join('\n')}\n`, invalid: validity.any() };
 }

@@ -64,6 +64,8 @@ export interface StallResult {
   idle: number[];
   during: number[];
   failedProbes: number;
+  /** Render jobs with a failed attempt. */
+  failedJobs: number;
   wallMs: number;
   jobRunP50: number;
   jobRunP99: number;
@@ -114,6 +116,7 @@ async function runStallPass(env: Env, opts: { pdfThreads: number; invoices: numb
       idle: ok(idle),
       during: ok(during),
       failedProbes: idle.length - ok(idle).length + during.length - ok(during).length,
+      failedJobs: stats.failed,
       wallMs,
       jobRunP50: stats.runP50,
       jobRunP99: stats.runP99,
@@ -163,7 +166,7 @@ export function stallSection(run: StallRun, concurrency: number): string[] {
     table(
       ['render in', 'idle p50/p99/max ms', 'healthz p50 ms', 'p99 ms', 'max ms', 'probes', 'failed', 'render wall s', 'job run p50/p99 ms', 'load'],
       stalls.map((r) => [
-        r.label,
+        `${r.label}${r.failedProbes > 0 || r.failedJobs > 0 ? ' INVALID' : ''}`,
         `${fmt(percentile(r.idle, 50))}/${fmt(percentile(r.idle, 99))}/${fmt(Math.max(...r.idle))}`,
         fmt(percentile(r.during, 50)),
         fmt(percentile(r.during, 99)),

@@ -71,6 +71,13 @@ export async function findEvent(db: Queryable, scope: Scope, id: string): Promis
   return (await attachInvoices(db, rows))[0];
 }
 
+/** Events by id, whatever their account: for the delivery worker's batch (two statements). */
+export async function loadEvents(db: Queryable, ids: string[]): Promise<Map<string, EventRow>> {
+  if (ids.length === 0) return new Map();
+  const { rows } = await db.query<Omit<EventRow, 'invoice'>>(`select ${COLUMNS} from events e where e.id = any($1::text[])`, [ids]);
+  return new Map((await attachInvoices(db, rows)).map((e) => [e.id, e]));
+}
+
 /** Any event by id, whatever its account: for the delivery worker. */
 export async function loadEvent(db: Queryable, id: string): Promise<EventRow | null> {
   const { rows } = await db.query<Omit<EventRow, 'invoice'>>(`select ${COLUMNS} from events e where e.id = $1`, [id]);

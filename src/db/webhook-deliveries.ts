@@ -83,30 +83,74 @@ export async function listDeliveries(
   return { deliveries: await withAttempts(db, page), hasMore: rows.length > opts.limit, cursorFound: true };
 }
 
-export interface DeliveryForWorker {
+/** A delivery claimed by a worker's batch, with what its attempt needs from its endpoint. */
+export interface ClaimedDelivery {
   id: string;
-  status: WebhookDeliveryStatus;
+  event_id: string;
+  endpoint_id: string;
   attempt_count: number;
   created_at: Date;
-  event_created_at: Date;
   /** Null before the first attempt. */
   first_attempt_at: Date | null;
+  url: string;
+  endpoint_status: 'enabled' | 'disabled';
+  /** The secrets that sign now: the current one, and the previous one during a rotation's overlap. */
+  secrets: string[];
 }
 
-/** The delivery of (event, endpoint) with its event's creation instant, for the worker. */
-export async function findDelivery(
+/**
+ * Claims up to `limit` due deliveries (oldest due first) in one statement and leases them to
+ * `leaseId` for `leaseMs`: next_attempt_at moves to the lease's end, so they are due again if the
+ * claimer never records them (a crash), and another worker's claim skips them meanwhile (SKIP
+ * LOCKED while this one commits, not due after).
+ *
+ * The candidates are the oldest `scan` due rows of the endpoints not at their bound, cut per
+ * endpoint to `perEndpoint`, or to what `busyEndpoints` (the claimer's endpoints with deliveries
+ * in flight) have left in `busyRemaining`: an endpoint with a backlog takes at most its share,
+ * and one at its bound (a slow one) is skipped, its backlog with it.
+ */
+export async function claimDueDeliveries(
   db: Queryable,
-  eventId: string,
-  endpointId: string,
-): Promise<DeliveryForWorker | null> {
-  const { rows } = await db.query<DeliveryForWorker>(
-    `select d.id, d.status, d.attempt_count, d.created_at, e.created_at as event_created_at,
-       (select min(a.started_at) from webhook_attempts a where a.delivery_id = d.id) as first_attempt_at
-     from webhook_deliveries d join events e on e.id = d.event_id
-     where d.event_id = $1 and d.endpoint_id = $2`,
-    [eventId, endpointId],
+  opts: { leaseId: string; leaseMs: number; limit: number; perEndpoint: number; busyEndpoints: string[]; busyRemaining: number[]; scan: number },
+): Promise<ClaimedDelivery[]> {
+  const { rows } = await db.query<ClaimedDelivery>(
+    `with busy as (
+       select * from unnest($6::text[], $7::int[]) as b(endpoint_id, remaining)
+     ), due as (
+       select id, endpoint_id, row_number() over (partition by endpoint_id order by due_at, id) as nth
+       from (select id, endpoint_id, coalesce(next_attempt_at, created_at) as due_at from webhook_deliveries
+             where status = 'pending' and coalesce(next_attempt_at, created_at) <= clock_timestamp()
+               and endpoint_id <> all(select endpoint_id from busy where remaining <= 0)
+             order by coalesce(next_attempt_at, created_at) limit $5) oldest
+     ), picked as (
+       select d.id from webhook_deliveries d join due on due.id = d.id left join busy on busy.endpoint_id = due.endpoint_id
+       where due.nth <= coalesce(busy.remaining, $4) and d.status = 'pending' and coalesce(d.next_attempt_at, d.created_at) <= clock_timestamp()
+       order by coalesce(d.next_attempt_at, d.created_at) limit $3
+       for update of d skip locked
+     )
+     update webhook_deliveries d
+     set next_attempt_at = clock_timestamp() + make_interval(secs => $2::double precision / 1000), lease_id = $1
+     from picked, webhook_endpoints w
+     where d.id = picked.id and w.id = d.endpoint_id
+     returning d.id, d.event_id, d.endpoint_id, d.attempt_count, d.created_at,
+       (select min(a.started_at) from webhook_attempts a where a.delivery_id = d.id) as first_attempt_at,
+       w.url, w.status as endpoint_status,
+       array_remove(array[w.secret, case when w.previous_secret_expires_at > clock_timestamp() then w.previous_secret end], null) as secrets`,
+    [opts.leaseId, opts.leaseMs, opts.limit, opts.perEndpoint, opts.scan, opts.busyEndpoints, opts.busyRemaining],
   );
-  return rows[0] ?? null;
+  return rows;
+}
+
+/** What became of one claimed delivery. */
+export interface DeliveryOutcome {
+  id: string;
+  status: WebhookDeliveryStatus;
+  /** Null when settled (succeeded or failed). */
+  nextAttemptAt: Date | null;
+  /** The attempt made, or null when none was (the endpoint is disabled: the delivery just ends). */
+  attempt: AttemptResult | null;
+  /** The delivery's last_error when no attempt was made. */
+  error?: string;
 }
 
 export interface AttemptResult {
@@ -116,41 +160,84 @@ export interface AttemptResult {
   error: string | null;
 }
 
-/**
- * Records one attempt and the delivery's new state: succeeded, failed (no more attempts), or
- * pending until `nextAttemptAt`. Returns the attempt's number.
- */
-export async function recordAttempt(
-  db: Queryable,
-  deliveryId: string,
-  result: AttemptResult,
-  outcome: { status: WebhookDeliveryStatus; nextAttemptAt: Date | null },
-): Promise<number> {
-  const { rows } = await db.query<{ attempt_count: number }>(
-    `update webhook_deliveries set attempt_count = attempt_count + 1, status = $2, last_status_code = $3, last_error = $4,
-       last_duration_ms = $5, next_attempt_at = $6, succeeded_at = case when $2 = 'succeeded' then clock_timestamp() end,
-       updated_at = clock_timestamp()
-     where id = $1 returning attempt_count`,
-    [deliveryId, outcome.status, result.statusCode, result.error?.slice(0, 1000) ?? null, Math.round(result.durationMs), outcome.nextAttemptAt],
-  );
-  const attempt = rows[0]?.attempt_count ?? 0;
-  if (attempt > 0) {
-    await db.query(
-      `insert into webhook_attempts (delivery_id, attempt, started_at, status_code, duration_ms, error)
-       values ($1, $2, $3, $4, $5, $6) on conflict do nothing`,
-      [deliveryId, attempt, result.startedAt, result.statusCode, Math.round(result.durationMs), result.error?.slice(0, 1000) ?? null],
-    );
-  }
-  return attempt;
+/** An endpoint's failure clock after a batch: any 2xx stops it, else the first failure starts it. */
+export interface EndpointHealth {
+  endpointId: string;
+  succeeded: boolean;
+  /** The earliest failed attempt of the batch (when none succeeded). */
+  firstFailureAt: Date | null;
 }
 
-/** Ends a delivery that will not be attempted again (its endpoint was disabled). */
-export async function failDelivery(db: Queryable, deliveryId: string, error: string): Promise<void> {
-  await db.query(
-    `update webhook_deliveries set status = 'failed', last_error = $2, next_attempt_at = null, updated_at = clock_timestamp()
-     where id = $1 and status = 'pending'`,
-    [deliveryId, error],
+/**
+ * Records outcomes in one statement: each delivery's new state and attempt (only where its lease
+ * is still the outcome's: a lease that ran out belongs to whoever claimed the delivery since),
+ * its attempt row, and each endpoint's failure clock. Returns how many deliveries were recorded
+ * and, for the endpoints still failing, since when.
+ */
+export async function recordDeliveryOutcomes(
+  db: Queryable,
+  /** leaseId: the claim's lease; the outcome is recorded only while the delivery is still under it. */
+  outcomes: (DeliveryOutcome & { leaseId: string })[],
+  health: EndpointHealth[],
+): Promise<{ recorded: number; failing: { endpointId: string; failingSince: Date }[] }> {
+  const clip = (e: string | null | undefined) => (e == null ? null : e.slice(0, 1000));
+  const { rows } = await db.query<{ recorded: number; failing: { endpoint_id: string; failing_since: string }[] }>(
+    `with o as (
+       select * from unnest($1::uuid[], $2::text[], $3::text[], $4::timestamptz[], $5::boolean[], $6::int[], $7::text[], $8::int[], $9::timestamptz[])
+         as o(lease_id, id, status, next_at, attempted, status_code, error, duration_ms, started_at)
+     ), d as (
+       update webhook_deliveries d set
+         attempt_count = d.attempt_count + o.attempted::int,
+         status = o.status,
+         last_status_code = case when o.attempted then o.status_code else d.last_status_code end,
+         last_error = o.error,
+         last_duration_ms = case when o.attempted then o.duration_ms else d.last_duration_ms end,
+         next_attempt_at = o.next_at,
+         succeeded_at = case when o.status = 'succeeded' then clock_timestamp() end,
+         lease_id = null,
+         updated_at = clock_timestamp()
+       from o where d.id = o.id and d.lease_id = o.lease_id and d.status = 'pending'
+       returning d.id, d.attempt_count
+     ), a as (
+       insert into webhook_attempts (delivery_id, attempt, started_at, status_code, duration_ms, error)
+       select d.id, d.attempt_count, o.started_at, o.status_code, o.duration_ms, o.error from d join o on o.id = d.id
+       where o.attempted
+       on conflict do nothing
+     ), h as (
+       update webhook_endpoints w set failing_since = case when h.succeeded then null else coalesce(w.failing_since, h.first_failure_at) end
+       from unnest($10::text[], $11::boolean[], $12::timestamptz[]) as h(id, succeeded, first_failure_at)
+       where w.id = h.id and (not h.succeeded or w.failing_since is not null)
+       returning w.id, w.failing_since
+     )
+     select (select count(*)::int from d) as recorded,
+       coalesce((select json_agg(json_build_object('endpoint_id', h.id, 'failing_since', h.failing_since)) from h where h.failing_since is not null), '[]') as failing`,
+    [
+      outcomes.map((o) => o.leaseId),
+      outcomes.map((o) => o.id),
+      outcomes.map((o) => o.status),
+      outcomes.map((o) => o.nextAttemptAt),
+      outcomes.map((o) => o.attempt !== null),
+      outcomes.map((o) => o.attempt?.statusCode ?? null),
+      outcomes.map((o) => clip(o.attempt ? o.attempt.error : o.error)),
+      outcomes.map((o) => (o.attempt ? Math.round(o.attempt.durationMs) : null)),
+      outcomes.map((o) => o.attempt?.startedAt ?? null),
+      health.map((h) => h.endpointId),
+      health.map((h) => h.succeeded),
+      health.map((h) => h.firstFailureAt),
+    ],
   );
+  return {
+    recorded: rows[0].recorded,
+    failing: rows[0].failing.map((f) => ({ endpointId: f.endpoint_id, failingSince: new Date(f.failing_since) })),
+  };
+}
+
+/** When the next pending delivery falls due (a lease's end included); null when none is pending. */
+export async function nextDeliveryDueAt(db: Queryable): Promise<Date | null> {
+  const { rows } = await db.query<{ at: Date | null }>(
+    `select min(coalesce(next_attempt_at, created_at)) as at from webhook_deliveries where status = 'pending'`,
+  );
+  return rows[0].at;
 }
 
 /** Deliveries not yet settled: the backlog metric. */

@@ -1,5 +1,5 @@
 // SQL of webhook endpoints: the merchant's CRUD, secret rotation, and what the delivery worker
-// needs (who wants an event, the secrets that sign, the failure clock).
+// needs (who wants an event, disabling one that failed for the whole retry window).
 import type { Environment } from '../domain/environment.js';
 import type { Scope } from './invoices.js';
 import type { Queryable } from './pool.js';
@@ -119,40 +119,6 @@ export async function endpointsForEvent(db: Queryable, eventId: string): Promise
     [eventId],
   );
   return rows;
-}
-
-/** What a delivery attempt needs from its endpoint: where, its state, the secrets that sign now. */
-export interface EndpointForDelivery {
-  id: string;
-  url: string;
-  status: 'enabled' | 'disabled';
-  environment: Environment;
-  secrets: string[];
-  failing_since: Date | null;
-}
-
-export async function endpointForDelivery(db: Queryable, id: string): Promise<EndpointForDelivery | null> {
-  const { rows } = await db.query<EndpointForDelivery>(
-    `select id, url, status, environment, failing_since,
-       array_remove(array[secret, case when previous_secret_expires_at > clock_timestamp() then previous_secret end], null) as secrets
-     from webhook_endpoints where id = $1`,
-    [id],
-  );
-  return rows[0] ?? null;
-}
-
-/** A 2xx: the endpoint is healthy again. */
-export async function markEndpointSucceeded(db: Queryable, id: string): Promise<void> {
-  await db.query('update webhook_endpoints set failing_since = null where id = $1 and failing_since is not null', [id]);
-}
-
-/** A failed attempt (started at `attemptStartedAt`) starts or continues the failure clock; returns when it started. */
-export async function markEndpointFailing(db: Queryable, id: string, attemptStartedAt: Date): Promise<Date | null> {
-  const { rows } = await db.query<{ failing_since: Date }>(
-    `update webhook_endpoints set failing_since = coalesce(failing_since, $2) where id = $1 returning failing_since`,
-    [id, attemptStartedAt],
-  );
-  return rows[0]?.failing_since ?? null;
 }
 
 export async function disableEndpoint(db: Queryable, id: string, reason: string): Promise<void> {

@@ -224,9 +224,9 @@ export const JOBS: { readonly [N in JobName]: JobSpec<N> } = {
     options: { removeOnComplete: 24, removeOnFail: 24 },
     schedule: { everyMs: () => IDEMPOTENCY_PRUNE_EVERY_MS, instances: single(SCHEDULERS.idempotencyPrune, 'idempotency prune') },
   },
-  // One per event, from the outbox row that emit_event (SQL, see the events migration) writes
-  // with the event when its account has an enabled endpoint in that environment; that SQL
-  // spells the same job id. Creates the deliveries and their jobs.
+  // One per event, from the outbox row that emit_event wrote with the event before migration
+  // 1700000001800 (emit_event now writes the deliveries itself, and the workers' delivery loop
+  // sends them in batches). Kept for rows and jobs left at an upgrade: creates the deliveries.
   'webhook.fanout': {
     queue: QUEUES.webhooks,
     producedBy: 'outbox',
@@ -238,9 +238,9 @@ export const JOBS: { readonly [N in JobName]: JobSpec<N> } = {
     },
     jobId: (p) => `webhook.fanout-${p.eventId}`,
   },
-  // One per (event, endpoint), added by the fan-out: the id names both, so fanning out twice
-  // adds nothing. Retried with WEBHOOK_BACKOFF until the retry window is over: the handler then
-  // ends it (the attempt cap is only a bound).
+  // One per (event, endpoint), added by the fan-out before deliveries went out in batches
+  // (src/webhooks/deliver-batch.ts): no longer produced. A job left at an upgrade only wakes the
+  // delivery loop; its pending row is sent from there.
   'webhook.deliver': {
     queue: QUEUES.webhooks,
     producedBy: 'handler',

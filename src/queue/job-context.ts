@@ -4,10 +4,7 @@
 import type { RenderPdf } from '../pdf/issued-invoice-pdf.js';
 import type { Config } from '../config.js';
 import type { Pool } from '../db/pool.js';
-import type { EventRow } from '../db/events.js';
-import type { RetryPolicy } from '../domain/webhooks.js';
 import type { MailTransport } from '../mail/transport.js';
-import type { WebhookSender } from '../webhooks/sender.js';
 import type { JobName, JobPayloads } from './catalogue.js';
 import type { JobHandler } from './dispatcher.js';
 import type { ReminderService } from './reminder-service.js';
@@ -28,19 +25,10 @@ export interface JobContext {
   watchChain?(chainId: number): Promise<string>;
 }
 
-export type WebhookDeliveryOutcome = 'succeeded' | 'retrying' | 'failed' | 'skipped';
-
 /** What the webhook jobs need besides the pool: built by the worker runtime. */
 export interface WebhookServices {
-  sender: WebhookSender;
-  retry: RetryPolicy;
-  /** The event as the API presents it (GET /v1/events/{id}): the body of every delivery. */
-  renderEvent(event: EventRow): object;
-  /** Adds one delivery job per (event, endpoint); adding one twice is a no-op. */
-  enqueueDeliveries(refs: { eventId: string; endpointId: string }[]): Promise<void>;
-  /** Metrics: one count per attempt outcome; latency from the event's creation to its 2xx. */
-  countDelivery?(outcome: WebhookDeliveryOutcome): void;
-  observeDeliveryLatency?(seconds: number): void;
+  /** Deliveries were written: the process's delivery loop looks now (src/runtime/webhook-delivery-loop.ts). */
+  deliveriesDue(): void;
 }
 
 /** One handler per job of the catalogue, typed by its payload: a missing one is a type error. */

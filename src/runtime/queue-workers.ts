@@ -1,7 +1,6 @@
 // One BullMQ Worker per queue of the catalogue (one per reminder shard), dispatching each job to
 // the handler the entrypoint registered for its name. Per-queue settings (backoff types, the
 // reminder repeat strategy, keep-policies) live here; what a job does, in its handler.
-import { retryDelayMs } from '../domain/webhooks.js';
 import type { Logger } from '../log.js';
 import type { AppWorker, QueueBackend, WorkerExtras } from '../queue/backend.js';
 import { backoffSettings } from '../queue/backoff.js';
@@ -43,12 +42,9 @@ export function startQueueWorkers(
   const perQueue: Record<QueueRole, Partial<WorkerExtras>> = {
     send: { settings: backoffSettings },
     reminders: { ...reminderWorkerOptions, settings: { ...reminderWorkerOptions.settings, ...backoffSettings } },
-    // The delivery's own backoff (WEBHOOK_BACKOFF_BASE_MS doubling, capped); the fan-out's is
-    // BullMQ's built-in exponential.
-    webhooks: {
-      concurrency: webhookConcurrency,
-      settings: { backoffStrategy: (attemptsMade: number) => retryDelayMs(ctx.webhooks.retry, attemptsMade) },
-    },
+    // The fan-out left from before deliveries went out in batches (its backoff is BullMQ's
+    // built-in exponential) and the events prune; deliveries are not jobs (webhook-delivery-loop.ts).
+    webhooks: { concurrency: webhookConcurrency },
     chain: { concurrency: chainConcurrency },
   };
   const handlersOf = (role: QueueRole): Record<string, JobHandler<never, JobContext>> =>

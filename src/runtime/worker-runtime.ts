@@ -16,10 +16,11 @@ import { allQueues, openQueues, queueNamed, type QueueSet } from '../queue/queue
 import { claimQueueStorage, queueBackendOf, type AppQueue, type AppWorker } from '../queue/backend.js';
 import { createReminderService, type ReminderService } from '../queue/reminder-service.js';
 import { createReminderShardSet } from '../queue/reminder-shard-set.js';
-import { jobToAdd, QUEUES } from '../queue/catalogue.js';
+import { QUEUES } from '../queue/catalogue.js';
 import { listen } from '../db/listen.js';
 import { presentEvent } from '../http/presenters.js';
 import { createWebhookSender } from '../webhooks/sender.js';
+import { startWebhookDeliveryLoop, type WebhookDeliveryLoop } from './webhook-delivery-loop.js';
 import { startUpkeepSchedulers } from './guarded-schedulers.js';
 import { createChainWatcher } from '../chain/watcher.js';
 import { describeWatched, isWatched, useChains } from '../domain/chains.js';
@@ -105,7 +106,13 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
     },
   };
   const pdf = config.pdfRenderThreads > 0 ? createPdfRenderPool(config.pdfRenderThreads, { warm: true }) : null;
-  const sender = createWebhookSender({ timeoutMs: config.webhooks.timeoutMs, allowPrivate: config.webhooks.allowPrivateNetworks });
+  const sender = createWebhookSender({
+    timeoutMs: config.webhooks.timeoutMs,
+    allowPrivate: config.webhooks.allowPrivateNetworks,
+    perEndpoint: config.webhooks.endpointConcurrency,
+  });
+  // Started below, once the queues' workers are; the fan-out job may wake it before.
+  let deliveryLoop: WebhookDeliveryLoop | null = null;
   const watched = config.chains.filter(isWatched);
   const chainWatcher = watched.length > 0 ? createChainWatcher({ pool, chains: config.chains, maxBlocks: config.chainGetLogsMaxBlocks, log, metrics: metrics.chain }) : null;
   const ctx: JobContext = {
@@ -118,15 +125,7 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
     countEmail: (kind, outcome) => metrics.emails.inc({ kind, outcome }),
     observeReminderLateness: (seconds) => metrics.reminderLateness.observe(seconds),
     webhooks: {
-      sender,
-      retry: { baseMs: config.webhooks.backoffBaseMs, maxMs: config.webhooks.backoffMaxMs, windowMs: config.webhooks.retryWindowMs },
-      renderEvent: presentEvent,
-      async enqueueDeliveries(refs) {
-        if (refs.length === 0) return;
-        await queues.webhooks.addBulk(refs.map((data) => jobToAdd('webhook.deliver', data)));
-      },
-      countDelivery: (outcome) => metrics.webhookDeliveries.inc({ outcome }),
-      observeDeliveryLatency: (seconds) => metrics.webhookLatency.observe(seconds),
+      deliveriesDue: () => deliveryLoop?.wake(),
     },
   };
   const { workers, consumeReminderShards } = startQueueWorkers(
@@ -165,6 +164,21 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
       if (started.length > 0) log.info({ shards: count }, 'consuming more reminder shards');
     },
   });
+  deliveryLoop = startWebhookDeliveryLoop(
+    {
+      db: pool,
+      sender,
+      retry: { baseMs: config.webhooks.backoffBaseMs, maxMs: config.webhooks.backoffMaxMs, windowMs: config.webhooks.retryWindowMs },
+      renderEvent: presentEvent,
+      countDelivery: (outcome) => metrics.webhookDeliveries.inc({ outcome }),
+      observeDeliveryLatency: (seconds) => metrics.webhookLatency.observe(seconds),
+    },
+    { concurrency: config.webhooks.concurrency, perEndpoint: config.webhooks.endpointConcurrency, timeoutMs: config.webhooks.timeoutMs },
+    log,
+  );
+  const webhookLoop = deliveryLoop;
+  // emit_event NOTIFYs at commit when it wrote deliveries, whoever wrote the event.
+  const deliveriesListener = listen(config.databaseUrl, 'webhook_deliveries_due', () => webhookLoop.wake(), log);
   const relayLoop = startOutboxRelayLoop(pool, queues, config.outboxRelayIntervalMs, log, metrics);
   // Every insert into the outbox NOTIFYs at commit (a statement trigger): relay at once rather than at the
   // next tick, whoever wrote the row (the API, a worker, a trigger on plain SQL).
@@ -209,6 +223,9 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
     async close() {
       await relayLoop.stop();
       await outboxListener.close();
+      await deliveriesListener.close();
+      // The batches in flight finish (bounded by WEBHOOK_TIMEOUT_MS) and record their outcomes.
+      await webhookLoop.stop();
       schedulers.stop();
       clearInterval(claimGuard);
       await http.close();

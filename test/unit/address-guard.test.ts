@@ -1,5 +1,5 @@
-// The SSRF guard at delivery time: the sender checks the host before each request and the
-// socket's own lookup checks again, so both must refuse what endpoint creation refuses.
+// The SSRF guard at delivery time: the sender checks the host before each batch's requests to it
+// and the socket's own lookup checks again, so both must refuse what endpoint creation refuses.
 import { describe, expect, it } from 'vitest';
 import type { LookupAddress } from 'node:dns';
 import { AddressRefusedError, guardedLookup, resolvePublicAddresses } from '../../src/webhooks/address-guard.js';
@@ -9,10 +9,13 @@ const IPV4_COMPATIBLE = ['[::127.0.0.1]', '[::7f00:1]', '[::2]', '[::a9fe:a9fe]'
 
 describe('address guard at delivery time', () => {
   it('the sender refuses IPv4-compatible IPv6 literals (all of ::/96) without connecting', async () => {
-    const sender = createWebhookSender({ timeoutMs: 2_000, allowPrivate: false });
+    const sender = createWebhookSender({ timeoutMs: 2_000, allowPrivate: false, perEndpoint: 4 });
     try {
       for (const host of IPV4_COMPATIBLE) {
-        const res = await sender.post(`http://${host}:9/hook`, {}, '{}');
+        const refused = await sender.checkHost(`http://${host}:9/hook`);
+        expect([host, refused]).toEqual([host, expect.stringMatching(/^refused: the address .* is not a public address$/)]);
+        // And a POST that skipped the check: a socket to an address literal makes no lookup.
+        const res = await sender.post('we_test', `http://${host}:9/hook`, {}, '{}');
         expect([host, res.statusCode, res.error]).toEqual([host, null, expect.stringMatching(/^refused: the address .* is not a public address$/)]);
       }
     } finally {
