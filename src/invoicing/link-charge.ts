@@ -1,5 +1,5 @@
 // What a payment on a link may be, one implementation for its two paths: a simulated payment
-// (sandbox-payments.ts) and a wallet checkout (routes/payment-page.ts).
+// (sandbox-payments.ts) and a wallet checkout (link-checkout.ts). Refusals are DomainErrors.
 import { countPayments, findLink, type PaymentLinkRow } from '../db/payment-links.js';
 import type { Scope } from '../db/invoices.js';
 import type { PoolClient } from '../db/pool.js';
