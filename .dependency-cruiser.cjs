@@ -3,8 +3,9 @@
 //
 // Layers, bottom to top; a module imports only its own layer or those below:
 //   src/lib, src/domain  <-  src/config.ts, src/log.ts, src/errors.ts  <-  src/db
-//   <-  src/queue, src/mail, src/pdf, src/observability  <-  src/http, jobs/  <-  src/runtime  <-  main/
-const UP_FROM_DB = '^src/(queue|chain|mail|pdf|observability|http|runtime)/';
+//   <-  src/queue, src/chain, src/invoicing, src/mail, src/pdf, src/observability  <-  src/http, jobs/
+//   <-  src/runtime  <-  main/
+const UP_FROM_DB = '^src/(queue|chain|invoicing|mail|pdf|observability|http|runtime)/';
 const UP_FROM_MIDDLE = '^src/(http|runtime)/';
 
 /** Pure libraries the domain may use: computation and static data only, no I/O. */
@@ -62,7 +63,7 @@ module.exports = {
       severity: 'error',
       comment: 'config, log and errors sit just above the domain.',
       from: { path: '^src/(config|config-schema|chains-config|log|errors)[.]ts$' },
-      to: { path: '^src/(db|queue|chain|mail|pdf|observability|http|runtime)/' },
+      to: { path: '^src/(db|queue|chain|invoicing|mail|pdf|observability|http|runtime)/' },
     },
     {
       name: 'db-below-services',
@@ -76,6 +77,14 @@ module.exports = {
       severity: 'error',
       comment: 'queue, mail, pdf and observability are used by http, jobs and runtime, never the other way.',
       from: { path: '^src/(queue|chain|mail|pdf|observability)/' },
+      to: { path: UP_FROM_MIDDLE },
+    },
+    {
+      name: 'invoicing-below-http-and-jobs',
+      severity: 'error',
+      comment:
+        'src/invoicing (issuing, sending, checkouts, sandbox payments) is called by routes and jobs alike, so it never reaches up to http or the runtime (jobs/: src-not-to-jobs). Its refusals are DomainErrors the routes map.',
+      from: { path: '^src/invoicing/' },
       to: { path: UP_FROM_MIDDLE },
     },
     {

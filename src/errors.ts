@@ -154,16 +154,33 @@ export function commonErrorStatuses(): CommonErrorStatus[] {
     .sort((a, b) => a - b);
 }
 
-export class ApiError extends Error {
-  readonly status: number;
-  readonly type: ErrorType;
+/**
+ * A refusal by a rule of the service below HTTP (src/invoicing: issuing, sending, checkouts): a
+ * catalogue code, what was refused, and the field at fault. It knows no status: the API maps it
+ * to its ApiError (ApiError.from, in the error handlers), a job decides whether a retry could help.
+ */
+export class DomainError extends Error {
   constructor(
     readonly code: ErrorCode,
     message: string,
     readonly param?: string,
   ) {
     super(message);
+  }
+}
+
+/** A DomainError with its HTTP face: the status and type the catalogue gives its code. */
+export class ApiError extends DomainError {
+  readonly status: number;
+  readonly type: ErrorType;
+  constructor(code: ErrorCode, message: string, param?: string) {
+    super(code, message, param);
     [this.status, this.type] = CATALOGUE[code];
+  }
+
+  /** The API's answer to a refusal of the service: same code, message and field. */
+  static from(err: DomainError): ApiError {
+    return err instanceof ApiError ? err : new ApiError(err.code, err.message, err.param);
   }
 }
 
@@ -176,8 +193,11 @@ export function errorCatalogue(): { code: ErrorCode; status: number; type: Error
   return (Object.keys(CATALOGUE) as ErrorCode[]).map((code) => ({ code, status: CATALOGUE[code][0], type: CATALOGUE[code][1] }));
 }
 
-export const notFound = (what: string, id: string): ApiError =>
-  new ApiError('resource_missing', `No such ${what}: ${JSON.stringify(id.slice(0, 64))}.`, 'id');
+/** No such object in this account and environment, as a service below HTTP refuses it. */
+export const missing = (what: string, id: string): DomainError =>
+  new DomainError('resource_missing', `No such ${what}: ${JSON.stringify(id.slice(0, 64))}.`, 'id');
+
+export const notFound = (what: string, id: string): ApiError => ApiError.from(missing(what, id));
 
 // Job error kinds: the dispatcher maps a permanent failure to BullMQ's UnrecoverableError.
 export class PermanentJobError extends Error {

@@ -6,7 +6,7 @@ import type { Duplex } from 'node:stream';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Api, AppDeps } from './types.js';
-import { ApiError, errorEnvelope } from '../errors.js';
+import { ApiError, DomainError, errorEnvelope } from '../errors.js';
 import { authenticate, presentKey } from './auth.js';
 import swagger from '@fastify/swagger';
 import rateLimit from '@fastify/rate-limit';
@@ -65,7 +65,8 @@ function containsUnstorable(root: unknown): boolean {
 
 /** Fastify's own errors, as the API's stable codes. */
 function toApiError(err: FastifyError): ApiError | null {
-  if (err instanceof ApiError) return err;
+  // An ApiError, or a refusal of the invoicing service: the status its code has in the catalogue.
+  if (err instanceof DomainError) return ApiError.from(err);
   if (err.validation) return validationError(err.validation, err.validationContext);
   switch (err.code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':

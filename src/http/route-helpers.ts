@@ -1,6 +1,6 @@
-// Helpers every route module may use: the OpenAPI error responses, rule verdicts as API errors,
-// and the outbox fast path.
-import { ApiError, commonErrorStatuses, type CommonErrorStatus } from '../errors.js';
+// Helpers every route module may use: the OpenAPI error responses, rule verdicts and the
+// invoicing service's refusals as API errors, and the outbox fast path.
+import { ApiError, commonErrorStatuses, DomainError, type CommonErrorStatus } from '../errors.js';
 import type { Verdict } from '../domain/invoice-rules.js';
 import type { OutboxJob } from '../queue/outbox.js';
 import { ErrorEnvelope } from './schemas/index.js';
@@ -16,6 +16,19 @@ export const errorResponses = Object.fromEntries(commonErrorStatuses().map((stat
 export function unwrap<T>(v: Verdict<T>): T {
   if (!v.ok) throw new ApiError(v.code, v.message);
   return v.value;
+}
+
+/**
+ * The result of a call of a service below HTTP (src/invoicing), its refusal (a DomainError) as the
+ * ApiError of the same code. For a route that handles errors itself; the app's error handler maps
+ * a refusal that reaches it the same way.
+ */
+export async function refusalAsApiError<T>(call: Promise<T>): Promise<T> {
+  try {
+    return await call;
+  } catch (err) {
+    throw err instanceof DomainError ? ApiError.from(err) : err;
+  }
 }
 
 /**

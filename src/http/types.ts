@@ -14,22 +14,16 @@ import type { Pool } from '../db/pool.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { RenderPdf } from '../pdf/issued-invoice-pdf.js';
-import type { OutboxJob } from '../queue/outbox.js';
+import type { OutboxPublisher } from '../queue/outbox.js';
+import type { ReminderControl } from '../queue/reminder-service.js';
 import type { Readiness } from './plugins/health.js';
 
 /** The Fastify instance routes are registered on, typed by the TypeBox schemas. */
 export type Api = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, TypeBoxTypeProvider>;
 
-/** Hands committed outbox rows to the queue at once; failures are left to the worker's relay. */
-export interface OutboxPublisher {
-  publish(jobs: readonly OutboxJob[]): Promise<void>;
-}
-
-/** Keeps the queue's reminder schedules in step with a change the API just committed. */
-export interface ReminderControl {
-  stop(invoiceId: string): Promise<void>;
-  resume(invoiceId: string): Promise<void>;
-}
+// Defined below HTTP, where the invoicing service takes them too.
+export type { OutboxPublisher } from '../queue/outbox.js';
+export type { ReminderControl } from '../queue/reminder-service.js';
 
 export interface AppDeps {
   config: Config;

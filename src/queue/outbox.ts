@@ -23,6 +23,11 @@ export interface OutboxJob<N extends JobName = JobName> {
   payload: JobPayloads[N];
 }
 
+/** Hands committed outbox rows to the queue at once (the fast path); failures are left to the worker's relay. */
+export interface OutboxPublisher {
+  publish(jobs: readonly OutboxJob[]): Promise<void>;
+}
+
 /**
  * Records job `name` with `payload` inside the transaction `tx` (a client from withTransaction).
  * The id defaults to the catalogue's id for the payload; a second row with the same id is

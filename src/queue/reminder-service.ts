@@ -34,6 +34,9 @@ export interface ReconcileReport {
   membersForgotten: number;
 }
 
+/** Keeps the queue's reminder schedules in step with a change just committed (the API's, the invoicing service's). */
+export type ReminderControl = Pick<ReminderService, 'stop' | 'resume'>;
+
 export interface ReminderService {
   shards: ReminderShardSet;
   /** The schedulers of one shard. */

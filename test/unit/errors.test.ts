@@ -2,7 +2,7 @@
 // and every code is documented in docs/api.md (its table is generated; docs.test.ts checks it is current).
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { ApiError, errorCatalogue } from '../../src/errors.js';
+import { ApiError, DomainError, errorCatalogue } from '../../src/errors.js';
 
 const API_DOC = readFileSync(new URL('../../docs/api.md', import.meta.url), 'utf8');
 
@@ -35,5 +35,22 @@ describe('error catalogue', () => {
   it('builds errors with the catalogue status and type', () => {
     const err = new ApiError('payment_link_has_payments', 'has payments');
     expect([err.status, err.type, err.code, err.message]).toEqual([409, 'invalid_request_error', 'payment_link_has_payments', 'has payments']);
+  });
+});
+
+describe('DomainError (the invoicing service refuses with it, below HTTP)', () => {
+  it('maps to the ApiError of its code: the catalogue status and type, the same message and field', () => {
+    const refusal = new DomainError('amount_out_of_range', 'amount must be between 1 and 50 USDC.', 'amount');
+    expect(refusal).not.toHaveProperty('status');
+    const api = ApiError.from(refusal);
+    expect(api).toBeInstanceOf(ApiError);
+    expect(api).toMatchObject({ code: 'amount_out_of_range', message: refusal.message, param: 'amount', status: 400, type: 'invalid_request_error' });
+    expect(ApiError.from(new DomainError('checkout_limit_reached', 'too many'))).toMatchObject({ status: 429 });
+  });
+
+  it('an ApiError is a DomainError, mapped to itself', () => {
+    const api = new ApiError('resource_missing', 'No such invoice.');
+    expect(api).toBeInstanceOf(DomainError);
+    expect(ApiError.from(api)).toBe(api);
   });
 });

@@ -18,7 +18,7 @@ import { feeAtomic, formatDecimal, Money, toAtomic } from '../../domain/money.js
 import { resolveToken } from '../../domain/tokens.js';
 import { DEFAULT_LOCALE, parseLocale, SUPPORTED_LANGUAGES } from '../../domain/locale.js';
 import { ApiError, notFound } from '../../errors.js';
-import { sendInvoiceInTransaction } from '../invoice-send.js';
+import { sendInvoice } from '../../invoicing/issue.js';
 import { buildReminderTimeline } from '../reminder-timeline.js';
 import { errorResponses, publishQuietly, unwrap } from '../route-helpers.js';
 import { canonicalTimeZone } from '../../domain/time-zone.js';
@@ -165,7 +165,7 @@ export async function invoiceRoutes(app: Api, deps: AppDeps): Promise<void> {
     { schema: { tags: ['invoices'], summary: 'Finalise a draft and email it with its PDF', params: InvoiceIdParams, response: { 200: Data(Invoice), ...errorResponses } } },
     async (req) => {
       requireWrite(req.auth);
-      const { row, job } = await withTransaction(pool, (tx) => sendInvoiceInTransaction(tx, req.auth, req.params.invoiceId, deps.config.mailFrom));
+      const { row, job } = await sendInvoice(pool, req.auth, req.params.invoiceId, deps.config.mailFrom);
       await publishQuietly(deps, [job], req.log);
       return { data: presentInvoice(row) };
     },

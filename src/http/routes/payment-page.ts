@@ -26,10 +26,11 @@ import { ApiError, errorEnvelope, notFound } from '../../errors.js';
 import { PAYMENT_PAGE_CSP, renderInvoicePage, renderLinkPage, renderNoticePage, renderNotFoundPage, type PageNotice } from '../../page/render-payment-page.js';
 import { walletScript } from '../../page/wallet-script.js';
 import { LinkCheckoutBody, LinkPaymentBody, PaymentPageStatus } from '../schemas/index.js';
-import { createLinkCheckout, linkPayableOnChain } from '../link-checkout.js';
+import { createLinkCheckout, linkPayableOnChain } from '../../invoicing/link-checkout.js';
+import { refusalAsApiError } from '../route-helpers.js';
 import { validationError } from '../validation-message.js';
 import type { Api, AppDeps } from '../types.js';
-import { payInvoice, recordLinkPayment } from '../sandbox-payments.js';
+import { payInvoice, recordLinkPayment } from '../../invoicing/sandbox-payments.js';
 
 export const PAYMENT_PAGE_PREFIX = '/pay';
 
@@ -305,13 +306,13 @@ export async function paymentPageRoutes(app: Api, deps: AppDeps): Promise<void> 
           if (req.validationError) throw validationError(req.validationError.validation ?? [], 'body');
           // No email goes out now (the address was typed by an anonymous visitor): the receipt
           // goes to it once the checkout is paid.
-          const { invoice } = await createLinkCheckout(
+          const { invoice } = await refusalAsApiError(createLinkCheckout(
             pool,
             config,
             { accountId: link.account_id, environment: link.environment },
             link.id,
             { amount: req.body.amount, customerEmail: req.body.customer_email, locale: visitorLocale(req) },
-          );
+          ));
           const inv = await findInvoiceByReference(pool, invoice.reference);
           reply.header('cache-control', 'no-store');
           return {
@@ -351,10 +352,10 @@ export async function paymentPageRoutes(app: Api, deps: AppDeps): Promise<void> 
           if (!link || link.environment !== 'sandbox') return sendHtml(reply, 404, renderNotFoundPage(visitorLocale(req)));
           try {
             if (invalid) throw invalid;
-            const payment = await recordLinkPayment(pool, { accountId: link.account_id, environment: link.environment }, link.id, {
+            const payment = await refusalAsApiError(recordLinkPayment(pool, { accountId: link.account_id, environment: link.environment }, link.id, {
               amount: form.amount,
               customer_email: form.customer_email,
-            });
+            }));
             return reply.redirect(`${pagePath(id)}?paid=${encodeURIComponent(payment.id)}`, 303);
           } catch (err) {
             if (!(err instanceof ApiError)) throw err;
@@ -368,7 +369,7 @@ export async function paymentPageRoutes(app: Api, deps: AppDeps): Promise<void> 
         if (inv.status !== 'paid') {
           try {
             if (invalid) throw invalid;
-            await payInvoice(deps, { accountId: inv.account_id, environment: inv.environment }, inv.id, req.log);
+            await refusalAsApiError(payInvoice(deps, { accountId: inv.account_id, environment: inv.environment }, inv.id, req.log));
           } catch (err) {
             if (!(err instanceof ApiError)) throw err;
             const page = await invoicePage(id, err.message);

@@ -13,7 +13,7 @@ import { resolveToken } from '../../domain/tokens.js';
 import { ApiError } from '../../errors.js';
 import type { AppDeps } from '../types.js';
 import { requireWrite, type AuthContext } from '../auth.js';
-import { payInvoice, recordLinkPayment } from '../sandbox-payments.js';
+import { payInvoice, recordLinkPayment } from '../../invoicing/sandbox-payments.js';
 import { presentInvoice, presentLinkPayment, presentSubscription } from '../presenters.js';
 import { Data, ErrorEnvelope, PaymentLinkIdParams, Invoice, InvoiceIdParams, LinkPayment, LinkPaymentBody, StartSubscriptionBody, Subscription } from '../schemas/index.js';
 import type { Api } from '../types.js';

@@ -8,10 +8,12 @@ import { withTransaction, type Pool } from '../db/pool.js';
 import { newId } from '../domain/ids.js';
 import { nextStatus } from '../domain/invoice-rules.js';
 import { Money, toAtomic } from '../domain/money.js';
-import { ApiError, notFound } from '../errors.js';
+import { DomainError, missing } from '../errors.js';
 import { pendingReceiptJob } from '../db/outbox.js';
-import type { OutboxPublisher, ReminderControl } from './types.js';
+import type { OutboxPublisher } from '../queue/outbox.js';
+import type { ReminderControl } from '../queue/reminder-service.js';
 import { linkChargeAmount, lockChargeableLink } from './link-charge.js';
+import { accept } from './refuse.js';
 
 const fakeTxHash = () => `0x${randomBytes(32).toString('hex')}`;
 
@@ -33,10 +35,9 @@ export async function payInvoice(
   const paid = await markPaid(deps.pool, scope, invoiceId);
   if (!paid) {
     const inv = await findInvoice(deps.pool, scope, invoiceId);
-    if (!inv) throw notFound('invoice', invoiceId);
-    const verdict = nextStatus(inv.status, 'pay');
-    if (!verdict.ok) throw new ApiError(verdict.code, verdict.message);
-    throw new ApiError('invoice_not_payable', 'This invoice cannot be paid now.');
+    if (!inv) throw missing('invoice', invoiceId);
+    accept(nextStatus(inv.status, 'pay'));
+    throw new DomainError('invoice_not_payable', 'This invoice cannot be paid now.');
   }
   if (deps.reminders) {
     try {

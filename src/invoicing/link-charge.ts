@@ -1,11 +1,11 @@
 // What a payment on a link may be, one implementation for its two paths: a simulated payment
-// (sandbox-payments.ts) and a wallet checkout (routes/payment-page.ts).
+// (sandbox-payments.ts) and a wallet checkout (link-checkout.ts). Refusals are DomainErrors.
 import { countPayments, findLink, type PaymentLinkRow } from '../db/payment-links.js';
 import type { Scope } from '../db/invoices.js';
 import type { PoolClient } from '../db/pool.js';
 import { findPriceForUse } from '../db/products.js';
 import { formatDecimal, Money, parseAmount } from '../domain/money.js';
-import { ApiError, notFound } from '../errors.js';
+import { DomainError, missing } from '../errors.js';
 
 /**
  * The link, row-locked for the caller's transaction, if it takes a payment now: active and below
@@ -14,10 +14,10 @@ import { ApiError, notFound } from '../errors.js';
  */
 export async function lockChargeableLink(tx: PoolClient, scope: Scope, linkId: string): Promise<PaymentLinkRow> {
   const link = await findLink(tx, scope, linkId, true);
-  if (!link) throw notFound('payment link', linkId);
-  if (link.status !== 'active') throw new ApiError('payment_link_inactive', 'This payment link is inactive and takes no payments.');
+  if (!link) throw missing('payment link', linkId);
+  if (link.status !== 'active') throw new DomainError('payment_link_inactive', 'This payment link is inactive and takes no payments.');
   if (link.max_payments !== null && (await countPayments(tx, link.id)) >= link.max_payments) {
-    throw new ApiError('payment_link_exhausted', `This payment link already took its ${link.max_payments} payments.`);
+    throw new DomainError('payment_link_exhausted', `This payment link already took its ${link.max_payments} payments.`);
   }
   return link;
 }
@@ -29,19 +29,19 @@ export async function linkChargeAmount(tx: PoolClient, scope: Scope, link: Payme
     const amount = price!.amount;
     if (given !== undefined) {
       const parsed = parseAmount(given, link.token_decimals);
-      if (!parsed.ok) throw new ApiError(parsed.code, parsed.message, 'amount');
+      if (!parsed.ok) throw new DomainError(parsed.code, parsed.message, 'amount');
       if (!parsed.value.equals(new Money(amount))) {
-        throw new ApiError('amount_mismatch', `This link charges its price, ${amount} ${link.currency}.`, 'amount');
+        throw new DomainError('amount_mismatch', `This link charges its price, ${amount} ${link.currency}.`, 'amount');
       }
     }
     return amount;
   }
   const raw = given ?? link.preset_amount;
-  if (raw === null) throw new ApiError('validation_failed', 'amount is required for a custom_amount link without a preset_amount.', 'amount');
+  if (raw === null) throw new DomainError('validation_failed', 'amount is required for a custom_amount link without a preset_amount.', 'amount');
   const parsed = parseAmount(raw, link.token_decimals);
-  if (!parsed.ok) throw new ApiError(parsed.code, parsed.message, 'amount');
+  if (!parsed.ok) throw new DomainError(parsed.code, parsed.message, 'amount');
   if ((link.min_amount && parsed.value.lt(link.min_amount)) || (link.max_amount && parsed.value.gt(link.max_amount))) {
-    throw new ApiError('amount_out_of_range', `amount must be between ${link.min_amount ?? '0'} and ${link.max_amount ?? 'any'} ${link.currency}.`, 'amount');
+    throw new DomainError('amount_out_of_range', `amount must be between ${link.min_amount ?? '0'} and ${link.max_amount ?? 'any'} ${link.currency}.`, 'amount');
   }
   return formatDecimal(parsed.value);
 }

@@ -1,17 +1,24 @@
-// The send of an invoice (draft -> open), one implementation for POST /v1/invoices/{id}/send and
-// for a payment link's checkout (POST /pay/<link id>/checkout), so a checkout gets its code and its
-// payment reference exactly as any sent invoice; only the invoice email is not owed for a checkout.
+// Issuing and sending an invoice (draft -> open), one implementation for POST /v1/invoices/{id}/send,
+// for a payment link's checkout (POST /pay/<link id>/checkout) and for any job that issues one (a
+// subscription's period invoice), so every invoice gets its code and its payment reference the same
+// way; only the invoice email is not owed for a checkout. Below HTTP: refusals are DomainErrors.
 import { findSettlementAddress } from '../db/accounts.js';
 import { upsertDelivery } from '../db/deliveries.js';
 import { findInvoice, markSent, nextInvoiceNumber, type InvoiceRow, type Scope } from '../db/invoices.js';
-import type { PoolClient } from '../db/pool.js';
+import { withTransaction, type Pool, type PoolClient } from '../db/pool.js';
 import { formatInvoiceCode, newId } from '../domain/ids.js';
 import { nextStatus } from '../domain/invoice-rules.js';
 import { newPaymentTarget } from '../domain/payments.js';
-import { ApiError, notFound } from '../errors.js';
+import { DomainError, missing } from '../errors.js';
 import { messageIdFor } from '../mail/message-id.js';
 import { enqueueInTransaction, type OutboxJob } from '../queue/outbox.js';
-import { unwrap } from './route-helpers.js';
+import { accept } from './refuse.js';
+
+/** A sent invoice and its `invoice.send` job, committed in the outbox: publish it after commit, or leave it to the relay. */
+export interface SentInvoice {
+  row: InvoiceRow;
+  job: OutboxJob<'invoice.send'>;
+}
 
 /**
  * Issues a draft inside the caller's transaction (draft -> open): its code, and the settlement
@@ -20,31 +27,26 @@ import { unwrap } from './route-helpers.js';
  */
 export async function issueInvoiceInTransaction(tx: PoolClient, scope: Scope, invoiceId: string): Promise<InvoiceRow> {
   const inv = await findInvoice(tx, scope, invoiceId, true);
-  if (!inv) throw notFound('invoice', invoiceId);
-  unwrap(nextStatus(inv.status, 'send'));
+  if (!inv) throw missing('invoice', invoiceId);
+  accept(nextStatus(inv.status, 'send'));
   if (inv.amount === null) {
-    throw new ApiError('invoice_amount_missing', 'This invoice has no amount; set amount or line_items before sending it.');
+    throw new DomainError('invoice_amount_missing', 'This invoice has no amount; set amount or line_items before sending it.');
   }
   const code = formatInvoiceCode(scope.environment, await nextInvoiceNumber(tx, scope));
   // The address it is paid to and its payment reference are fixed now: a later change of
   // the settlement address concerns invoices sent after it.
   const settlement = await findSettlementAddress(tx, scope);
   const sent = await markSent(tx, inv.id, code, settlement === null ? null : newPaymentTarget(inv.id, settlement));
-  if (!sent) throw new ApiError('invoice_already_sent', 'This invoice was already sent.');
+  if (!sent) throw new DomainError('invoice_already_sent', 'This invoice was already sent.');
   return sent;
 }
 
 /**
  * Sends a draft inside the caller's transaction: issued (issueInvoiceInTransaction) and the
  * invoice email owed (delivery + outbox row). Publish the returned job after commit
- * (publishQuietly).
+ * (publishQuietly in a route; in a job the outbox relay hands it over).
  */
-export async function sendInvoiceInTransaction(
-  tx: PoolClient,
-  scope: Scope,
-  invoiceId: string,
-  mailFrom: string,
-): Promise<{ row: InvoiceRow; job: OutboxJob<'invoice.send'> }> {
+export async function sendInvoiceInTransaction(tx: PoolClient, scope: Scope, invoiceId: string, mailFrom: string): Promise<SentInvoice> {
   const sent = await issueInvoiceInTransaction(tx, scope, invoiceId);
   // The email is owed from this commit on: the delivery and its outbox row are written in
   // the same transaction as the status change, so a crash cannot lose the send.
@@ -58,4 +60,14 @@ export async function sendInvoiceInTransaction(
   });
   const job = await enqueueInTransaction(tx, 'invoice.send', { invoiceId: sent.id, deliveryId: delivery.id });
   return { row: sent, job };
+}
+
+/** issueInvoiceInTransaction in a transaction of its own. */
+export async function issueInvoice(pool: Pool, scope: Scope, invoiceId: string): Promise<InvoiceRow> {
+  return withTransaction(pool, (tx) => issueInvoiceInTransaction(tx, scope, invoiceId));
+}
+
+/** sendInvoiceInTransaction in a transaction of its own. */
+export async function sendInvoice(pool: Pool, scope: Scope, invoiceId: string, mailFrom: string): Promise<SentInvoice> {
+  return withTransaction(pool, (tx) => sendInvoiceInTransaction(tx, scope, invoiceId, mailFrom));
 }

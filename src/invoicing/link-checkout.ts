@@ -15,9 +15,9 @@ import { chainById } from '../domain/chains.js';
 import { newId, newInvoiceReference } from '../domain/ids.js';
 import { feeAtomic, Money, toAtomic } from '../domain/money.js';
 import { resolveToken } from '../domain/tokens.js';
-import { ApiError } from '../errors.js';
+import { DomainError } from '../errors.js';
 import type { Config } from '../config.js';
-import { issueInvoiceInTransaction } from './invoice-send.js';
+import { issueInvoiceInTransaction } from './issue.js';
 import { linkChargeAmount, lockChargeableLink } from './link-charge.js';
 
 export interface CheckoutRequest {
@@ -54,17 +54,17 @@ export async function createLinkCheckout(
     const link = await lockChargeableLink(tx, scope, linkId);
     const amount = await linkChargeAmount(tx, scope, link, req.amount);
     if (!linkPayableOnChain(link.chain_id, await findSettlementAddress(tx, scope))) {
-      throw new ApiError('payment_link_not_payable', 'This payment link cannot be paid with a wallet yet: the merchant has no settlement address on its network.');
+      throw new DomainError('payment_link_not_payable', 'This payment link cannot be paid with a wallet yet: the merchant has no settlement address on its network.');
     }
     const recent = await countRecentCheckouts(tx, scope, link.id, req.customerEmail, new Date(Date.now() - CHECKOUT_LIMIT_WINDOW_MS));
     if (recent.link >= config.checkouts.limitPerLink) {
-      throw new ApiError('checkout_limit_reached', 'This payment link has too many unpaid checkouts right now; try again later.');
+      throw new DomainError('checkout_limit_reached', 'This payment link has too many unpaid checkouts right now; try again later.');
     }
     if (recent.email >= config.checkouts.limitPerEmail) {
-      throw new ApiError('checkout_limit_reached', 'This email address has too many unpaid checkouts right now; pay one of them or try again later.', 'customer_email');
+      throw new DomainError('checkout_limit_reached', 'This email address has too many unpaid checkouts right now; pay one of them or try again later.', 'customer_email');
     }
     const token = resolveToken(scope.environment, link.network, link.currency);
-    if (!token.ok) throw new ApiError('payment_link_not_payable', 'This payment link cannot be paid with a wallet: its token is not configured.');
+    if (!token.ok) throw new DomainError('payment_link_not_payable', 'This payment link cannot be paid with a wallet: its token is not configured.');
     const account = await findAccount(tx, scope.accountId);
     const feeBps = account?.platform_fee_bps ?? 0;
     const atomic = toAtomic(new Money(amount), link.token_decimals);
