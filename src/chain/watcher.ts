@@ -71,12 +71,13 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
         const [proxy, transfers] = await Promise.all([
           chain.feeProxy ? s.rpc.proxyLogs(chain.feeProxy, from, to) : Promise.resolve([]),
           recipients.length > 0 && chain.tokens.length > 0
-            ? s.rpc.transferLogs(chain.tokens.map((t) => t.address), recipients, from, to)
+            ? // The fee address too: a proxy payment's fee counts only when its Transfer went there.
+              s.rpc.transferLogs(chain.tokens.map((t) => t.address), chain.feeAddress ? [...recipients, chain.feeAddress.toLowerCase()] : recipients, from, to)
             : Promise.resolve([]),
         ]);
         // A proxy event names any token its caller likes: only the chain's own tokens are payments.
         const tokens = new Set(chain.tokens.map((t) => t.address.toLowerCase()));
-        return { observed: observePayments(proxy.filter((p) => tokens.has(p.tokenAddress.toLowerCase())), transfers), to };
+        return { observed: observePayments(proxy.filter((p) => tokens.has(p.tokenAddress.toLowerCase())), transfers, chain.feeAddress), to };
       } catch (err) {
         if (!isRangeRefusal(err) || to === from) throw err;
         s.range = Math.max(1, Math.floor(Number(to - from + 1n) / 2));
@@ -157,6 +158,13 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
       });
       if (!done) return 'cursor_moved';
       count(id, done.recorded);
+      for (const [reason, n] of Object.entries(done.ignored)) if (n > 0) opts.metrics?.ignoredTransfers.inc({ chain_id: id, reason }, n);
+      for (const r of done.reorgedOut) {
+        opts.log.error(
+          { chain_id: chain.chainId, payment_id: r.id, account_id: r.accountId, invoice_id: r.invoiceId, tx_hash: r.txHash, block: r.blockNumber, uncounted_atomic: r.uncountedAtomic },
+          'a confirmed payment left the chain in a reorg deeper than the confirmations: it counts no more (payment.reorged_out)',
+        );
+      }
       confirmed += done.recorded.filter((r) => r.status === 'confirmed').length;
       cur = to;
       s.range = Math.min(opts.maxBlocks, s.range * 2);

@@ -33,6 +33,8 @@ export interface ChainMetrics {
   lagSeconds: Gauge<'chain_id'>;
   rpcCalls: Counter<'chain_id' | 'method' | 'outcome'>;
   payments: Counter<'chain_id' | 'kind' | 'status'>;
+  /** Token transfers to a settlement address that made no payment: zero_value, dust. */
+  ignoredTransfers: Counter<'chain_id' | 'reason'>;
 }
 
 function chainMetrics(registry: Registry): ChainMetrics {
@@ -51,8 +53,14 @@ function chainMetrics(registry: Registry): ChainMetrics {
     }),
     payments: new Counter({
       name: 'chain_payments_total',
-      help: 'Payments the detector recorded, by kind (proxy, transfer) and status (pending, confirmed, removed)',
+      help: 'Payments the detector recorded, by kind (proxy, transfer) and status (pending, confirmed, removed, reorged_out)',
       labelNames: ['chain_id', 'kind', 'status'],
+      registers: [registry],
+    }),
+    ignoredTransfers: new Counter({
+      name: 'chain_ignored_transfers_total',
+      help: 'Logs to a settlement address that are no payment, by reason (zero_value; dust: below 0.01 of a token unit and matching no invoice)',
+      labelNames: ['chain_id', 'reason'],
       registers: [registry],
     }),
   };
