@@ -17,6 +17,7 @@ import {
   matchTransfer,
   remainingAtomic,
   sameAddress,
+  type Application,
   type PaymentOutcome,
 } from '../domain/payments.js';
 import { withTransaction, type Pool, type PoolClient } from '../db/pool.js';
@@ -110,34 +111,37 @@ export async function recordRange(pool: Pool, chain: Chain, range: RangeToRecord
     if (!range.final && cursor.head_block !== null && BigInt(cursor.head_block) > range.head) {
       return { recorded: [], applied: 0, ignored: { zero_value: 0, dust: 0 }, reorgedOut: [] };
     }
+    // A confirmed payment not on the chain any more: a reorg deeper than the confirmations (the
+    // watcher rewound to the fork and rescans). It stops counting, before this range's payments
+    // apply, and the merchant is told; should its transaction come back, it is this row again and
+    // counts again, once.
+    const gone = range.final
+      ? await reorgOutPayments(
+          tx,
+          chain.chainId,
+          range.from,
+          range.to,
+          range.observed.flatMap((o) => [
+            { txHash: o.txHash, txPosition: o.txPosition },
+            { txHash: o.txHash, txPosition: `log:${o.logIndex}` },
+          ]),
+        )
+      : [];
     const { outcome, kept } = await recordPayments(tx, chain, range);
+    await emitPaymentEvents(
+      tx,
+      gone.map((p) => ({ accountId: p.account_id, environment: p.environment, type: 'payment.reorged_out', id: p.id, object: presentPayment(p, range.head) })),
+    );
+    for (const p of gone) {
+      outcome.recorded.push({ kind: p.kind, status: 'reorged_out' });
+      outcome.reorgedOut.push({ id: p.id, accountId: p.account_id, invoiceId: p.invoice_id, txHash: p.tx_hash, blockNumber: p.block_number, uncountedAtomic: p.uncounted_atomic });
+    }
     const removed = await removeVanishedPayments(tx, chain.chainId, range.from, range.to, kept);
     await emitPaymentEvents(
       tx,
       removed.map((p) => ({ accountId: p.account_id, environment: p.environment, type: 'payment.removed', id: p.id, object: presentPayment(p, range.head) })),
     );
     for (const p of removed) outcome.recorded.push({ kind: p.kind, status: 'removed' });
-    if (range.final) {
-      // A confirmed payment not on the chain any more: a reorg deeper than the confirmations (the
-      // watcher rewound to the fork and rescans). It stops counting and the merchant is told; should
-      // its transaction come back, it is this row again and counts again, once.
-      const gone = await reorgOutPayments(tx, chain.chainId, range.from, range.to, kept);
-      await emitPaymentEvents(
-        tx,
-        gone.map((p) => ({ accountId: p.account_id, environment: p.environment, type: 'payment.reorged_out', id: p.id, object: presentPayment(p, range.head) })),
-      );
-      for (const p of gone) {
-        outcome.recorded.push({ kind: p.kind, status: 'reorged_out' });
-        outcome.reorgedOut.push({
-          id: p.id,
-          accountId: p.account_id,
-          invoiceId: p.invoice_id,
-          txHash: p.tx_hash,
-          blockNumber: p.block_number,
-          uncountedAtomic: p.uncounted_atomic,
-        });
-      }
-    }
     if (range.cursorTo) await moveCursor(tx, chain.chainId, range.cursorTo);
     await recordHead(tx, chain.chainId, range.head, range.safe);
     return outcome;
@@ -256,7 +260,11 @@ async function recordPayments(
       } else {
         const before = remainingKey(inv);
         const c = countedAtomic(o, feeRoomAtomic(inv.fee, inv.feeCounted));
-        const application = applyPayment({ status: inv.status, amountAtomic: BigInt(inv.row.amount_atomic), paidAtomic: inv.paid }, c.countedAtomic);
+        // A payment reorged out and back counts again, even toward the invoice it had paid (which stayed paid).
+        const restored = e?.reorged_out_at != null && e.counted_atomic !== null && inv.status === 'paid';
+        const application: Application = restored
+          ? { outcome: 'applied', paidAtomic: inv.paid + c.countedAtomic, status: 'paid', fullyPaid: false }
+          : applyPayment({ status: inv.status, amountAtomic: BigInt(inv.row.amount_atomic), paidAtomic: inv.paid }, c.countedAtomic);
         result = application.outcome;
         if (application.outcome === 'applied') {
           counted = c.countedAtomic;

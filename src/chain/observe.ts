@@ -70,13 +70,12 @@ export function observePayments(proxyLogs: readonly ProxyLog[], transferLogs: re
     proxies.forEach((p, n) => {
       // The proxy's transferFrom to `to`, then (when the fee moves) to `feeAddress`, come before its
       // event and after the previous proxy event of the same transaction (a batch of calls).
+      // The nearest matching ones: a transfer the caller made before the call is not one of its legs.
       const window = transfers.filter((t) => !claimed.has(t) && t.logIndex > after && t.logIndex < p.logIndex && sameAddress(t.tokenAddress, p.tokenAddress));
-      const merchantLeg = window.find((t) => sameAddress(t.to, p.to) && t.value === p.amount);
-      if (merchantLeg) claimed.add(merchantLeg);
       const feeMoves = p.feeAmount > 0n && !sameAddress(p.feeAddress, ZERO_ADDRESS);
-      const feeLeg = feeMoves
-        ? window.find((t) => !claimed.has(t) && (!merchantLeg || t.logIndex > merchantLeg.logIndex) && sameAddress(t.to, p.feeAddress) && t.value === p.feeAmount)
-        : undefined;
+      const feeLeg = feeMoves ? window.findLast((t) => sameAddress(t.to, p.feeAddress) && t.value === p.feeAmount) : undefined;
+      const merchantLeg = window.findLast((t) => t !== feeLeg && (!feeLeg || t.logIndex < feeLeg.logIndex) && sameAddress(t.to, p.to) && t.value === p.amount);
+      if (merchantLeg) claimed.add(merchantLeg);
       if (feeLeg) claimed.add(feeLeg);
       after = p.logIndex;
       out.push({

@@ -66,8 +66,9 @@ export function presentPayment(p: PaymentRow, head: bigint | null = p.head_block
     fee_expected_atomic: p.fee_expected_atomic,
     fee_collected: p.kind === 'proxy' && BigInt(p.fee_received_atomic) > 0n,
     received_atomic: p.received_atomic,
-    counted_atomic: p.counted_atomic,
-    reorged_out: p.reorged_out_at !== null,
+    // A reorged-out row keeps what it had counted (to count it again should it come back): it counts nothing now.
+    counted_atomic: p.status === 'confirmed' ? p.counted_atomic : null,
+    reorged_out: p.status === 'removed' && p.reorged_out_at !== null,
     payment_reference: p.payment_reference,
     kind: p.kind,
     status: p.status,

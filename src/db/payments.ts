@@ -205,6 +205,9 @@ export interface ExistingPayment {
   status: PaymentStatus;
   block_hash: string;
   created_at: Date;
+  /** Reorged out: what it had counted toward its invoice then (null: it counted nothing). */
+  reorged_out_at: Date | null;
+  counted_atomic: string | null;
 }
 
 /**
@@ -214,7 +217,8 @@ export interface ExistingPayment {
 export async function lockExistingPayments(db: Queryable, chainId: number, keys: { txHash: string; txPosition: string; logIndex: number }[]): Promise<ExistingPayment[]> {
   if (keys.length === 0) return [];
   const { rows } = await db.query<ExistingPayment>(
-    `select p.id, p.tx_hash, p.log_index, p.tx_position, p.status, p.block_hash, p.created_at from payments p
+    `select p.id, p.tx_hash, p.log_index, p.tx_position, p.status, p.block_hash, p.created_at, p.reorged_out_at,
+       p.counted_atomic::text as counted_atomic from payments p
      where p.chain_id = $1 and exists (
        select 1 from unnest($2::text[], $3::text[], $4::int[]) as k (tx_hash, tx_position, log_index)
        where k.tx_hash = p.tx_hash and (k.tx_position = p.tx_position or p.tx_position = 'log:' || k.log_index))
@@ -267,8 +271,10 @@ export async function updatePayments(db: Queryable, rows: PaymentWrite[]): Promi
        invoice_id = x.invoice_id, account_id = x.account_id, environment = x.environment, block_number = x.block_number,
        block_hash = x.block_hash, block_time = x.block_time, log_index = x.log_index, tx_position = x.tx_position,
        fee_expected_atomic = x.fee_expected_atomic, received_atomic = x.received_atomic, fee_received_atomic = x.fee_received_atomic,
-       counted_atomic = x.counted_atomic, payment_reference = x.payment_reference, status = x.status, outcome = x.outcome,
-       confirmed_at = x.confirmed_at, removed_at = null, reorged_out_at = null, updated_at = clock_timestamp()
+       payment_reference = x.payment_reference, status = x.status, outcome = x.outcome, confirmed_at = x.confirmed_at, removed_at = null,
+       -- A reorged-out payment seen again stays marked (with what it had counted) until it confirms again.
+       counted_atomic = case when x.status = 'confirmed' then x.counted_atomic else p.counted_atomic end,
+       reorged_out_at = case when x.status = 'confirmed' then null else p.reorged_out_at end, updated_at = clock_timestamp()
      from jsonb_to_recordset($1::jsonb) as ${RECORD}
      where p.id = x.id and p.status <> 'confirmed'
      returning p.id`,
@@ -306,7 +312,9 @@ export async function removeVanishedPayments(
  * Confirmed payments of the chain within [from, to] that the chain no longer holds (a reorg deeper
  * than the confirmations): removed and marked reorged out, and what an applied one counted taken
  * off its invoice's amount_paid_atomic (its status stays: a paid invoice stays paid, the merchant
- * is told by payment.reorged_out). Returns them as they are now, with what each had counted.
+ * is told by payment.reorged_out). The row keeps counted_atomic, so that its transaction, should it
+ * come back, counts again even toward an invoice that stayed paid. Returns them as they are now,
+ * with what each had counted.
  */
 export async function reorgOutPayments(
   db: Queryable,
@@ -324,7 +332,7 @@ export async function reorgOutPayments(
        order by p.id
        for update of p
      ), gone as (
-       update payments p set status = 'removed', outcome = null, counted_atomic = null, removed_at = clock_timestamp(),
+       update payments p set status = 'removed', outcome = null, removed_at = clock_timestamp(),
          reorged_out_at = clock_timestamp(), updated_at = clock_timestamp()
        from old where p.id = old.id
        returning p.*, case when old.outcome = 'applied' then old.counted_atomic end as uncounted_atomic
