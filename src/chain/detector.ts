@@ -28,6 +28,7 @@ import {
   lockCursor,
   lockExistingPayments,
   lockPayableInvoices,
+  markRescan,
   moveConfirmedPayments,
   moveCursor,
   ownersOfAddresses,
@@ -115,7 +116,8 @@ export async function recordRange(pool: Pool, chain: Chain, range: RangeToRecord
     // watcher rewound to the fork and rescans). It stops counting, before this range's payments
     // apply, and the merchant is told; should its transaction come back, it is this row again and
     // counts again, once.
-    const gone = range.final
+    const rescan = range.final && cursor.rescan_to !== null && range.from <= BigInt(cursor.rescan_to);
+    const gone = rescan
       ? await reorgOutPayments(
           tx,
           chain.chainId,
@@ -369,6 +371,7 @@ export async function rewindCursor(
     const cursor = await lockCursor(tx, chain.chainId, BigInt(chain.startBlock) - 1n);
     if (BigInt(cursor.block_number) !== expected) return null;
     await moveCursor(tx, chain.chainId, { ...to, time: null });
+    await markRescan(tx, chain.chainId, expected);
     if (restartedAt !== undefined) {
       const gone = await removeVanishedPayments(tx, chain.chainId, restartedAt + 1n, null, []);
       await emitPaymentEvents(

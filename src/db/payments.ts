@@ -68,12 +68,14 @@ export interface ChainCursorRow {
   head_block: string | null;
   safe_block: string | null;
   head_seen_at: Date | null;
+  /** The cursor's block before its last rewind: ranges up to it are rescans (confirmed payments there may have left the chain). */
+  rescan_to: string | null;
 }
 
 export async function findCursor(db: Queryable, chainId: number, forUpdate = false): Promise<ChainCursorRow | null> {
   const { rows } = await db.query<ChainCursorRow>(
     `select chain_id, block_number::text as block_number, block_hash, block_time, checkpoints,
-       head_block::text as head_block, safe_block::text as safe_block, head_seen_at
+       head_block::text as head_block, safe_block::text as safe_block, head_seen_at, rescan_to::text as rescan_to
      from chain_cursors where chain_id = $1 ${forUpdate ? 'for update' : ''}`,
     [chainId],
   );
@@ -96,6 +98,11 @@ export async function moveCursor(
      where chain_id = $1`,
     [chainId, to.block.toString(), to.hash, to.time, JSON.stringify(to.checkpoints)],
   );
+}
+
+/** The cursor goes back from `from`: what it covered up to there is rescanned. */
+export async function markRescan(db: Queryable, chainId: number, from: bigint): Promise<void> {
+  await db.query('update chain_cursors set rescan_to = greatest(rescan_to, $2) where chain_id = $1', [chainId, from.toString()]);
 }
 
 /** The head a run read; never moves back (a slower run read an older one), but see resetHead. */

@@ -29,8 +29,12 @@ alter table payments
 alter table payments drop constraint payments_chain_id_tx_hash_log_index_key;
 alter table payments add constraint payments_chain_id_tx_hash_tx_position_key unique (chain_id, tx_hash, tx_position);
 create index payments_confirmed_block_idx on payments (chain_id, block_number) where status = 'confirmed';
+-- The cursor's block before its last rewind: ranges up to it are rescans, where confirmed payments
+-- may have left the chain (only those ranges look for them).
+alter table chain_cursors add column rescan_to bigint;
 
 -- Down Migration
+alter table chain_cursors drop column rescan_to;
 drop index payments_confirmed_block_idx;
 alter table payments drop constraint payments_chain_id_tx_hash_tx_position_key;
 alter table payments add constraint payments_chain_id_tx_hash_log_index_key unique (chain_id, tx_hash, log_index);
