@@ -371,7 +371,9 @@ export async function rewindCursor(
     const cursor = await lockCursor(tx, chain.chainId, BigInt(chain.startBlock) - 1n);
     if (BigInt(cursor.block_number) !== expected) return null;
     await moveCursor(tx, chain.chainId, { ...to, time: null });
-    await markRescan(tx, chain.chainId, expected);
+    // A reorg: what the cursor covered is rescanned, and a confirmed payment gone from it is reported.
+    // A local chain started over is another chain: its old payments are left as they were.
+    if (restartedAt === undefined) await markRescan(tx, chain.chainId, expected);
     if (restartedAt !== undefined) {
       const gone = await removeVanishedPayments(tx, chain.chainId, restartedAt + 1n, null, []);
       await emitPaymentEvents(
