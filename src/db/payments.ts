@@ -114,9 +114,9 @@ export async function recordHead(db: Queryable, chainId: number, head: bigint, s
   );
 }
 
-/** A chain started over: the head seen before means nothing now. */
+/** A chain started over: the head seen before, and what was to be rescanned of the old chain, mean nothing now. */
 export async function resetHead(db: Queryable, chainId: number): Promise<void> {
-  await db.query('update chain_cursors set head_block = null, safe_block = null where chain_id = $1', [chainId]);
+  await db.query('update chain_cursors set head_block = null, safe_block = null, rescan_to = null where chain_id = $1', [chainId]);
 }
 
 /**
