@@ -129,11 +129,11 @@ export async function recordRange(pool: Pool, chain: Chain, range: RangeToRecord
           ]),
         )
       : [];
-    const { outcome, kept } = await recordPayments(tx, chain, range);
     await emitPaymentEvents(
       tx,
       gone.map((p) => ({ accountId: p.account_id, environment: p.environment, type: 'payment.reorged_out', id: p.id, object: presentPayment(p, range.head) })),
     );
+    const { outcome, kept } = await recordPayments(tx, chain, range);
     for (const p of gone) {
       outcome.recorded.push({ kind: p.kind, status: 'reorged_out' });
       outcome.reorgedOut.push({ id: p.id, accountId: p.account_id, invoiceId: p.invoice_id, txHash: p.tx_hash, blockNumber: p.block_number, uncountedAtomic: p.uncounted_atomic });
