@@ -3,7 +3,8 @@
 // never moved (fee address zero, the payer's own address, a feeAmount of 2^256 - 2, also through a
 // public payment-link checkout), one transaction paying two invoices, zero-value and dust spam, and
 // a confirmed payment reorged out deeper than the confirmations then re-included. Each leaves the
-// invoice with what really reached its merchant. States are waited for, never a clock.
+// invoice with what really reached its merchant; and a few seeded random sequences of all of it.
+// States are waited for, never a clock.
 import { createWalletClient, http, type Address, type Hash, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,6 +13,7 @@ import type { TestChain } from '../helpers/anvil.js';
 import { startChainFixture, type ChainFixture } from '../helpers/chain-fixture.js';
 import type { ApiFixture } from '../helpers/context.js';
 import { apiClient, type JsonBody } from '../helpers/http.js';
+import { seededRandom } from '../helpers/seeded-random.js';
 import { waitUntil } from '../helpers/worker.js';
 
 let chain: TestChain;
@@ -245,4 +247,77 @@ describe('a payment re-included after a deep reorg counts once (finding 7)', () 
     expect(await invoice(inv.id)).toMatchObject({ status: 'open', amount_paid_atomic: '10000000' });
     expect((await paymentsOf(inv.id))[0]).toMatchObject({ status: 'confirmed', outcome: 'applied', counted_atomic: '10000000', reorged_out: false });
   });
+});
+
+describe('random sequences on anvil (seeded; the seed is in the name)', () => {
+  type Step = { kind: 'proxy'; inv: JsonBody; amount: bigint; fee: bigint; feeAddress: Address } | { kind: 'transfer'; value: bigint };
+
+  for (const seed of [24, 2024, 424242]) {
+    it(`seed ${seed}: proxy payments with any fee address, zero, dust, exact and odd transfers, shallow reorgs: each invoice holds what reached its merchant`, async () => {
+      const r = seededRandom(seed);
+      // An address of its own: its plain transfers can only match this sequence's invoices.
+      const to = privateKeyToAccount(generatePrivateKey()).address;
+      expect((await api.patch('/v1/account', key(), { settlement_address: to })).status).toBe(200);
+      const invoices: JsonBody[] = [];
+      for (let i = 0; i < 3; i++) invoices.push(await sentInvoice(`${r.int(5, 30)}.${String(r.int(0, 99)).padStart(2, '0')}`));
+      const sent: { hash: Hash; step: Step }[] = [];
+      for (let op = 0; op < 9; op++) {
+        const roll = r.next();
+        const payer = chain.payers[r.int(0, 7)].address;
+        if (roll < 0.5) {
+          const inv = r.pick(invoices);
+          const total = r.pick([BigInt(inv.amount_atomic), 2_000_000n, 1n]);
+          const ruleFee = (total * 50n + 5_000n) / 10_000n;
+          const feeAddress = r.pick<Address>([chain.feeAddress, chain.feeAddress, ZERO, payer, to]);
+          const fee = feeAddress === ZERO && r.chance(0.5) ? 2n ** 256n - 2n : r.pick([ruleFee, 0n, 1_000_000n]);
+          const step: Step = { kind: 'proxy', inv, amount: total - ruleFee, fee, feeAddress };
+          const paid = await chain.payWithReference({ from: payer, to, amountAtomic: step.amount, feeAtomic: fee, feeAddress, reference: inv.payment_instructions.payment_reference });
+          sent.push({ hash: paid.txHash, step });
+        } else if (roll < 0.85) {
+          const remaining = BigInt((await invoice(r.pick(invoices).id)).amount_remaining_atomic);
+          const value = r.pick([0n, 0n, 5_000n, remaining, BigInt(r.int(1, 3_000_000))]);
+          sent.push({ hash: (await chain.transfer({ from: payer, to, amountAtomic: value })).txHash, step: { kind: 'transfer', value } });
+        } else {
+          // Shallow: within the pending window (2 confirmations), what it held is dropped.
+          await chain.reorg(r.int(1, 2));
+        }
+        if (r.chance(0.4)) await chain.mine(r.int(1, 3));
+      }
+      await chain.mine(3);
+      const head = await chain.publicClient.getBlockNumber();
+      await waitUntil(async () => (await cursorBlock()) >= head - 2n, STATE_MS);
+      await waitUntil(async () => (await fx.api.pool.query(`select 1 from payments where lower(to_address) = lower($1) and status = 'pending'`, [to])).rowCount === 0, STATE_MS);
+
+      // The rule over what the chain holds now, in its order.
+      const canonical: { block: bigint; index: number; step: Step }[] = [];
+      for (const s of sent) {
+        const receipt = await chain.publicClient.getTransactionReceipt({ hash: s.hash }).catch(() => null);
+        if (receipt) canonical.push({ block: receipt.blockNumber, index: receipt.transactionIndex, step: s.step });
+      }
+      canonical.sort((a, b) => (a.block === b.block ? a.index - b.index : a.block < b.block ? -1 : 1));
+      const state = new Map(invoices.map((i) => [i.id, { paid: 0n, feeCounted: 0n, status: 'open' }]));
+      const apply = (inv: JsonBody, received: bigint, feeToPlatform: bigint) => {
+        const s = state.get(inv.id)!;
+        if (s.status !== 'open') return;
+        const room = BigInt(inv.fee_atomic) - s.feeCounted;
+        const fee = feeToPlatform < room ? feeToPlatform : room;
+        s.paid += received + fee;
+        s.feeCounted += fee;
+        if (s.paid >= BigInt(inv.amount_atomic)) s.status = 'paid';
+      };
+      for (const { step } of canonical) {
+        if (step.kind === 'proxy') apply(step.inv, step.amount, step.feeAddress === chain.feeAddress ? step.fee : 0n);
+        else if (step.value > 0n) {
+          const open = invoices.filter((i) => state.get(i.id)!.status === 'open' && BigInt(i.amount_atomic) - state.get(i.id)!.paid === step.value);
+          if (open.length === 1) apply(open[0], step.value, 0n);
+        }
+      }
+      for (const inv of invoices) {
+        const now = await invoice(inv.id);
+        expect({ id: inv.id, paid: now.amount_paid_atomic, status: now.status }, `seed ${seed}`).toEqual({ id: inv.id, paid: state.get(inv.id)!.paid.toString(), status: state.get(inv.id)!.status });
+      }
+      const { rows } = await fx.api.pool.query(`select 1 from payments where lower(to_address) = lower($1) and kind = 'transfer' and amount_atomic = 0`, [to]);
+      expect(rows).toHaveLength(0);
+    }, 120_000);
+  }
 });
