@@ -6,7 +6,6 @@ import { formatUnits } from 'viem';
 import { ensureMessageId } from '../src/db/deliveries.js';
 import { findPaymentForMail, loadInvoiceForMail } from '../src/db/invoice-for-mail.js';
 import { explorerTxUrl } from '../src/domain/chains.js';
-import { countedAtomic } from '../src/domain/payments.js';
 import { PermanentJobError } from '../src/errors.js';
 import { deliverOnce } from '../src/mail/deliver-once.js';
 import { emlFileName, invoiceEnvelope } from '../src/mail/invoice-envelope.js';
@@ -28,7 +27,7 @@ export const invoicePartialPayment: JobHandler<InvoicePartialPaymentPayload, Job
   if (!payment) throw new PermanentJobError(`payment ${payload.paymentId} of invoice ${payload.invoiceId} does not exist`);
   // The database wrote the row without a Message-ID: it does not know MAIL_FROM's domain.
   await ensureMessageId(ctx.pool, payload.deliveryId, messageIdFor(payload.deliveryId, ctx.config.mailFrom));
-  const counted = countedAtomic({ amountAtomic: BigInt(payment.amount_atomic), feeAtomic: BigInt(payment.fee_atomic) });
+  const counted = BigInt(payment.counted_atomic);
   const doc = {
     ...loaded.doc,
     partialPayment: {

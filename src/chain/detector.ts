@@ -1,18 +1,23 @@
 // Records what a scanned range of a chain holds, in ONE transaction with the cursor: the payment
 // rows, what confirmed ones do to their invoices (the status change fires invoice.paid, the
 // receipt and the reminders' stop), and every event. The cursor row's lock serialises writers of
-// a chain, and (chain_id, tx_hash, log_index) is unique: a repeated run, a run killed half-way or
-// two workers at once never make a second row or a second event.
+// a chain, and (chain_id, tx_hash, tx_position) is unique: a repeated run, a run killed half-way,
+// two workers at once or the same transaction re-included in another block after a reorg never
+// make a second row or a second event. What counts is what reached the merchant (observe.ts and
+// countedAtomic in the domain), never the proxy event's claim.
 import { compareScannedFor, type Chain, type ScannedFor } from '../domain/chains.js';
 import { newId } from '../domain/ids.js';
 import type { InvoiceStatus } from '../domain/invoice-rules.js';
 import {
   applyPayment,
   countedAtomic,
+  dustFloorAtomic,
   expectedFeeAtomic,
+  feeRoomAtomic,
   matchTransfer,
   remainingAtomic,
   sameAddress,
+  type Application,
   type PaymentOutcome,
 } from '../domain/payments.js';
 import { withTransaction, type Pool, type PoolClient } from '../db/pool.js';
@@ -23,11 +28,14 @@ import {
   lockCursor,
   lockExistingPayments,
   lockPayableInvoices,
+  markRescan,
+  moveConfirmedPayments,
   moveCursor,
   ownersOfAddresses,
   recordHead,
   resetHead,
   removeVanishedPayments,
+  reorgOutPayments,
   updatePayments,
   writeInvoiceBalances,
   type InvoiceBalanceWrite,
@@ -57,12 +65,29 @@ export interface RangeToRecord {
   /** What this run scanned for: another set on the cursor (under its lock) means this run may not move it. */
   scannedFor?: ScannedFor;
   /** Pending payments not observed whose block is still on the chain (by hash): kept, never announced removed. */
-  stillOnChain?: { txHash: string; logIndex: number }[];
+  stillOnChain?: { txHash: string; txPosition: string }[];
+}
+
+/** Why a log made no payment: a zero-value transfer, or dust that no invoice claims. */
+export type IgnoredReason = 'zero_value' | 'dust';
+
+/** A confirmed payment whose block left the chain in a reorg deeper than the confirmations. */
+export interface ReorgedOut {
+  id: string;
+  accountId: string;
+  invoiceId: string | null;
+  txHash: string;
+  blockNumber: string;
+  /** What it had counted toward its invoice, taken off again; null when it counted nothing. */
+  uncountedAtomic: string | null;
 }
 
 export interface RangeOutcome {
-  recorded: { kind: ObservedPayment['kind']; status: 'pending' | 'confirmed' | 'removed' }[];
+  recorded: { kind: ObservedPayment['kind']; status: 'pending' | 'confirmed' | 'removed' | 'reorged_out' }[];
   applied: number;
+  /** Logs that made no payment, by reason (final ranges only: the pending window is read again each run). */
+  ignored: Record<IgnoredReason, number>;
+  reorgedOut: ReorgedOut[];
 }
 
 interface InvoiceState {
@@ -70,11 +95,15 @@ interface InvoiceState {
   status: InvoiceStatus;
   paid: bigint;
   paidAt: string | null;
+  /** The invoice's own fee, and what of it applied payments counted: fees count up to it, no further. */
+  fee: bigint;
+  feeCounted: bigint;
   changed: boolean;
 }
 
 const lower = (a: string) => a.toLowerCase();
-const key = (txHash: string, logIndex: number) => `${txHash}:${logIndex}`;
+const key = (txHash: string, txPosition: string) => `${txHash}:${txPosition}`;
+const legacyKey = (txHash: string, logIndex: number) => `${txHash}:log:${logIndex}`;
 const transferKey = (to: string, token: string, remaining: bigint) => `${lower(to)}|${lower(token)}|${remaining}`;
 
 /** Null when another worker moved the cursor meanwhile (nothing written: its run covers the range). */
@@ -85,15 +114,36 @@ export async function recordRange(pool: Pool, chain: Chain, range: RangeToRecord
     if (range.scannedFor && cursor.scanned_for && compareScannedFor(cursor.scanned_for, range.scannedFor) !== 'same') return null;
     // A run that read an older head than one already recorded (two workers, overlapping runs)
     // must not turn the newer run's pending payments into removed ones.
-    if (!range.final && cursor.head_block !== null && BigInt(cursor.head_block) > range.head) return { recorded: [], applied: 0 };
-    const outcome = await recordPayments(tx, chain, range);
-    const removed = await removeVanishedPayments(
+    if (!range.final && cursor.head_block !== null && BigInt(cursor.head_block) > range.head) {
+      return { recorded: [], applied: 0, ignored: { zero_value: 0, dust: 0 }, reorgedOut: [] };
+    }
+    // A confirmed payment not on the chain any more: a reorg deeper than the confirmations (the
+    // watcher rewound to the fork and rescans). It stops counting, before this range's payments
+    // apply, and the merchant is told; should its transaction come back, it is this row again and
+    // counts again, once.
+    const rescan = range.final && cursor.rescan_to !== null && range.from <= BigInt(cursor.rescan_to);
+    const gone = rescan
+      ? await reorgOutPayments(
+          tx,
+          chain.chainId,
+          range.from,
+          range.to,
+          range.observed.flatMap((o) => [
+            { txHash: o.txHash, txPosition: o.txPosition },
+            { txHash: o.txHash, txPosition: `log:${o.logIndex}` },
+          ]),
+        )
+      : [];
+    await emitPaymentEvents(
       tx,
-      chain.chainId,
-      range.from,
-      range.to,
-      [...range.observed.map((o) => ({ txHash: o.txHash, logIndex: o.logIndex })), ...(range.stillOnChain ?? [])],
+      gone.map((p) => ({ accountId: p.account_id, environment: p.environment, type: 'payment.reorged_out', id: p.id, object: presentPayment(p, range.head) })),
     );
+    const { outcome, kept } = await recordPayments(tx, chain, range);
+    for (const p of gone) {
+      outcome.recorded.push({ kind: p.kind, status: 'reorged_out' });
+      outcome.reorgedOut.push({ id: p.id, accountId: p.account_id, invoiceId: p.invoice_id, txHash: p.tx_hash, blockNumber: p.block_number, uncountedAtomic: p.uncounted_atomic });
+    }
+    const removed = await removeVanishedPayments(tx, chain.chainId, range.from, range.to, [...kept, ...(range.stillOnChain ?? [])]);
     await emitPaymentEvents(
       tx,
       removed.map((p) => ({ accountId: p.account_id, environment: p.environment, type: 'payment.removed', id: p.id, object: presentPayment(p, range.head) })),
@@ -105,25 +155,64 @@ export async function recordRange(pool: Pool, chain: Chain, range: RangeToRecord
   });
 }
 
-async function recordPayments(tx: PoolClient, chain: Chain, range: RangeToRecord): Promise<RangeOutcome> {
-  const outcome: RangeOutcome = { recorded: [], applied: 0 };
-  if (range.observed.length === 0) return outcome;
-  const existing = new Map(
-    (await lockExistingPayments(tx, chain.chainId, range.observed.map((o) => ({ txHash: o.txHash, logIndex: o.logIndex })))).map((e) => [key(e.tx_hash, e.log_index), e]),
-  );
-  // A confirmed row is final; a pending one seen again in the same block needs nothing until it confirms.
-  const todo = range.observed.filter((o) => {
-    const e = existing.get(key(o.txHash, o.logIndex));
-    return !e || (e.status !== 'confirmed' && (range.final || e.status === 'removed' || e.block_hash !== o.blockHash));
+/** The payments of the range, and the (tx, position) keys of those the chain holds that are (or may be) recorded. */
+async function recordPayments(
+  tx: PoolClient,
+  chain: Chain,
+  range: RangeToRecord,
+): Promise<{ outcome: RangeOutcome; kept: { txHash: string; txPosition: string }[] }> {
+  const outcome: RangeOutcome = { recorded: [], applied: 0, ignored: { zero_value: 0, dust: 0 }, reorgedOut: [] };
+  const kept: { txHash: string; txPosition: string }[] = [];
+  // Anyone can emit Transfer(x, settlement, 0) from a loop: it moves nothing and is never a payment.
+  const observed = range.observed.filter((o) => {
+    if (o.kind === 'transfer' && o.receivedAtomic === 0n) {
+      if (range.final) outcome.ignored.zero_value++;
+      return false;
+    }
+    return true;
   });
-  if (todo.length === 0) return outcome;
+  if (observed.length === 0) return { outcome, kept };
+  const rows = await lockExistingPayments(tx, chain.chainId, observed.map((o) => ({ txHash: o.txHash, txPosition: o.txPosition, logIndex: o.logIndex })));
+  const byKey = new Map(rows.map((e) => [key(e.tx_hash, e.tx_position), e]));
+  const existingOf = (o: ObservedPayment) => byKey.get(key(o.txHash, o.txPosition)) ?? byKey.get(legacyKey(o.txHash, o.logIndex));
+  // A confirmed row is final (seen in another block, it only moves there); a pending one seen
+  // again in the same block needs nothing until it confirms.
+  const moved: Parameters<typeof moveConfirmedPayments>[1] = [];
+  const todo = observed.filter((o) => {
+    const e = existingOf(o);
+    const again = e !== undefined && (e.status === 'confirmed' || (!range.final && e.status !== 'removed' && e.block_hash === o.blockHash));
+    if (!again) return true;
+    // Confirmed rows take this position below; a pending one keeps its own until it is written again.
+    kept.push({ txHash: o.txHash, txPosition: e.status === 'confirmed' ? o.txPosition : e.tx_position });
+    if (e.status === 'confirmed' && (e.block_hash !== o.blockHash || e.tx_position !== o.txPosition)) {
+      moved.push({
+        id: e.id,
+        block_number: o.blockNumber.toString(),
+        block_hash: o.blockHash,
+        block_time: range.blockTimes.get(o.blockNumber)?.toISOString() ?? null,
+        log_index: o.logIndex,
+        tx_position: o.txPosition,
+      });
+    }
+    return false;
+  });
+  await moveConfirmedPayments(tx, moved);
+  if (todo.length === 0) return { outcome, kept };
 
   const topics = [...new Set(todo.flatMap((o) => (o.referenceTopic ? [o.referenceTopic] : [])))];
   const targets = [...new Set(todo.filter((o) => o.kind === 'transfer').map((o) => lower(o.to)))];
   const invoices = new Map<string, InvoiceState>(
     (await lockPayableInvoices(tx, chain.chainId, topics, targets)).map((row) => [
       row.id,
-      { row, status: row.status, paid: BigInt(row.amount_paid_atomic), paidAt: null, changed: false },
+      {
+        row,
+        status: row.status,
+        paid: BigInt(row.amount_paid_atomic),
+        paidAt: null,
+        fee: BigInt(row.fee_atomic ?? '0'),
+        feeCounted: BigInt(row.fee_counted_atomic),
+        changed: false,
+      },
     ]),
   );
   const byTopic = new Map([...invoices.values()].filter((s) => s.row.payment_reference_topic).map((s) => [s.row.payment_reference_topic!, s]));
@@ -147,29 +236,46 @@ async function recordPayments(tx: PoolClient, chain: Chain, range: RangeToRecord
   const updates: PaymentWrite[] = [];
   const partial: string[] = [];
   const now = new Date().toISOString();
+  const floors = new Map(chain.tokens.map((t) => [lower(t.address), dustFloorAtomic(t.decimals)]));
   for (const o of todo) {
-    const counted = countedAtomic(o);
     let inv: InvoiceState | null = null;
     if (o.kind === 'proxy') {
       const s = o.referenceTopic ? byTopic.get(o.referenceTopic) : undefined;
       if (s && sameAddress(s.row.settlement_address, o.to) && sameAddress(s.row.token_address, o.tokenAddress)) inv = s;
     } else {
-      const candidates = [...(byRemaining.get(transferKey(o.to, o.tokenAddress, counted)) ?? [])].map((s) => ({ s, remainingAtomic: counted }));
-      inv = matchTransfer(candidates, counted)?.s ?? null;
+      const value = o.receivedAtomic;
+      const candidates = [...(byRemaining.get(transferKey(o.to, o.tokenAddress, value)) ?? [])].map((s) => ({ s, remainingAtomic: value }));
+      inv = matchTransfer(candidates, value)?.s ?? null;
+    }
+    // Dust nobody's invoice claims is no payment: no unmatched row, no event (a referenced or an
+    // exactly matching one is recorded against its invoice like any other).
+    if (!inv && o.receivedAtomic + o.feeReceivedAtomic < (floors.get(lower(o.tokenAddress)) ?? 1n)) {
+      if (range.final) outcome.ignored.dust++;
+      continue;
     }
     const accountId = inv?.row.account_id ?? owners.get(lower(o.to));
     // Neither an invoice's nor a merchant's: someone else's proxy payment.
     if (accountId === undefined) continue;
+    const e = existingOf(o);
+    kept.push({ txHash: o.txHash, txPosition: o.txPosition });
 
     let result: PaymentOutcome | null = null;
+    let counted: bigint | null = null;
     if (range.final) {
       if (!inv) {
         result = 'unmatched';
       } else {
         const before = remainingKey(inv);
-        const application = applyPayment({ status: inv.status, amountAtomic: BigInt(inv.row.amount_atomic), paidAtomic: inv.paid }, counted);
+        const c = countedAtomic(o, feeRoomAtomic(inv.fee, inv.feeCounted));
+        // A payment reorged out and back counts again, even toward the invoice it had paid (which stayed paid).
+        const restored = e?.reorged_out_at != null && e.counted_atomic !== null && inv.status === 'paid';
+        const application: Application = restored
+          ? { outcome: 'applied', paidAtomic: inv.paid + c.countedAtomic, status: 'paid', fullyPaid: false }
+          : applyPayment({ status: inv.status, amountAtomic: BigInt(inv.row.amount_atomic), paidAtomic: inv.paid }, c.countedAtomic);
         result = application.outcome;
         if (application.outcome === 'applied') {
+          counted = c.countedAtomic;
+          inv.feeCounted += c.feeCountedAtomic;
           inv.paid = application.paidAtomic;
           inv.changed = true;
           if (application.fullyPaid) {
@@ -184,7 +290,6 @@ async function recordPayments(tx: PoolClient, chain: Chain, range: RangeToRecord
         }
       }
     }
-    const e = existing.get(key(o.txHash, o.logIndex));
     const write: PaymentWrite = {
       id: e?.id ?? newId('pay'),
       account_id: accountId,
@@ -194,6 +299,7 @@ async function recordPayments(tx: PoolClient, chain: Chain, range: RangeToRecord
       network: chain.network,
       tx_hash: o.txHash,
       log_index: o.logIndex,
+      tx_position: o.txPosition,
       block_number: o.blockNumber.toString(),
       block_hash: o.blockHash,
       block_time: range.blockTimes.get(o.blockNumber)?.toISOString() ?? null,
@@ -203,7 +309,10 @@ async function recordPayments(tx: PoolClient, chain: Chain, range: RangeToRecord
       amount_atomic: o.amountAtomic.toString(),
       fee_atomic: o.feeAtomic.toString(),
       fee_address: o.feeAddress,
-      fee_expected_atomic: o.kind === 'proxy' && inv ? expectedFeeAtomic('proxy', counted, inv.row.fee_bps ?? 0).toString() : null,
+      fee_expected_atomic: o.kind === 'proxy' && inv ? expectedFeeAtomic('proxy', o.receivedAtomic + o.feeReceivedAtomic, inv.row.fee_bps ?? 0).toString() : null,
+      received_atomic: o.receivedAtomic.toString(),
+      fee_received_atomic: o.feeReceivedAtomic.toString(),
+      counted_atomic: counted === null ? null : counted.toString(),
       payment_reference: inv?.row.payment_reference ?? null,
       kind: o.kind,
       status: range.final ? 'confirmed' : 'pending',
@@ -239,7 +348,7 @@ async function recordPayments(tx: PoolClient, chain: Chain, range: RangeToRecord
   // invoice.partially_paid for what stays open (one paid in full by a later log of the range has invoice.paid).
   await emitPartiallyPaid(tx, partial.filter((id) => invoices.get(id)?.status !== 'paid'));
   for (const w of written) outcome.recorded.push({ kind: w.kind, status: w.status });
-  return outcome;
+  return { outcome, kept };
 }
 
 function asRow(w: PaymentWrite): PaymentRow {
@@ -249,6 +358,7 @@ function asRow(w: PaymentWrite): PaymentRow {
     created_at: new Date(w.created_at),
     confirmed_at: w.confirmed_at ? new Date(w.confirmed_at) : null,
     removed_at: null,
+    reorged_out_at: null,
     head_block: null,
   };
 }
@@ -266,6 +376,9 @@ export async function rewindCursor(
     const cursor = await lockCursor(tx, chain.chainId, BigInt(chain.startBlock) - 1n);
     if (BigInt(cursor.block_number) !== expected) return null;
     await moveCursor(tx, chain.chainId, { ...to, time: null });
+    // A reorg: what the cursor covered is rescanned, and a confirmed payment gone from it is reported.
+    // A local chain started over is another chain: its old payments are left as they were.
+    if (restartedAt === undefined) await markRescan(tx, chain.chainId, expected);
     if (restartedAt !== undefined) {
       const gone = await removeVanishedPayments(tx, chain.chainId, restartedAt + 1n, null, []);
       await emitPaymentEvents(

@@ -17,15 +17,23 @@ export interface PaymentObject {
   token_address: string;
   from: string | null;
   to: string;
+  /** proxy: the call's amount as its event states it; transfer: the value. */
   amount_atomic: string;
+  /** proxy: the call's feeAmount as its event states it (whether it moved or not); transfer: 0. */
   fee_atomic: string;
-  /** What the payment counts toward its invoice: amount_atomic + fee_atomic. */
+  /** amount_atomic + fee_atomic: what the payer's call stated, not what counts (counted_atomic). */
   total_atomic: string;
   fee_address: string | null;
   /** The fee the account's rate asks of a proxy payment of this size; null for a transfer. */
   fee_expected_atomic: string | null;
-  /** False for a plain transfer: no fee was collected on-chain. */
+  /** True when the fee's Transfer reached the chain's fee address; false for a transfer, a fee sent elsewhere or not moved. */
   fee_collected: boolean;
+  /** What the transaction's Transfer logs show reached the settlement address for this payment. */
+  received_atomic: string;
+  /** What it added to its invoice's amount_paid_atomic: received_atomic plus the collected fee up to the invoice's own fee; null when it counts toward nothing. */
+  counted_atomic: string | null;
+  /** True once a reorg deeper than the confirmations took its block off the chain (status removed, counted no more). */
+  reorged_out: boolean;
   payment_reference: string | null;
   kind: PaymentKind;
   status: PaymentStatus;
@@ -56,7 +64,11 @@ export function presentPayment(p: PaymentRow, head: bigint | null = p.head_block
     total_atomic: (BigInt(p.amount_atomic) + BigInt(p.fee_atomic)).toString(),
     fee_address: p.fee_address,
     fee_expected_atomic: p.fee_expected_atomic,
-    fee_collected: p.kind === 'proxy',
+    fee_collected: p.kind === 'proxy' && BigInt(p.fee_received_atomic) > 0n,
+    received_atomic: p.received_atomic,
+    // A reorged-out row keeps what it had counted (to count it again should it come back): it counts nothing now.
+    counted_atomic: p.status === 'confirmed' ? p.counted_atomic : null,
+    reorged_out: p.status === 'removed' && p.reorged_out_at !== null,
     payment_reference: p.payment_reference,
     kind: p.kind,
     status: p.status,

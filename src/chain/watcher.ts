@@ -127,12 +127,13 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
         const [proxy, transfers] = await Promise.all([
           chain.feeProxy ? rpc.proxyLogs(chain.feeProxy, from, to, narrow) : Promise.resolve([]),
           recipients.length > 0 && chain.tokens.length > 0
-            ? rpc.transferLogs(chain.tokens.map((t) => t.address), recipients, from, to, narrow)
+            ? // The fee address too: a proxy payment's fee counts only when its Transfer went there.
+              rpc.transferLogs(chain.tokens.map((t) => t.address), chain.feeAddress ? [...recipients, chain.feeAddress.toLowerCase()] : recipients, from, to, narrow)
             : Promise.resolve([]),
         ]);
         // A proxy event names any token its caller likes: only the chain's own tokens are payments.
         const tokens = new Set(chain.tokens.map((t) => t.address.toLowerCase()));
-        return { observed: observePayments(proxy.filter((p) => tokens.has(p.tokenAddress.toLowerCase())), transfers), to };
+        return { observed: observePayments(proxy.filter((p) => tokens.has(p.tokenAddress.toLowerCase())), transfers, chain.feeAddress), to };
       } catch (err) {
         if (classifyRpcError(err) !== 'range' || narrow) throw err;
         if (to === from) {
@@ -160,15 +161,15 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
   }
 
   /** Pending rows of [from, to] not observed whose block the node still has, same hash: not removed. */
-  async function stillOnChain(chain: Chain, rpc: ChainRpc, pendingRows: PendingRow[], from: bigint, to: bigint, observed: ObservedPayment[]): Promise<{ txHash: string; logIndex: number }[]> {
-    const seen = new Set(observed.map((o) => `${o.txHash}:${o.logIndex}`));
-    const missing = pendingRows.filter((p) => BigInt(p.block_number) >= from && BigInt(p.block_number) <= to && !seen.has(`${p.tx_hash}:${p.log_index}`));
-    const kept: { txHash: string; logIndex: number }[] = [];
+  async function stillOnChain(chain: Chain, rpc: ChainRpc, pendingRows: PendingRow[], from: bigint, to: bigint, observed: ObservedPayment[]): Promise<{ txHash: string; txPosition: string }[]> {
+    const seen = new Set(observed.map((o) => `${o.txHash}:${o.txPosition}`));
+    const missing = pendingRows.filter((p) => BigInt(p.block_number) >= from && BigInt(p.block_number) <= to && !seen.has(`${p.tx_hash}:${p.tx_position}`));
+    const kept: { txHash: string; txPosition: string }[] = [];
     for (const p of missing) {
       const b = await rpc.blockIfAny(BigInt(p.block_number));
       if (b?.hash === p.block_hash) {
         opts.log.warn({ chain_id: chain.chainId, tx_hash: p.tx_hash, block: p.block_number }, 'a pending payment is missing from the logs but its block is still on the chain: kept');
-        kept.push({ txHash: p.tx_hash, logIndex: p.log_index });
+        kept.push({ txHash: p.tx_hash, txPosition: p.tx_position });
       }
     }
     return kept;
@@ -299,6 +300,13 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
       });
       if (!done) return 'cursor_moved';
       count(id, done.recorded);
+      for (const [reason, n] of Object.entries(done.ignored)) if (n > 0) opts.metrics?.ignoredTransfers.inc({ chain_id: id, reason }, n);
+      for (const r of done.reorgedOut) {
+        opts.log.error(
+          { chain_id: chain.chainId, payment_id: r.id, account_id: r.accountId, invoice_id: r.invoiceId, tx_hash: r.txHash, block: r.blockNumber, uncounted_atomic: r.uncountedAtomic },
+          'a confirmed payment left the chain in a reorg deeper than the confirmations: it counts no more (payment.reorged_out)',
+        );
+      }
       confirmed += done.recorded.filter((r) => r.status === 'confirmed').length;
       cur = to;
       s.cursor = cur;

@@ -6,7 +6,7 @@ import { lineTotal, formatDecimal, Money } from '../domain/money.js';
 import type { InvoiceDocument } from '../domain/invoice-document.js';
 import { formatUnits } from 'viem';
 import { explorerTxUrl } from '../domain/chains.js';
-import { countedAtomic, instructionsOfRow } from '../domain/payments.js';
+import { instructionsOfRow } from '../domain/payments.js';
 import type { Queryable } from './pool.js';
 
 export interface InvoiceForMail {
@@ -42,7 +42,8 @@ interface Row {
   fee_bps: number | null;
   token_decimals: number;
   /** The payments that make up what it received (confirmed, applied), in chain order. */
-  payments: { tx_hash: string; amount_atomic: string; fee_atomic: string }[];
+  /** What each applied payment counted toward the invoice (payments.counted_atomic). */
+  payments: { tx_hash: string; counted_atomic: string }[];
   customer_locale: string;
   paid_at: Date | null;
   sent_at: Date | null;
@@ -79,8 +80,8 @@ export async function loadInvoiceForMail(
        (select d.status from deliveries d where d.id = $2 and d.invoice_id = i.id) as delivery_status,
        i.amount_atomic::text as amount_atomic, i.amount_paid_atomic::text as amount_paid_atomic, i.fee_atomic::text as fee_atomic,
        i.fee_bps, i.token_decimals,
-       coalesce((select json_agg(json_build_object('tx_hash', p.tx_hash, 'amount_atomic', p.amount_atomic::text,
-                  'fee_atomic', p.fee_atomic::text) order by p.block_number, p.log_index)
+       coalesce((select json_agg(json_build_object('tx_hash', p.tx_hash, 'counted_atomic', coalesce(p.counted_atomic, 0)::text)
+                  order by p.block_number, p.log_index)
                  from payments p where p.invoice_id = i.id and p.status = 'confirmed' and p.outcome = 'applied'), '[]') as payments
      from invoices i
      join customers c on c.id = i.customer_id
@@ -134,7 +135,7 @@ export async function loadInvoiceForMail(
           ? { to: r.settlement_address, paymentReference: r.payment_reference, viaProxy: instructionsOfRow(r) !== null }
           : null,
       payments: r.payments.map((p) => ({
-        amount: formatUnits(countedAtomic({ amountAtomic: BigInt(p.amount_atomic), feeAtomic: BigInt(p.fee_atomic) }), r.token_decimals),
+        amount: formatUnits(BigInt(p.counted_atomic), r.token_decimals),
         txHash: p.tx_hash,
         url: explorerTxUrl(r.chain_id, p.tx_hash),
       })),
@@ -146,13 +147,13 @@ export async function loadInvoiceForMail(
 /** One payment of an invoice, as its partial-payment acknowledgement names it. */
 export interface PaymentForMail {
   tx_hash: string;
-  amount_atomic: string;
-  fee_atomic: string;
+  /** What the payment counted toward the invoice (payments.counted_atomic). */
+  counted_atomic: string;
 }
 
 export async function findPaymentForMail(db: Queryable, invoiceId: string, paymentId: string): Promise<PaymentForMail | null> {
   const { rows } = await db.query<PaymentForMail>(
-    `select tx_hash, amount_atomic::text as amount_atomic, fee_atomic::text as fee_atomic from payments where id = $1 and invoice_id = $2`,
+    `select tx_hash, coalesce(counted_atomic, 0)::text as counted_atomic from payments where id = $1 and invoice_id = $2`,
     [paymentId, invoiceId],
   );
   return rows[0] ?? null;

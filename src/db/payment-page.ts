@@ -106,8 +106,8 @@ export async function findLinkPayment(db: Queryable, linkId: string, paymentId: 
 /** A payment that made up part of an invoice's paid amount. */
 export interface PagePayment {
   tx_hash: string;
-  amount_atomic: string;
-  fee_atomic: string;
+  /** What the payment counted toward the invoice (payments.counted_atomic). */
+  counted_atomic: string;
 }
 
 /**
@@ -117,7 +117,7 @@ export interface PagePayment {
 export async function appliedPaymentsOfInvoice(db: Queryable, invoiceId: string): Promise<PagePayment[]> {
   const { rows } = await db.query<PagePayment>({
     name: 'page-applied-payments',
-    text: `select p.tx_hash, p.amount_atomic::text as amount_atomic, p.fee_atomic::text as fee_atomic
+    text: `select p.tx_hash, coalesce(p.counted_atomic, 0)::text as counted_atomic
        from payments p where p.invoice_id = $1 and p.status = 'confirmed' and p.outcome = 'applied'
        order by p.block_number, p.log_index`,
     values: [invoiceId],

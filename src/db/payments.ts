@@ -18,6 +18,8 @@ export interface PaymentRow {
   network: string;
   tx_hash: string;
   log_index: number;
+  /** The payment's place within its transaction: its identity survives a re-inclusion (observe.ts). */
+  tx_position: string;
   block_number: string;
   block_hash: string;
   block_time: Date | null;
@@ -28,6 +30,12 @@ export interface PaymentRow {
   fee_atomic: string;
   fee_address: string | null;
   fee_expected_atomic: string | null;
+  /** What reached the settlement address, per the transaction's Transfer logs. */
+  received_atomic: string;
+  /** What reached the chain's fee address as this payment's fee. */
+  fee_received_atomic: string;
+  /** What it added to its invoice's amount_paid_atomic; null when it counts toward nothing. */
+  counted_atomic: string | null;
   payment_reference: string | null;
   kind: PaymentKind;
   status: PaymentStatus;
@@ -35,15 +43,18 @@ export interface PaymentRow {
   created_at: Date;
   confirmed_at: Date | null;
   removed_at: Date | null;
+  /** Set when a confirmed payment's block left the chain in a reorg deeper than the confirmations. */
+  reorged_out_at: Date | null;
   /** The chain's head as last seen by a worker (confirmations are counted from it). */
   head_block: string | null;
 }
 
-const COLUMNS = `p.id, p.account_id, p.environment, p.invoice_id, p.chain_id, p.network, p.tx_hash, p.log_index,
+const COLUMNS = `p.id, p.account_id, p.environment, p.invoice_id, p.chain_id, p.network, p.tx_hash, p.log_index, p.tx_position,
   p.block_number::text as block_number, p.block_hash, p.block_time, p.token_address, p.from_address, p.to_address,
   p.amount_atomic::text as amount_atomic, p.fee_atomic::text as fee_atomic, p.fee_address,
-  p.fee_expected_atomic::text as fee_expected_atomic, p.payment_reference, p.kind, p.status, p.outcome,
-  p.created_at, p.confirmed_at, p.removed_at, cc.head_block::text as head_block`;
+  p.fee_expected_atomic::text as fee_expected_atomic, p.received_atomic::text as received_atomic,
+  p.fee_received_atomic::text as fee_received_atomic, p.counted_atomic::text as counted_atomic, p.payment_reference, p.kind,
+  p.status, p.outcome, p.created_at, p.confirmed_at, p.removed_at, p.reorged_out_at, cc.head_block::text as head_block`;
 const FROM = 'from payments p left join chain_cursors cc on cc.chain_id = p.chain_id';
 
 // ---- the detector's side --------------------------------------------------------------------
@@ -62,12 +73,14 @@ export interface ChainCursorRow {
   genesis_hash: string | null;
   /** What the cursor was scanned for (domain/chains.ts ScannedFor); null before anyone said. */
   scanned_for: ScannedFor | null;
+  /** The cursor's block before its last rewind: ranges up to it are rescans (confirmed payments there may have left the chain). */
+  rescan_to: string | null;
 }
 
 export async function findCursor(db: Queryable, chainId: number, forUpdate = false): Promise<ChainCursorRow | null> {
   const { rows } = await db.query<ChainCursorRow>(
     `select chain_id, block_number::text as block_number, block_hash, block_time, checkpoints,
-       head_block::text as head_block, safe_block::text as safe_block, head_seen_at, genesis_hash, scanned_for
+       head_block::text as head_block, safe_block::text as safe_block, head_seen_at, genesis_hash, scanned_for, rescan_to::text as rescan_to
      from chain_cursors where chain_id = $1 ${forUpdate ? 'for update' : ''}`,
     [chainId],
   );
@@ -92,6 +105,11 @@ export async function moveCursor(
   );
 }
 
+/** The cursor goes back from `from`: what it covered up to there is rescanned. */
+export async function markRescan(db: Queryable, chainId: number, from: bigint): Promise<void> {
+  await db.query('update chain_cursors set rescan_to = greatest(rescan_to, $2) where chain_id = $1', [chainId, from.toString()]);
+}
+
 /** The head a run read; never moves back (a slower run read an older one), but see resetHead. */
 export async function recordHead(db: Queryable, chainId: number, head: bigint, safe: bigint): Promise<void> {
   await db.query(
@@ -101,9 +119,9 @@ export async function recordHead(db: Queryable, chainId: number, head: bigint, s
   );
 }
 
-/** A chain started over: the head seen before means nothing now. */
+/** A chain started over: the head seen before, and what was to be rescanned of the old chain, mean nothing now. */
 export async function resetHead(db: Queryable, chainId: number): Promise<void> {
-  await db.query('update chain_cursors set head_block = null, safe_block = null where chain_id = $1', [chainId]);
+  await db.query('update chain_cursors set head_block = null, safe_block = null, rescan_to = null where chain_id = $1', [chainId]);
 }
 
 /** Records what the cursor is a cursor of: the chain (its block 0) and the set it is scanned for. */
@@ -121,9 +139,9 @@ export async function pendingPaymentsBetween(
   chainId: number,
   from: bigint,
   to: bigint,
-): Promise<{ tx_hash: string; log_index: number; block_number: string; block_hash: string }[]> {
-  const { rows } = await db.query<{ tx_hash: string; log_index: number; block_number: string; block_hash: string }>(
-    `select tx_hash, log_index, block_number::text as block_number, block_hash from payments
+): Promise<{ tx_hash: string; tx_position: string; block_number: string; block_hash: string }[]> {
+  const { rows } = await db.query<{ tx_hash: string; tx_position: string; block_number: string; block_hash: string }>(
+    `select tx_hash, tx_position, block_number::text as block_number, block_hash from payments
      where chain_id = $1 and status = 'pending' and block_number between $2 and $3`,
     [chainId, from.toString(), to.toString()],
   );
@@ -159,10 +177,17 @@ export interface PayableInvoiceRow {
   amount_atomic: string;
   amount_paid_atomic: string;
   fee_bps: number | null;
+  /** The invoice's own fee (of its whole amount), as stored at creation. */
+  fee_atomic: string | null;
+  /** The fees its applied payments counted so far (never above fee_atomic). */
+  fee_counted_atomic: string;
 }
 
 const PAYABLE = `i.id, i.account_id, i.environment, i.status, i.chain_id, i.token_address, i.settlement_address, i.payment_reference,
-  i.payment_reference_topic, i.amount_atomic::text as amount_atomic, i.amount_paid_atomic::text as amount_paid_atomic, i.fee_bps`;
+  i.payment_reference_topic, i.amount_atomic::text as amount_atomic, i.amount_paid_atomic::text as amount_paid_atomic, i.fee_bps,
+  i.fee_atomic::text as fee_atomic,
+  (select coalesce(sum(fp.counted_atomic - least(fp.counted_atomic, fp.received_atomic)), 0) from payments fp
+   where fp.invoice_id = i.id and fp.outcome = 'applied')::text as fee_counted_atomic`;
 
 /**
  * The invoices a range's payments may concern, row-locked in id order (no deadlock with the API's
@@ -212,48 +237,59 @@ export interface ExistingPayment {
   id: string;
   tx_hash: string;
   log_index: number;
+  tx_position: string;
   status: PaymentStatus;
   block_hash: string;
   created_at: Date;
+  /** Reorged out: what it had counted toward its invoice then (null: it counted nothing). */
+  reorged_out_at: Date | null;
+  counted_atomic: string | null;
 }
 
-export async function lockExistingPayments(db: Queryable, chainId: number, keys: { txHash: string; logIndex: number }[]): Promise<ExistingPayment[]> {
+/**
+ * The rows of these payments, by (tx, position in it); a row written before positions existed is
+ * found by its `log:<log index>` position. Row-locked in id order.
+ */
+export async function lockExistingPayments(db: Queryable, chainId: number, keys: { txHash: string; txPosition: string; logIndex: number }[]): Promise<ExistingPayment[]> {
   if (keys.length === 0) return [];
   const { rows } = await db.query<ExistingPayment>(
-    `select p.id, p.tx_hash, p.log_index, p.status, p.block_hash, p.created_at from payments p
-     join unnest($2::text[], $3::int[]) as k (tx_hash, log_index) on k.tx_hash = p.tx_hash and k.log_index = p.log_index
-     where p.chain_id = $1
+    `select p.id, p.tx_hash, p.log_index, p.tx_position, p.status, p.block_hash, p.created_at, p.reorged_out_at,
+       p.counted_atomic::text as counted_atomic from payments p
+     where p.chain_id = $1 and exists (
+       select 1 from unnest($2::text[], $3::text[], $4::int[]) as k (tx_hash, tx_position, log_index)
+       where k.tx_hash = p.tx_hash and (k.tx_position = p.tx_position or p.tx_position = 'log:' || k.log_index))
      order by p.id
      for update of p`,
-    [chainId, keys.map((k) => k.txHash), keys.map((k) => k.logIndex)],
+    [chainId, keys.map((k) => k.txHash), keys.map((k) => k.txPosition), keys.map((k) => k.logIndex)],
   );
   return rows;
 }
 
 /** A payment row as the detector writes it: the row's columns, instants as ISO strings (JSON). */
-export type PaymentWrite = Omit<PaymentRow, 'block_time' | 'created_at' | 'confirmed_at' | 'removed_at' | 'head_block'> & {
+export type PaymentWrite = Omit<PaymentRow, 'block_time' | 'created_at' | 'confirmed_at' | 'removed_at' | 'reorged_out_at' | 'head_block'> & {
   block_time: string | null;
   created_at: string;
   confirmed_at: string | null;
 };
 
 const RECORD = `x (id text, account_id text, environment environment, invoice_id text, chain_id integer, network text, tx_hash text,
-  log_index integer, block_number bigint, block_hash text, block_time timestamptz, token_address text, from_address text,
+  log_index integer, tx_position text, block_number bigint, block_hash text, block_time timestamptz, token_address text, from_address text,
   to_address text, amount_atomic numeric, fee_atomic numeric, fee_address text, fee_expected_atomic numeric,
+  received_atomic numeric, fee_received_atomic numeric, counted_atomic numeric,
   payment_reference text, kind text, status text, outcome text, created_at timestamptz, confirmed_at timestamptz)`;
 
-/** Inserts new payment rows; a row whose (chain, tx, log) exists already is skipped. Returns the ids inserted. */
+/** Inserts new payment rows; a row whose (chain, tx, position) exists already is skipped. Returns the ids inserted. */
 export async function insertPayments(db: Queryable, rows: PaymentWrite[]): Promise<Set<string>> {
   if (rows.length === 0) return new Set();
   const { rows: inserted } = await db.query<{ id: string }>(
-    `insert into payments (id, account_id, environment, invoice_id, chain_id, network, tx_hash, log_index, block_number, block_hash,
+    `insert into payments (id, account_id, environment, invoice_id, chain_id, network, tx_hash, log_index, tx_position, block_number, block_hash,
        block_time, token_address, from_address, to_address, amount_atomic, fee_atomic, fee_address, fee_expected_atomic,
-       payment_reference, kind, status, outcome, created_at, updated_at, confirmed_at)
-     select id, account_id, environment, invoice_id, chain_id, network, tx_hash, log_index, block_number, block_hash,
+       received_atomic, fee_received_atomic, counted_atomic, payment_reference, kind, status, outcome, created_at, updated_at, confirmed_at)
+     select id, account_id, environment, invoice_id, chain_id, network, tx_hash, log_index, tx_position, block_number, block_hash,
        block_time, token_address, from_address, to_address, amount_atomic, fee_atomic, fee_address, fee_expected_atomic,
-       payment_reference, kind, status, outcome, created_at, created_at, confirmed_at
+       received_atomic, fee_received_atomic, counted_atomic, payment_reference, kind, status, outcome, created_at, created_at, confirmed_at
      from jsonb_to_recordset($1::jsonb) as ${RECORD}
-     on conflict (chain_id, tx_hash, log_index) do nothing
+     on conflict (chain_id, tx_hash, tx_position) do nothing
      returning id`,
     [JSON.stringify(rows)],
   );
@@ -269,9 +305,12 @@ export async function updatePayments(db: Queryable, rows: PaymentWrite[]): Promi
   const { rows: updated } = await db.query<{ id: string }>(
     `update payments p set
        invoice_id = x.invoice_id, account_id = x.account_id, environment = x.environment, block_number = x.block_number,
-       block_hash = x.block_hash, block_time = x.block_time, fee_expected_atomic = x.fee_expected_atomic,
-       payment_reference = x.payment_reference, status = x.status, outcome = x.outcome, confirmed_at = x.confirmed_at,
-       removed_at = null, updated_at = clock_timestamp()
+       block_hash = x.block_hash, block_time = x.block_time, log_index = x.log_index, tx_position = x.tx_position,
+       fee_expected_atomic = x.fee_expected_atomic, received_atomic = x.received_atomic, fee_received_atomic = x.fee_received_atomic,
+       payment_reference = x.payment_reference, status = x.status, outcome = x.outcome, confirmed_at = x.confirmed_at, removed_at = null,
+       -- A reorged-out payment seen again stays marked (with what it had counted) until it confirms again.
+       counted_atomic = case when x.status = 'confirmed' then x.counted_atomic else p.counted_atomic end,
+       reorged_out_at = case when x.status = 'confirmed' then null else p.reorged_out_at end, updated_at = clock_timestamp()
      from jsonb_to_recordset($1::jsonb) as ${RECORD}
      where p.id = x.id and p.status <> 'confirmed'
      returning p.id`,
@@ -282,27 +321,81 @@ export async function updatePayments(db: Queryable, rows: PaymentWrite[]): Promi
 
 /**
  * Pending payments of the chain within [from, to] (to null: no upper bound) that the chain no
- * longer holds (`keep`: the (tx, log) keys it still holds): removed. Returns them.
+ * longer holds (`keep`: the (tx, position) keys it still holds): removed. Returns them.
  */
 export async function removeVanishedPayments(
   db: Queryable,
   chainId: number,
   from: bigint,
   to: bigint | null,
-  keep: { txHash: string; logIndex: number }[],
+  keep: { txHash: string; txPosition: string }[],
 ): Promise<PaymentRow[]> {
   const { rows } = await db.query<PaymentRow>(
     `with gone as (
        update payments p set status = 'removed', removed_at = clock_timestamp(), updated_at = clock_timestamp()
        where p.chain_id = $1 and p.status = 'pending' and p.block_number >= $2 and ($3::bigint is null or p.block_number <= $3)
-         and not exists (select 1 from unnest($4::text[], $5::int[]) as k (tx_hash, log_index)
-                         where k.tx_hash = p.tx_hash and k.log_index = p.log_index)
+         and not exists (select 1 from unnest($4::text[], $5::text[]) as k (tx_hash, tx_position)
+                         where k.tx_hash = p.tx_hash and k.tx_position = p.tx_position)
        returning p.*
      )
      select ${COLUMNS} from gone p left join chain_cursors cc on cc.chain_id = p.chain_id`,
-    [chainId, from.toString(), to?.toString() ?? null, keep.map((k) => k.txHash), keep.map((k) => k.logIndex)],
+    [chainId, from.toString(), to?.toString() ?? null, keep.map((k) => k.txHash), keep.map((k) => k.txPosition)],
   );
   return rows;
+}
+
+/**
+ * Confirmed payments of the chain within [from, to] that the chain no longer holds (a reorg deeper
+ * than the confirmations): removed and marked reorged out, and what an applied one counted taken
+ * off its invoice's amount_paid_atomic (its status stays: a paid invoice stays paid, the merchant
+ * is told by payment.reorged_out). The row keeps counted_atomic, so that its transaction, should it
+ * come back, counts again even toward an invoice that stayed paid. Returns them as they are now,
+ * with what each had counted.
+ */
+export async function reorgOutPayments(
+  db: Queryable,
+  chainId: number,
+  from: bigint,
+  to: bigint,
+  keep: { txHash: string; txPosition: string }[],
+): Promise<(PaymentRow & { uncounted_atomic: string | null })[]> {
+  const { rows } = await db.query<PaymentRow & { uncounted_atomic: string | null }>(
+    `with old as (
+       select p.id, p.outcome, p.counted_atomic from payments p
+       where p.chain_id = $1 and p.status = 'confirmed' and p.block_number between $2 and $3
+         and not exists (select 1 from unnest($4::text[], $5::text[]) as k (tx_hash, tx_position)
+                         where k.tx_hash = p.tx_hash and k.tx_position = p.tx_position)
+       order by p.id
+       for update of p
+     ), gone as (
+       update payments p set status = 'removed', outcome = null, removed_at = clock_timestamp(),
+         reorged_out_at = clock_timestamp(), updated_at = clock_timestamp()
+       from old where p.id = old.id
+       returning p.*, case when old.outcome = 'applied' then old.counted_atomic end as uncounted_atomic
+     ), uncount as (
+       update invoices i set amount_paid_atomic = greatest(0, i.amount_paid_atomic - u.total), updated_at = clock_timestamp()
+       from (select invoice_id, sum(uncounted_atomic) as total from gone where uncounted_atomic is not null group by invoice_id) u
+       where i.id = u.invoice_id
+     )
+     select ${COLUMNS}, p.uncounted_atomic::text as uncounted_atomic from gone p left join chain_cursors cc on cc.chain_id = p.chain_id`,
+    [chainId, from.toString(), to.toString(), keep.map((k) => k.txHash), keep.map((k) => k.txPosition)],
+  );
+  return rows;
+}
+
+/** Confirmed payments seen again in another block (a reorg re-included their transaction): their new place, nothing else. */
+export async function moveConfirmedPayments(
+  db: Queryable,
+  rows: { id: string; block_number: string; block_hash: string; block_time: string | null; log_index: number; tx_position: string }[],
+): Promise<void> {
+  if (rows.length === 0) return;
+  await db.query(
+    `update payments p set block_number = x.block_number, block_hash = x.block_hash, block_time = coalesce(x.block_time, p.block_time),
+       log_index = x.log_index, tx_position = x.tx_position, updated_at = clock_timestamp()
+     from jsonb_to_recordset($1::jsonb) as x (id text, block_number bigint, block_hash text, block_time timestamptz, log_index integer, tx_position text)
+     where p.id = x.id and p.status = 'confirmed'`,
+    [JSON.stringify(rows)],
+  );
 }
 
 /** A confirmed payment's effect on an invoice: its new total paid, and paid (with the block's time) when it is. */
@@ -381,10 +474,17 @@ export async function paymentsOfInvoice(db: Queryable, invoiceId: string): Promi
   return rows;
 }
 
-/** A merchant's choice: an unmatched confirmed payment now belongs to an invoice, with what it did to it. */
-export async function attachPayment(db: Queryable, id: string, invoiceId: string, outcome: PaymentOutcome, feeExpected: string | null): Promise<void> {
+/** A merchant's choice: an unmatched confirmed payment now belongs to an invoice, with what it did to it and counted toward it. */
+export async function attachPayment(
+  db: Queryable,
+  id: string,
+  invoiceId: string,
+  outcome: PaymentOutcome,
+  feeExpected: string | null,
+  counted: string | null,
+): Promise<void> {
   await db.query(
-    `update payments set invoice_id = $2, outcome = $3, fee_expected_atomic = $4, updated_at = clock_timestamp() where id = $1`,
-    [id, invoiceId, outcome, feeExpected],
+    `update payments set invoice_id = $2, outcome = $3, fee_expected_atomic = $4, counted_atomic = $5, updated_at = clock_timestamp() where id = $1`,
+    [id, invoiceId, outcome, feeExpected, counted],
   );
 }

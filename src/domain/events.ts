@@ -22,6 +22,7 @@ export const EVENT_TYPES = [
   'payment.confirmed',
   'payment.removed',
   'payment.applied',
+  'payment.reorged_out',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];

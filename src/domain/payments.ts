@@ -73,9 +73,50 @@ export function splitFee(totalAtomic: bigint, feeBps: number): { amountAtomic: b
   return { amountAtomic: totalAtomic - fee, feeAtomic: fee };
 }
 
-/** What a payment counts toward its invoice: a proxy's amount plus its fee; a transfer's value. */
-export function countedAtomic(p: { amountAtomic: bigint; feeAtomic: bigint }): bigint {
-  return p.amountAtomic + p.feeAtomic;
+/**
+ * No token's supply comes near this: an amount above it is a crafted log (a `feeAmount` of
+ * 2^256 - 2), clamped before any arithmetic so no total grows to 78 digits.
+ */
+export const MAX_COUNTABLE_ATOMIC = 10n ** 36n;
+
+/** An on-chain amount made safe to add: never below 0, never above MAX_COUNTABLE_ATOMIC. */
+export function boundedAtomic(v: bigint): bigint {
+  return v < 0n ? 0n : v > MAX_COUNTABLE_ATOMIC ? MAX_COUNTABLE_ATOMIC : v;
+}
+
+/**
+ * The dust floor of a token: 0.01 of a unit (10,000 atomic units of a 6-decimal USDC). A payment
+ * below it that no invoice claims is not recorded (no row, no event): anyone can send dust to a
+ * settlement address, as many times as they like.
+ */
+export function dustFloorAtomic(decimals: number): bigint {
+  return decimals >= 2 ? 10n ** BigInt(decimals - 2) : 1n;
+}
+
+/** What a payment moved, as its Transfer logs show (observe.ts), not as its proxy event claims. */
+export interface PaymentReceipt {
+  /** What reached the merchant's settlement address. */
+  receivedAtomic: bigint;
+  /** What reached the chain's configured fee address as the payment's fee. */
+  feeReceivedAtomic: bigint;
+}
+
+/** The invoice's own fee not counted yet: what a fee that reached the fee address may still add. */
+export function feeRoomAtomic(invoiceFeeAtomic: bigint, feeCountedAtomic: bigint): bigint {
+  return invoiceFeeAtomic > feeCountedAtomic ? invoiceFeeAtomic - feeCountedAtomic : 0n;
+}
+
+/**
+ * What a payment counts toward an invoice: what reached its merchant, plus the fee that reached
+ * the platform's fee address up to `feeRoom` (the invoice's own fee not counted yet). A fee sent
+ * anywhere else (the zero address, the payer, even the merchant) counts nothing, and the fees
+ * counted never exceed the invoice's fee: so the invoice's total is reached only once its merchant
+ * has received at least `amount - fee`, its part.
+ */
+export function countedAtomic(p: PaymentReceipt, feeRoom: bigint): { countedAtomic: bigint; feeCountedAtomic: bigint } {
+  const fee = boundedAtomic(p.feeReceivedAtomic);
+  const feeCounted = fee < feeRoom ? fee : boundedAtomic(feeRoom);
+  return { countedAtomic: boundedAtomic(p.receivedAtomic) + feeCounted, feeCountedAtomic: feeCounted };
 }
 
 /** The fee the rule asks of a proxy payment of this size; a transfer collects none on-chain. */

@@ -34,6 +34,8 @@ export interface ChainMetrics {
   rpcCalls: Counter<'chain_id' | 'method' | 'outcome'>;
   payments: Counter<'chain_id' | 'kind' | 'status'>;
   scanFailures: Counter<'chain_id' | 'cause'>;
+  /** Token transfers to a settlement address that made no payment: zero_value, dust. */
+  ignoredTransfers: Counter<'chain_id' | 'reason'>;
 }
 
 function chainMetrics(registry: Registry): ChainMetrics {
@@ -52,7 +54,7 @@ function chainMetrics(registry: Registry): ChainMetrics {
     }),
     payments: new Counter({
       name: 'chain_payments_total',
-      help: 'Payments the detector recorded, by kind (proxy, transfer) and status (pending, confirmed, removed)',
+      help: 'Payments the detector recorded, by kind (proxy, transfer) and status (pending, confirmed, removed, reorged_out)',
       labelNames: ['chain_id', 'kind', 'status'],
       registers: [registry],
     }),
@@ -62,6 +64,12 @@ function chainMetrics(registry: Registry): ChainMetrics {
         'Runs of the payment detector that did not move the cursor, by cause: outage, rate_limit, range (refused at one block and one address), ' +
         'bug (the run failed), lagging_node, unverified_head, wrong_chain_id, watched_set',
       labelNames: ['chain_id', 'cause'],
+      registers: [registry],
+    }),
+    ignoredTransfers: new Counter({
+      name: 'chain_ignored_transfers_total',
+      help: 'Logs to a settlement address that are no payment, by reason (zero_value; dust: below 0.01 of a token unit and matching no invoice)',
+      labelNames: ['chain_id', 'reason'],
       registers: [registry],
     }),
   };

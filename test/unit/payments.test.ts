@@ -6,8 +6,12 @@ import { describe, expect, it } from 'vitest';
 import { observePayments } from '../../src/chain/observe.js';
 import type { ProxyLog, TransferLog } from '../../src/chain/rpc.js';
 import {
+  MAX_COUNTABLE_ATOMIC,
   applyPayment,
   confirmationsAt,
+  countedAtomic,
+  dustFloorAtomic,
+  feeRoomAtomic,
   derivePaymentReference,
   expectedFeeAtomic,
   matchTransfer,
@@ -150,5 +154,40 @@ describe('observed payments', () => {
   it('keeps a transfer of another amount in the same transaction as a payment of its own', () => {
     const seen = observePayments([proxyLog], [{ ...own, value: 1n }]);
     expect(seen.map((p) => p.kind)).toEqual(['transfer', 'proxy']);
+  });
+
+  it("reads what moved from the Transfer logs: the fee counts as received only when its Transfer reached the chain's fee address", () => {
+    const feeLeg: TransferLog = { ...at, txHash: '0x1', logIndex: 1, tokenAddress: token, from: '0xpayer', to: CHAIN.feeAddress.toLowerCase(), value: 5n };
+    expect(observePayments([proxyLog], [own, feeLeg], CHAIN.feeAddress)).toEqual([
+      expect.objectContaining({ kind: 'proxy', receivedAtomic: 995n, feeReceivedAtomic: 5n, txPosition: 'proxy:0' }),
+    ]);
+    // Fee address zero: the proxy moved no fee, whatever feeAmount says.
+    const zero = { ...proxyLog, feeAddress: '0x0000000000000000000000000000000000000000', feeAmount: 2n ** 256n - 2n };
+    expect(observePayments([zero], [own], CHAIN.feeAddress)).toEqual([expect.objectContaining({ receivedAtomic: 995n, feeReceivedAtomic: 0n })]);
+    // No Transfer of the amount to the merchant: nothing received.
+    expect(observePayments([proxyLog], [], CHAIN.feeAddress)).toEqual([expect.objectContaining({ receivedAtomic: 0n, feeReceivedAtomic: 0n })]);
+  });
+
+  it("a fee leg to the merchant's own address is part of the proxy payment, never a plain transfer; a Transfer to the fee address alone is nobody's", () => {
+    const toMerchant = { ...proxyLog, amount: 5n, feeAmount: 5n, feeAddress: to };
+    const legs: TransferLog[] = [
+      { ...own, logIndex: 0, value: 5n },
+      { ...own, logIndex: 1, value: 5n },
+    ];
+    const seen = observePayments([toMerchant], legs, CHAIN.feeAddress);
+    expect(seen.map((p) => [p.kind, p.receivedAtomic, p.feeReceivedAtomic])).toEqual([['proxy', 5n, 0n]]);
+    const stray: TransferLog = { ...other, to: CHAIN.feeAddress };
+    expect(observePayments([], [stray], CHAIN.feeAddress)).toEqual([]);
+  });
+});
+
+describe('what a payment counts', () => {
+  it('what reached the merchant, plus the fee that reached the fee address up to what of the invoice fee is left; bounded', () => {
+    expect(countedAtomic({ receivedAtomic: 995n, feeReceivedAtomic: 5n }, feeRoomAtomic(5n, 0n))).toEqual({ countedAtomic: 1000n, feeCountedAtomic: 5n });
+    expect(countedAtomic({ receivedAtomic: 1n, feeReceivedAtomic: 99_999_999n }, feeRoomAtomic(500_000n, 0n))).toEqual({ countedAtomic: 500_001n, feeCountedAtomic: 500_000n });
+    expect(countedAtomic({ receivedAtomic: 10n, feeReceivedAtomic: 5n }, feeRoomAtomic(5n, 5n))).toEqual({ countedAtomic: 10n, feeCountedAtomic: 0n });
+    expect(countedAtomic({ receivedAtomic: 2n ** 256n - 1n, feeReceivedAtomic: 2n ** 256n - 2n }, 2n ** 256n).countedAtomic).toBe(2n * MAX_COUNTABLE_ATOMIC);
+    expect(dustFloorAtomic(6)).toBe(10_000n);
+    expect(dustFloorAtomic(18)).toBe(10n ** 16n);
   });
 });

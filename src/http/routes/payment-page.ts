@@ -20,7 +20,7 @@ import { withSnapshot } from '../../db/pool.js';
 import { presentPayment } from '../../chain/payment-object.js';
 import { chainById, walletChain } from '../../domain/chains.js';
 import { negotiateLocale } from '../../domain/locale.js';
-import { countedAtomic, instructionsOfRow, remainingAtomic } from '../../domain/payments.js';
+import { instructionsOfRow, remainingAtomic } from '../../domain/payments.js';
 import { resolveToken } from '../../domain/tokens.js';
 import { ApiError, errorEnvelope, notFound } from '../../errors.js';
 import { PAYMENT_PAGE_CSP, renderInvoicePage, renderLinkPage, renderNoticePage, renderNotFoundPage, type PageNotice } from '../../page/render-payment-page.js';
@@ -175,7 +175,7 @@ export async function paymentPageRoutes(app: Api, deps: AppDeps): Promise<void> 
         paidAtomic: inv.amount_paid_atomic,
         explorerUrl: chainById(inv.chain_id)?.explorerUrl ?? null,
         payments: applied.map((p) => ({
-          countedAtomic: countedAtomic({ amountAtomic: BigInt(p.amount_atomic), feeAtomic: BigInt(p.fee_atomic) }).toString(),
+          countedAtomic: p.counted_atomic,
           txHash: p.tx_hash,
         })),
         pageUrl: pageUrl(inv.reference),

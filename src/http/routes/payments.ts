@@ -6,7 +6,7 @@ import { findInvoice } from '../../db/invoices.js';
 import { attachPayment, emitPartiallyPaid, findPayment, listPayments, lockPayableInvoice, paymentsOfInvoice, writeInvoiceBalances } from '../../db/payments.js';
 import { withTransaction } from '../../db/pool.js';
 import { reservedAddressUse } from '../../domain/chains.js';
-import { applyPayment, countedAtomic, expectedFeeAtomic, parseAddress, sameAddress } from '../../domain/payments.js';
+import { applyPayment, countedAtomic, expectedFeeAtomic, feeRoomAtomic, parseAddress, sameAddress } from '../../domain/payments.js';
 import { ApiError, notFound } from '../../errors.js';
 import { presentPayment } from '../../chain/payment-object.js';
 import { requireWrite } from '../auth.js';
@@ -155,13 +155,18 @@ export async function paymentRoutes(app: Api, deps: AppDeps): Promise<void> {
         if (inv.chain_id !== p.chain_id || !sameAddress(inv.token_address, p.token_address)) {
           throw new ApiError('payment_invoice_mismatch', `This payment is in another token or on another chain than invoice ${inv.id}.`, 'invoice_id');
         }
-        const counted = countedAtomic({ amountAtomic: BigInt(p.amount_atomic), feeAtomic: BigInt(p.fee_atomic) });
+        // What reached the merchant, and the fee that reached the fee address up to what of this invoice's fee is not counted yet.
+        const { countedAtomic: counted } = countedAtomic(
+          { receivedAtomic: BigInt(p.received_atomic), feeReceivedAtomic: BigInt(p.fee_received_atomic) },
+          feeRoomAtomic(BigInt(inv.fee_atomic ?? '0'), BigInt(inv.fee_counted_atomic)),
+        );
         const application = applyPayment({ status: inv.status, amountAtomic: BigInt(inv.amount_atomic), paidAtomic: BigInt(inv.amount_paid_atomic) }, counted);
         if (application.outcome !== 'applied') {
           throw new ApiError('payment_invoice_mismatch', `Invoice ${inv.id} is ${inv.status}: it takes no payment.`, 'invoice_id');
         }
-        const feeExpected = p.kind === 'proxy' ? expectedFeeAtomic('proxy', counted, inv.fee_bps ?? 0).toString() : null;
-        await attachPayment(tx, p.id, inv.id, 'applied', feeExpected);
+        const feeExpected =
+          p.kind === 'proxy' ? expectedFeeAtomic('proxy', BigInt(p.received_atomic) + BigInt(p.fee_received_atomic), inv.fee_bps ?? 0).toString() : null;
+        await attachPayment(tx, p.id, inv.id, 'applied', feeExpected, counted.toString());
         await writeInvoiceBalances(tx, [
           {
             id: inv.id,
