@@ -7,7 +7,8 @@ import { existsSync } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import { createPublicClient, formatUnits, http } from 'viem';
 import { DEPLOYER_INDEX, FEE_ACCOUNT_INDEX, MERCHANT_ACCOUNT_INDEX, WELL_KNOWN_ACCOUNTS } from '../src/devchain/accounts.js';
-import { AnvilError, ANVIL_CHAIN_ID, startAnvil, type AnvilProcess } from '../src/devchain/anvil.js';
+import { AnvilError, startAnvil, type AnvilProcess } from '../src/devchain/anvil.js';
+import { LOCAL_CHAIN_ID } from '../src/domain/chains.js';
 import {
   CHAIN_BLOCK_TIME_SECONDS,
   ChainCommandError,
@@ -62,7 +63,7 @@ const hadState = existsSync(opts.statePath);
 await mkdir(opts.stateDir, { recursive: true });
 anvil = startAnvil({
   port: opts.port,
-  chainId: ANVIL_CHAIN_ID,
+  chainId: LOCAL_CHAIN_ID,
   blockTime: CHAIN_BLOCK_TIME_SECONDS,
   statePath: opts.statePath,
   // Only this process signals anvil: one clean stop, one state dump, whatever the terminal sends.

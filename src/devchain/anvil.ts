@@ -4,9 +4,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-
-/** The chain id of anvil's default chain, kept by every local chain of this project. */
-export const ANVIL_CHAIN_ID = 31337;
+import { LOCAL_CHAIN_ID } from '../domain/chains.js';
 
 const READY_TIMEOUT_MS = 15_000;
 const STOP_TIMEOUT_MS = 10_000;
@@ -75,7 +73,7 @@ function archName(arch: string): string {
 
 /** The command-line arguments for these options (exported for the tests and the start line). */
 export function anvilArgs(opts: AnvilOptions): string[] {
-  const args = ['--host', opts.host ?? '127.0.0.1', '--port', String(opts.port), '--chain-id', String(opts.chainId ?? ANVIL_CHAIN_ID)];
+  const args = ['--host', opts.host ?? '127.0.0.1', '--port', String(opts.port), '--chain-id', String(opts.chainId ?? LOCAL_CHAIN_ID)];
   if (opts.blockTime !== undefined) args.push('--block-time', String(opts.blockTime));
   if (opts.statePath !== undefined) args.push('--state', opts.statePath);
   if (opts.stateIntervalSeconds !== undefined) args.push('--state-interval', String(opts.stateIntervalSeconds));
@@ -86,7 +84,7 @@ export function anvilArgs(opts: AnvilOptions): string[] {
 /** Starts anvil and resolves once it answers `eth_chainId` with the expected id. */
 export async function startAnvil(opts: AnvilOptions): Promise<AnvilProcess> {
   const host = opts.host ?? '127.0.0.1';
-  const chainId = opts.chainId ?? ANVIL_CHAIN_ID;
+  const chainId = opts.chainId ?? LOCAL_CHAIN_ID;
   const child = spawn(anvilBinary(), anvilArgs(opts), {
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: opts.ownProcessGroup === true,

@@ -4,9 +4,9 @@ import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { getAddress, isAddress, type Address } from 'viem';
 import { WELL_KNOWN_ACCOUNTS, FEE_ACCOUNT_INDEX } from './accounts.js';
-import { ANVIL_CHAIN_ID } from './anvil.js';
 import { TEST_USDC_SYMBOL } from './contracts.js';
 import type { DevChainContracts } from './deploy.js';
+import { LOCAL_CHAIN_ID } from '../domain/chains.js';
 
 /** Confirmations on a local chain: enough to see "confirming 1 of 2", few enough to wait 2 s at one block a second. */
 export const LOCAL_CONFIRMATIONS = 2;
@@ -45,7 +45,7 @@ export interface LocalChain extends DevChainContracts {
 /** The entry for a local chain: network `local`, environment `sandbox`, EIP-55 addresses; overrides win. */
 export function localChainsFileEntry(chain: LocalChain, overrides: Partial<ChainsFileEntry> = {}): ChainsFileEntry {
   return {
-    chain_id: chain.chainId ?? ANVIL_CHAIN_ID,
+    chain_id: chain.chainId ?? LOCAL_CHAIN_ID,
     network: 'local',
     environment: 'sandbox',
     rpc_urls: [chain.rpcUrl],
@@ -77,7 +77,7 @@ export interface KeptContracts extends Omit<DevChainContracts, 'subscriptionMana
  * The local chain's contracts as a previous run wrote them, or null when the file is missing,
  * unreadable or has no entry for chainId (then the chain is deployed afresh).
  */
-export function readLocalContracts(file: string, chainId: number = ANVIL_CHAIN_ID): KeptContracts | null {
+export function readLocalContracts(file: string, chainId: number = LOCAL_CHAIN_ID): KeptContracts | null {
   let parsed: unknown;
   try {
     parsed = JSON.parse(readFileSync(file, 'utf8'));

@@ -1,6 +1,7 @@
 // `npm run pay` (main/pay.ts): pays an invoice on a local chain from a funded test account. What
 // it reads (the arguments), what it refuses and what it sends are plain functions here, called by
 // the unit tests; sendPayment does the chain I/O; the entrypoint owns the database and the process.
+import { LOCAL_CHAIN_ID } from '../domain/chains.js';
 import {
   createPublicClient,
   createWalletClient,
@@ -18,7 +19,6 @@ import type { InvoiceStatus } from '../domain/invoice-rules.js';
 import { parseAmount, toAtomic } from '../domain/money.js';
 import { paymentInstructions, remainingAtomic, splitFee } from '../domain/payments.js';
 import { DEPLOYER_INDEX, WELL_KNOWN_ACCOUNTS } from './accounts.js';
-import { ANVIL_CHAIN_ID } from './anvil.js';
 import { ERC20_FEE_PROXY_ABI, TEST_USDC_ABI } from './contracts.js';
 
 export const PAY_USAGE = 'npm run pay -- <payment reference | invoice reference | payment page URL | invoice id> [amount] [--transfer] [--key <private key>]';
@@ -121,7 +121,7 @@ export function isLoopbackUrl(raw: string): boolean {
  * an RPC URL on a loopback host. Test keys are public, so nothing is ever sent anywhere else.
  */
 export function localRpcUrl(chain: Pick<Chain, 'chainId' | 'network' | 'rpcUrls'>): string | null {
-  if (chain.network !== 'local' && chain.chainId !== ANVIL_CHAIN_ID) return null;
+  if (chain.network !== 'local' && chain.chainId !== LOCAL_CHAIN_ID) return null;
   return chain.rpcUrls.find(isLoopbackUrl) ?? null;
 }
 
@@ -156,7 +156,7 @@ export function planPayment(inv: InvoiceToPay, chain: Chain | undefined, opts: P
   const rpcUrl = localRpcUrl(chain);
   if (rpcUrl === null) {
     throw new PayCommandError(
-      `${name(inv)} is on ${chain.network} (chain ${chain.chainId}), not a local chain: npm run pay sends only on network local or chain ${ANVIL_CHAIN_ID} at a loopback RPC URL`,
+      `${name(inv)} is on ${chain.network} (chain ${chain.chainId}), not a local chain: npm run pay sends only on network local or chain ${LOCAL_CHAIN_ID} at a loopback RPC URL`,
     );
   }
   if (!inv.settlementAddress || !inv.paymentReference) {

@@ -21,7 +21,8 @@ import {
 } from 'viem';
 import { foundry } from 'viem/chains';
 import { FEE_ACCOUNT_INDEX, PAYER_INDICES, WELL_KNOWN_ACCOUNTS, type WellKnownAccount } from '../../src/devchain/accounts.js';
-import { ANVIL_CHAIN_ID, startAnvil, type AnvilProcess } from '../../src/devchain/anvil.js';
+import { startAnvil, type AnvilProcess } from '../../src/devchain/anvil.js';
+import { LOCAL_CHAIN_ID } from '../../src/domain/chains.js';
 import { localChainsFileEntry, writeChainsFile, type ChainsFileEntry } from '../../src/devchain/chains-file.js';
 import { ERC20_FEE_PROXY_ABI, TEST_USDC_ABI } from '../../src/devchain/contracts.js';
 import { DEFAULT_MINT_ATOMIC, deployDevContracts } from '../../src/devchain/deploy.js';
@@ -122,7 +123,7 @@ function createTestChainClients(rpcUrl: string) {
 
 /** Starts anvil on a free port, deploys and funds; `blockTime` (seconds) switches automine off for interval mining. */
 export async function startTestChain(opts: { blockTime?: number } = {}): Promise<TestChain> {
-  const anvil = await startAnvil({ port: 0, chainId: ANVIL_CHAIN_ID, blockTime: opts.blockTime });
+  const anvil = await startAnvil({ port: 0, chainId: LOCAL_CHAIN_ID, blockTime: opts.blockTime });
   try {
     return await prepareTestChain(anvil);
   } catch (err) {
