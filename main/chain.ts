@@ -1,5 +1,6 @@
 // `npm run chain`: a real local chain for development and demos. anvil on 127.0.0.1:8545
 // (CHAIN_PORT), chain id 31337, a block a second, its state kept in var/chain/ (CHAIN_STATE_DIR);
+import { createServer } from 'node:net';
 // the fee proxy, the test USDC and the SubscriptionManager deployed and payers funded on the first
 // run only (later runs find them on the kept chain); var/chain/chains.json written; one block printed. SIGINT/SIGTERM
 // stop anvil (which writes its state) and exit 0. `-- --fresh` deletes the state and starts over.
@@ -19,6 +20,20 @@ import {
 import { localChainsFileEntry, readLocalContracts, writeChainsFile } from '../src/devchain/chains-file.js';
 import { TEST_USDC_ABI } from '../src/devchain/contracts.js';
 import { deployDevContracts, deploySubscriptionManager, hasCode, hasDevContracts, type DevChainContracts } from '../src/devchain/deploy.js';
+
+/** Said when the port is taken, whether found before anvil starts or by anvil itself. */
+const portTakenMessage = (port: number) =>
+  `port ${port} is already in use, most likely by a chain already running (another npm run chain): ` +
+  `use that one, stop it (Ctrl-C in its terminal), or start this one on another port with CHAIN_PORT=<port>`;
+
+/** True when something listens on 127.0.0.1:port (anvil's own check comes too late: the node answering is the other one). */
+function portInUse(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = createServer();
+    probe.once('error', (err: NodeJS.ErrnoException) => resolve(err.code === 'EADDRINUSE'));
+    probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(false)));
+  });
+}
 
 function fail(message: string): never {
   process.stderr.write(`npm run chain: ${message}\n`);
@@ -58,6 +73,8 @@ if (opts.fresh) {
   await rm(opts.chainsFile, { force: true });
 }
 
+if (opts.port !== 0 && (await portInUse(opts.port))) fail(portTakenMessage(opts.port));
+
 const hadState = existsSync(opts.statePath);
 // anvil writes its state on exit only into a folder that exists.
 await mkdir(opts.stateDir, { recursive: true });
@@ -75,13 +92,15 @@ try {
 } catch (err) {
   if (!(err instanceof AnvilError)) throw err;
   const output = err.message;
-  if (/address already in use/i.test(output)) fail(`port ${opts.port} is taken (another npm run chain?): stop it or set CHAIN_PORT`);
+  if (/address already in use/i.test(output)) fail(portTakenMessage(opts.port));
   if (hadState) fail(`${err.message}\n(the state in ${opts.statePath} may be damaged: npm run chain -- --fresh starts over)`);
   fail(err.message);
 }
 // A watcher, not a step: `exited` never rejects, and fail() ends the process.
 void running.exited.then(({ code, signal }) => {
-  if (!stopping) fail(`anvil exited on its own (code ${code}, signal ${signal}):\n${running.outputTail()}`);
+  if (stopping) return;
+  if (/address already in use/i.test(running.outputTail())) fail(portTakenMessage(opts.port));
+  fail(`anvil exited on its own (code ${code}, signal ${signal}):\n${running.outputTail()}`);
 });
 
 // A failure once anvil runs (a deploy that reverts) stops it and exits 1; a signal meanwhile makes

@@ -223,6 +223,30 @@ describe('npm run chain', () => {
     await stopChain(chain);
   }, 160_000); // four runs of npm run chain, each a process start, a deploy or a state load, and a stop
 
+  it('on a port already in use (a chain already running there) says so and how to go on, exit 1, and leaves that listener alone', async () => {
+    const taken = net.createServer((socket) => socket.end());
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const takenPort = (taken.address() as net.AddressInfo).port;
+    try {
+      const npm = spawn('npm', ['run', '--silent', 'chain'], {
+        cwd: root,
+        env: { ...process.env, CHAIN_PORT: String(takenPort), CHAIN_STATE_DIR: stateDir },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let err = '';
+      npm.stderr?.on('data', (c: Buffer) => (err += c.toString()));
+      const code = await new Promise<number | null>((resolve) => npm.once('exit', resolve));
+      expect(code).toBe(1);
+      const first = err.trim().split('\n')[0];
+      expect(first).toContain(`port ${takenPort} is already in use, most likely by a chain already running`);
+      expect(first).toContain('CHAIN_PORT=');
+      expect(err).not.toContain('exited on its own');
+      expect(taken.listening).toBe(true);
+    } finally {
+      await new Promise<void>((resolve) => taken.close(() => resolve()));
+    }
+  });
+
   it('refuses a bad CHAIN_PORT and an unknown argument with one line, exit 1', async () => {
     for (const [env, args, message] of [
       [{ CHAIN_PORT: 'eighty' }, [], 'CHAIN_PORT must be a port number'],
