@@ -155,10 +155,10 @@ describe('partial payments', () => {
   async function unmatchedPayment(invoiceId: string, amountAtomic: string, txHash: string): Promise<string> {
     const id = newId('pay');
     await fx.api.pool.query(
-      `insert into payments (id, account_id, environment, chain_id, network, tx_hash, log_index, block_number, block_hash,
-         token_address, to_address, amount_atomic, fee_atomic, kind, status, outcome, confirmed_at)
-       select $1, i.account_id, i.environment, i.chain_id, i.network, $2, 0, 1, $3, i.token_address,
-         '0x2222222222222222222222222222222222222222', $4, 0, 'transfer', 'confirmed', 'unmatched', now()
+      `insert into payments (id, account_id, environment, chain_id, network, tx_hash, log_index, tx_position, block_number, block_hash,
+         token_address, to_address, amount_atomic, fee_atomic, received_atomic, fee_received_atomic, kind, status, outcome, confirmed_at)
+       select $1, i.account_id, i.environment, i.chain_id, i.network, $2, 0, 'transfer:0', 1, $3, i.token_address,
+         '0x2222222222222222222222222222222222222222', $4, 0, $4, 0, 'transfer', 'confirmed', 'unmatched', now()
        from invoices i where i.id = $5`,
       [id, txHash, `0x${'00'.repeat(32)}`, amountAtomic, invoiceId],
     );
