@@ -163,9 +163,10 @@ async function recordPayments(
 ): Promise<{ outcome: RangeOutcome; kept: { txHash: string; txPosition: string }[] }> {
   const outcome: RangeOutcome = { recorded: [], applied: 0, ignored: { zero_value: 0, dust: 0 }, reorgedOut: [] };
   const kept: { txHash: string; txPosition: string }[] = [];
-  // Anyone can emit Transfer(x, settlement, 0) from a loop: it moves nothing and is never a payment.
+  // Anyone can emit Transfer(x, settlement, 0) from a loop, or call the proxy with amount 0 naming
+  // a known reference: it moves nothing and is never a payment (no row, no event, no email).
   const observed = range.observed.filter((o) => {
-    if (o.kind === 'transfer' && o.receivedAtomic === 0n) {
+    if (o.receivedAtomic + o.feeReceivedAtomic === 0n) {
       if (range.final) outcome.ignored.zero_value++;
       return false;
     }
@@ -268,7 +269,7 @@ async function recordPayments(
         const before = remainingKey(inv);
         const c = countedAtomic(o, feeRoomAtomic(inv.fee, inv.feeCounted));
         // A payment reorged out and back counts again, even toward the invoice it had paid (which stayed paid).
-        const restored = e?.reorged_out_at != null && e.counted_atomic !== null && inv.status === 'paid';
+        const restored = e?.reorged_out_at != null && e.counted_atomic !== null && e.invoice_id === inv.row.id && inv.status === 'paid';
         const application: Application = restored
           ? { outcome: 'applied', paidAtomic: inv.paid + c.countedAtomic, status: 'paid', fullyPaid: false }
           : applyPayment({ status: inv.status, amountAtomic: BigInt(inv.row.amount_atomic), paidAtomic: inv.paid }, c.countedAtomic);
@@ -281,7 +282,9 @@ async function recordPayments(
           if (application.fullyPaid) {
             inv.status = 'paid';
             inv.paidAt = (range.blockTimes.get(o.blockNumber) ?? new Date()).toISOString();
-          } else {
+          } else if (c.countedAtomic >= (floors.get(lower(o.tokenAddress)) ?? 1n)) {
+            // Dust toward an invoice counts, but announces nothing: no invoice.partially_paid
+            // (and no acknowledgement email) for a payment anyone can repeat for the gas alone.
             partial.push(inv.row.id);
           }
           outcome.applied++;

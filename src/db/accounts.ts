@@ -50,15 +50,15 @@ export async function findSettlementAddress(db: Queryable, scope: Scope): Promis
 
 /**
  * Whether another account of the environment holds this address: as its settlement address, or as
- * the address an open invoice of it was sent to. Takes a transaction lock on the address first, so
+ * the address any invoice of it was ever sent to (a former address stays that account's: payments to
+ * it, and the payers and amounts they show, are never another tenant's to see). Takes a transaction lock on the address first, so
  * two accounts claiming it at once are serialised (call inside the transaction that sets it).
  */
 export async function addressHeldByAnother(db: Queryable, scope: Scope, address: string): Promise<boolean> {
   await db.query(`select pg_advisory_xact_lock(hashtextextended('settlement:' || $1 || ':' || lower($2), 0))`, [scope.environment, address]);
   const { rows } = await db.query<{ held: boolean }>(
     `select exists (select 1 from settlement_addresses where environment = $2 and lower(address) = lower($3) and account_id <> $1)
-         or exists (select 1 from invoices where environment = $2 and lower(settlement_address) = lower($3) and account_id <> $1
-                    and status in ('open', 'overdue')) as held`,
+         or exists (select 1 from invoices where environment = $2 and lower(settlement_address) = lower($3) and account_id <> $1) as held`,
     [scope.accountId, scope.environment, address],
   );
   return rows[0].held;

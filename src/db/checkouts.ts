@@ -19,7 +19,8 @@ export interface RecentCheckouts {
 }
 
 /**
- * How many unpaid checkouts (open or overdue, nothing applied, not expired) the link and the email
+ * How many checkouts not paid in full (open or overdue, whatever part of them was paid: a payment of
+ * one atomic unit must not free a slot; not expired) the link and the email
  * have had since `since`. Takes a transaction-scoped lock on (scope, email) first, so two checkouts
  * for one email on two links of the account cannot both pass the count; the caller already holds
  * the link's row lock.
@@ -30,11 +31,11 @@ export async function countRecentCheckouts(db: Queryable, scope: Scope, linkId: 
     `select
        (select count(*)::int from invoices
          where payment_link_id = $3 and checkout_expires_at is not null and status in ('open', 'overdue')
-           and amount_paid_atomic = 0 and created_at >= $5) as link,
+           and created_at >= $5) as link,
        (select count(*)::int from invoices i join customers c on c.id = i.customer_id
          where c.account_id = $1 and c.environment = $2 and lower(c.email) = lower($4)
            and i.checkout_expires_at is not null and i.status in ('open', 'overdue')
-           and i.amount_paid_atomic = 0 and i.created_at >= $5) as email`,
+           and i.created_at >= $5) as email`,
     [scope.accountId, scope.environment, linkId, email, since],
   );
   return rows[0];

@@ -200,7 +200,9 @@ export async function lockPayableInvoices(db: Queryable, chainId: number, topics
     `select ${PAYABLE} from invoices i
      where i.chain_id = $1 and i.amount_atomic is not null
        and (i.payment_reference_topic = any($2::text[])
-         or (i.status in ('open', 'overdue') and lower(i.settlement_address) = any($3::text[])))
+         -- A checkout (anyone can open one, naming any amount) is paid by its reference only: a
+         -- plain transfer never matches it, so no stranger's checkout can take someone else's transfer.
+         or (i.status in ('open', 'overdue') and lower(i.settlement_address) = any($3::text[]) and i.checkout_expires_at is null))
      order by i.id
      for update`,
     [chainId, topics, transferTargets],
@@ -244,6 +246,8 @@ export interface ExistingPayment {
   /** Reorged out: what it had counted toward its invoice then (null: it counted nothing). */
   reorged_out_at: Date | null;
   counted_atomic: string | null;
+  /** The invoice it was recorded (or applied by hand) against. */
+  invoice_id: string | null;
 }
 
 /**
@@ -254,7 +258,7 @@ export async function lockExistingPayments(db: Queryable, chainId: number, keys:
   if (keys.length === 0) return [];
   const { rows } = await db.query<ExistingPayment>(
     `select p.id, p.tx_hash, p.log_index, p.tx_position, p.status, p.block_hash, p.created_at, p.reorged_out_at,
-       p.counted_atomic::text as counted_atomic from payments p
+       p.counted_atomic::text as counted_atomic, p.invoice_id from payments p
      where p.chain_id = $1 and exists (
        select 1 from unnest($2::text[], $3::text[], $4::int[]) as k (tx_hash, tx_position, log_index)
        where k.tx_hash = p.tx_hash and (k.tx_position = p.tx_position or p.tx_position = 'log:' || k.log_index))

@@ -9,6 +9,8 @@ import { createWalletClient, http, type Address, type Hash, type Hex } from 'vie
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_USDC_ABI } from '../../src/devchain/contracts.js';
+import { newId } from '../../src/domain/ids.js';
+import { provisionMerchant } from '../../src/runtime/provision.js';
 import type { TestChain } from '../helpers/anvil.js';
 import { startChainFixture, type ChainFixture } from '../helpers/chain-fixture.js';
 import type { ApiFixture } from '../helpers/context.js';
@@ -320,4 +322,67 @@ describe('random sequences on anvil (seeded; the seed is in the name)', () => {
       expect(rows).toHaveLength(0);
     }, 120_000);
   }
+});
+
+describe('what an independent review found after the fixes', () => {
+  const partialDeliveries = async (invId: string) =>
+    (await fx.api.pool.query<{ n: number }>(`select count(*)::int as n from deliveries where invoice_id = $1 and kind = 'partial_payment'`, [invId])).rows[0].n;
+
+  it('proxy calls that move nothing, naming an open invoice\'s reference, make no row, no event and no email; one atomic unit counts but announces nothing', async () => {
+    const inv = await sentInvoice('100.00');
+    const zeroBefore = await ignoredCount('zero_value');
+    let last = 0n;
+    for (let i = 0; i < 5; i++) last = (await payCrafted(inv, 0n, 0n, ZERO, chain.payers[5].address)).blockNumber;
+    const unit = await payCrafted(inv, 1n, 0n, ZERO, chain.payers[5].address);
+    await confirmedPast(unit.blockNumber > last ? unit.blockNumber : last);
+    await waitUntil(async () => (await paymentsOf(inv.id)).some((p) => p.status === 'confirmed'), STATE_MS);
+    // Only the unit's row: the five zero calls are counted as ignored, nothing else.
+    expect(await paymentsOf(inv.id)).toEqual([expect.objectContaining({ tx_hash: unit.txHash, outcome: 'applied', counted_atomic: '1' })]);
+    expect((await ignoredCount('zero_value')) - zeroBefore).toBe(5);
+    expect(await invoice(inv.id)).toMatchObject({ status: 'open', amount_paid_atomic: '1' });
+    // Dust toward an invoice announces nothing: no invoice.partially_paid, no acknowledgement owed.
+    expect(await eventCounts(inv.id)).not.toHaveProperty('invoice.partially_paid');
+    expect(await partialDeliveries(inv.id)).toBe(0);
+  });
+
+  it('a plain transfer of exactly a checkout\'s amount does not pay the checkout (anyone can open one for any amount): it stays unmatched', async () => {
+    const link = await api.post('/v1/payment-links', key(), { name: 'Front-run jar', type: 'custom_amount', currency: 'USDC', network: 'local', min_amount: '1', max_amount: '500' });
+    expect(link.status, link.raw).toBe(200);
+    const origin = fixture!.origin!;
+    const res = await fetch(`${origin}/pay/${link.body.data.id}/checkout`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json', origin, 'sec-fetch-site': 'same-origin' },
+      body: JSON.stringify({ amount: '77.77', customer_email: 'front-runner@example.test' }),
+    });
+    expect(res.status, await res.clone().text()).toBe(200);
+    const { rows } = await fx.api.pool.query<{ id: string }>('select id from invoices where payment_link_id = $1', [link.body.data.id]);
+    expect(rows).toHaveLength(1);
+    const sent = await chain.transfer({ from: chain.payers[5].address, to: merchant, amountAtomic: 77_770_000n });
+    await confirmedPast(sent.blockNumber);
+    await waitUntil(async () => (await rowsOfTx(sent.txHash)).some((r) => r.status === 'confirmed'), STATE_MS);
+    expect(await rowsOfTx(sent.txHash)).toEqual([expect.objectContaining({ invoice_id: null, status: 'confirmed' })]);
+    expect(await invoice(rows[0].id)).toMatchObject({ status: 'open', amount_paid_atomic: '0' });
+  });
+
+  it("another tenant cannot claim an address a tenant's invoices were ever sent to, even once they are all paid and it moved on", async () => {
+    // An address of its own for this test: only this invoice is ever sent to it.
+    const former = privateKeyToAccount(generatePrivateKey()).address;
+    expect((await api.patch('/v1/account', key(), { settlement_address: former })).status).toBe(200);
+    try {
+      const inv = await sentInvoice('2.00');
+      const pi = inv.payment_instructions;
+      expect(pi.to).toBe(former);
+      const paid = await chain.payWithReference({ to: pi.to, amountAtomic: BigInt(pi.amount_atomic), feeAtomic: BigInt(pi.fee_atomic), reference: pi.payment_reference });
+      await confirmedPast(paid.blockNumber);
+      await waitUntil(async () => (await invoice(inv.id)).status === 'paid', STATE_MS);
+      // The tenant moves on: the former address is now only on its paid invoice.
+      expect((await api.patch('/v1/account', key(), { settlement_address: merchant })).status).toBe(200);
+      const other = await provisionMerchant(fx.api.pool, { id: newId('acct'), name: 'Claimant Ltd', email: null });
+      const claim = await api.patch('/v1/account', other.keys.sandbox, { settlement_address: former });
+      expect(claim.status, claim.raw).toBe(409);
+      expect(claim.body.error).toMatchObject({ code: 'settlement_address_taken' });
+    } finally {
+      expect((await api.patch('/v1/account', key(), { settlement_address: merchant })).status).toBe(200);
+    }
+  });
 });

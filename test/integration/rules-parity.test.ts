@@ -9,6 +9,7 @@ import { deleteDraft, markPaid, markSent, markVoid, updateDraft, type InvoiceRow
 import { lockIfRemindersRun, markOverdue } from '../../src/db/reminders.js';
 import { DELIVERY_KINDS } from '../../src/domain/delivery-kinds.js';
 import { newId } from '../../src/domain/ids.js';
+import { dustFloorAtomic } from '../../src/domain/payments.js';
 import { canDelete, INVOICE_STATUSES, nextStatus, remindersShouldRun, type InvoiceEvent, type InvoiceStatus } from '../../src/domain/invoice-rules.js';
 import { startApiFixture, type ApiFixture } from '../helpers/context.js';
 import { apiClient } from '../helpers/http.js';
@@ -152,6 +153,14 @@ describe('"reminders run": the SQL function, the lock query and the stop trigger
       await listener.query('unlisten *').catch(() => undefined);
       listener.release();
     }
+  });
+});
+
+describe('the dust floor: SQL dust_floor_atomic (the partial-payment email) and dustFloorAtomic (the detector) agree', () => {
+  it('for every token precision from 0 to 36 decimals', async () => {
+    const { rows } = await fx.api.pool.query<{ d: number; floor: string }>('select d, dust_floor_atomic(d)::text as floor from generate_series(0, 36) d order by d');
+    expect(rows).toHaveLength(37);
+    for (const r of rows) expect(BigInt(r.floor), `${r.d} decimals`).toBe(dustFloorAtomic(r.d));
   });
 });
 
