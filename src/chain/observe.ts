@@ -46,7 +46,17 @@ const ZERO_ADDRESS = '0x0000000000000000000000000000000000000000';
  * given should include those to it, or no fee is seen as received. A Transfer to the fee address
  * that no proxy payment caused is nobody's payment.
  */
-export function observePayments(proxyLogs: readonly ProxyLog[], transferLogs: readonly TransferLog[], feeAddress: string | null = null): ObservedPayment[] {
+export function observePayments(proxyLogsAsGiven: readonly ProxyLog[], transferLogsAsGiven: readonly TransferLog[], feeAddress: string | null = null): ObservedPayment[] {
+  // A node (or a fallback of two) may answer the same log twice, or one transaction in two blocks
+  // (an answer spanning a reorg): one log is one log, and a transaction lives in one block.
+  const proxyLogs = onceEach(proxyLogsAsGiven);
+  const transferLogs = onceEach(transferLogsAsGiven);
+  const blockOfTx = new Map<string, string>();
+  for (const l of [...proxyLogs, ...transferLogs]) {
+    const seen = blockOfTx.get(l.txHash);
+    if (seen !== undefined && seen !== l.blockHash) throw new InconsistentLogsError(`transaction ${l.txHash} is in two blocks (${seen}, ${l.blockHash}) of one answer`);
+    blockOfTx.set(l.txHash, l.blockHash);
+  }
   const claimed = new Set<TransferLog>();
   const out: ObservedPayment[] = [];
   // By transaction: a range can hold thousands of each, and each proxy log looks only at its own.
@@ -126,4 +136,18 @@ export function observePayments(proxyLogs: readonly ProxyLog[], transferLogs: re
     }
   }
   return out.sort((a, b) => (a.blockNumber === b.blockNumber ? a.logIndex - b.logIndex : a.blockNumber < b.blockNumber ? -1 : 1));
+}
+
+/** A node's answer that cannot be a chain's (one transaction in two blocks): the run fails and is retried, nothing is recorded. */
+export class InconsistentLogsError extends Error {}
+
+/** The logs without repeats: a log is its block and its index in it. */
+function onceEach<T extends { blockHash: string; logIndex: number }>(logs: readonly T[]): T[] {
+  const seen = new Set<string>();
+  return logs.filter((l) => {
+    const k = `${l.blockHash}:${l.logIndex}`;
+    if (seen.has(k)) return false;
+    seen.add(k);
+    return true;
+  });
 }

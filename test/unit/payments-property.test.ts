@@ -4,7 +4,7 @@
 // transaction) and plain transfers (zero, dust, any value), read back as logs the way the watcher
 // reads them. What observePayments and countedAtomic make of them must be what the chain moved.
 import { describe, expect, it } from 'vitest';
-import { observePayments, type ObservedPayment } from '../../src/chain/observe.js';
+import { InconsistentLogsError, observePayments, type ObservedPayment } from '../../src/chain/observe.js';
 import type { ProxyLog, TransferLog } from '../../src/chain/rpc.js';
 import { MAX_COUNTABLE_ATOMIC, countedAtomic, feeRoomAtomic } from '../../src/domain/payments.js';
 import { seededRandom, type Random } from '../helpers/seeded-random.js';
@@ -131,4 +131,25 @@ describe('counting payments toward an invoice (seeded random sequences)', () => 
       }
     });
   }
+});
+
+describe('a node answering a log twice, or one transaction in two blocks', () => {
+  const at = (txHash: string, logIndex: number, blockHash: string) => ({ txHash, logIndex, blockNumber: 7n, blockHash, blockTimestamp: null });
+  const transfer = (txHash: string, logIndex: number, blockHash = '0xb7'): TransferLog => ({ ...at(txHash, logIndex, blockHash), tokenAddress: TOKEN, from: PAYER, to: MERCHANT, value: 5_000_000n });
+
+  it('the same log twice is one payment, not two', () => {
+    const t = transfer('0x01', 3);
+    expect(observePayments([], [t, { ...t }], FEE)).toHaveLength(1);
+  });
+
+  it('a proxy payment and its leg repeated: one proxy payment, no plain transfer beside it', () => {
+    const leg = transfer('0x02', 0);
+    const proxy: ProxyLog = { ...at('0x02', 1, '0xb7'), tokenAddress: TOKEN, to: MERCHANT, amount: 5_000_000n, referenceTopic: '0xref', feeAmount: 0n, feeAddress: ZERO };
+    const seen = observePayments([proxy, { ...proxy }], [leg, { ...leg }], FEE);
+    expect(seen.map((o) => o.kind)).toEqual(['proxy']);
+  });
+
+  it('one transaction in two blocks of one answer is refused (the run fails, nothing is recorded)', () => {
+    expect(() => observePayments([], [transfer('0x03', 0, '0xb7'), transfer('0x03', 0, '0xc7')], FEE)).toThrow(InconsistentLogsError);
+  });
 });
