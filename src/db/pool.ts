@@ -17,29 +17,22 @@ export function createPool(databaseUrl: string, max = 20): pg.Pool {
 }
 
 /** Runs fn inside BEGIN/COMMIT, rolling back on any throw. */
-export async function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
-  try {
-    await client.query('begin');
-    const result = await fn(client);
-    await client.query('commit');
-    return result;
-  } catch (err) {
-    await client.query('rollback').catch(() => undefined);
-    throw err;
-  } finally {
-    client.release();
-  }
+export function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  return inTransaction(pool, 'begin', fn);
 }
 
 /**
  * Reads that must agree with each other (an invoice's balance and its payments): one read-only
  * snapshot, so no commit lands between them.
  */
-export async function withSnapshot<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+export function withSnapshot<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  return inTransaction(pool, 'begin isolation level repeatable read read only', fn);
+}
+
+async function inTransaction<T>(pool: pg.Pool, begin: string, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
   try {
-    await client.query('begin isolation level repeatable read read only');
+    await client.query(begin);
     const result = await fn(client);
     await client.query('commit');
     return result;
