@@ -185,9 +185,25 @@ export interface PayableInvoiceRow {
 
 const PAYABLE = `i.id, i.account_id, i.environment, i.status, i.chain_id, i.token_address, i.settlement_address, i.payment_reference,
   i.payment_reference_topic, i.amount_atomic::text as amount_atomic, i.amount_paid_atomic::text as amount_paid_atomic, i.fee_bps,
-  i.fee_atomic::text as fee_atomic,
-  (select coalesce(sum(fp.counted_atomic - least(fp.counted_atomic, fp.received_atomic)), 0) from payments fp
-   where fp.invoice_id = i.id and fp.outcome = 'applied')::text as fee_counted_atomic`;
+  i.fee_atomic::text as fee_atomic`;
+
+/**
+ * The fees the locked invoices' applied payments counted, read by a statement of its own once the
+ * rows are locked: a subquery of the locking statement would read the payments as they were before
+ * it waited for the lock, and a payment applied meanwhile (POST /apply racing the detector) would
+ * leave room for a second full fee.
+ */
+async function withFeesCounted(db: Queryable, rows: Omit<PayableInvoiceRow, 'fee_counted_atomic'>[]): Promise<PayableInvoiceRow[]> {
+  if (rows.length === 0) return [];
+  const { rows: fees } = await db.query<{ id: string; fee_counted_atomic: string }>(
+    `select i.id, (select coalesce(sum(fp.counted_atomic - least(fp.counted_atomic, fp.received_atomic)), 0) from payments fp
+                   where fp.invoice_id = i.id and fp.outcome = 'applied')::text as fee_counted_atomic
+     from unnest($1::text[]) as i (id)`,
+    [rows.map((r) => r.id)],
+  );
+  const counted = new Map(fees.map((f) => [f.id, f.fee_counted_atomic]));
+  return rows.map((r) => ({ ...r, fee_counted_atomic: counted.get(r.id) ?? '0' }));
+}
 
 /**
  * The invoices a range's payments may concern, row-locked in id order (no deadlock with the API's
@@ -196,7 +212,7 @@ const PAYABLE = `i.id, i.account_id, i.environment, i.status, i.chain_id, i.toke
  */
 export async function lockPayableInvoices(db: Queryable, chainId: number, topics: string[], transferTargets: string[]): Promise<PayableInvoiceRow[]> {
   if (topics.length === 0 && transferTargets.length === 0) return [];
-  const { rows } = await db.query<PayableInvoiceRow>(
+  const { rows } = await db.query<Omit<PayableInvoiceRow, 'fee_counted_atomic'>>(
     `select ${PAYABLE} from invoices i
      where i.chain_id = $1 and i.amount_atomic is not null
        and (i.payment_reference_topic = any($2::text[])
@@ -207,15 +223,15 @@ export async function lockPayableInvoices(db: Queryable, chainId: number, topics
      for update`,
     [chainId, topics, transferTargets],
   );
-  return rows;
+  return withFeesCounted(db, rows);
 }
 
 export async function lockPayableInvoice(db: Queryable, scope: Scope, id: string): Promise<PayableInvoiceRow | null> {
-  const { rows } = await db.query<PayableInvoiceRow>(
+  const { rows } = await db.query<Omit<PayableInvoiceRow, 'fee_counted_atomic'>>(
     `select ${PAYABLE} from invoices i where i.id = $1 and i.account_id = $2 and i.environment = $3 for update`,
     [id, scope.accountId, scope.environment],
   );
-  return rows[0] ?? null;
+  return (await withFeesCounted(db, rows))[0] ?? null;
 }
 
 /** Which account an address is the settlement address of (for payments no invoice claims). */
