@@ -221,7 +221,7 @@ describe('partial payments', () => {
       try {
         await client.query('begin');
         // The payment row first, the balance after, as the writers do: the trigger waits for the commit.
-        await client.query(`update payments set invoice_id = $2, outcome = 'applied' where id = $1`, [id, inv.id]);
+        await client.query(`update payments set invoice_id = $2, outcome = 'applied', counted_atomic = received_atomic where id = $1`, [id, inv.id]);
         await client.query(`update invoices set amount_paid_atomic = 1000000 where id = $1`, [inv.id]);
         await client.query(end);
       } finally {
