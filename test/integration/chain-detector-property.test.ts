@@ -17,7 +17,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadChains } from '../../src/chains-config.js';
 import { recordRange, rewindCursor } from '../../src/chain/detector.js';
 import { observePayments } from '../../src/chain/observe.js';
-import type { ProxyLog, TransferLog } from '../../src/chain/rpc.js';
+import type { TransferLog } from '../../src/chain/kinds/kind.js';
+import type { ProxyLog } from '../../src/chain/kinds/proxy.js';
 import { findCursor } from '../../src/db/payments.js';
 import type { Chain } from '../../src/domain/chains.js';
 import { dustFloorAtomic, remainingAtomic } from '../../src/domain/payments.js';
@@ -115,7 +116,7 @@ async function scan(merchant: string): Promise<void> {
   const watched = new Set([merchant.toLowerCase(), FEE.toLowerCase()]);
   const read = (from: bigint, to: bigint) => {
     const { proxy, transfers } = logsOf(from, to, watched);
-    return observePayments(proxy, transfers, FEE);
+    return observePayments({ proxy: proxy, transfer: transfers }, FEE);
   };
   const times = new Map(blocks.map((b) => [b.number, new Date(1_700_000_000_000 + Number(b.number) * 1000)]));
   if (cur < safe) {
