@@ -24,6 +24,7 @@ import { Secret } from '../../src/lib/secret.js';
 import { createLogger } from '../../src/log.js';
 import { createMetrics } from '../../src/observability/metrics.js';
 import { startRpcProxy, startTestChain, type TestChain } from '../helpers/anvil.js';
+import { spawnWorker } from '../helpers/worker.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/context.js';
 
 let chain: TestChain;
@@ -380,4 +381,26 @@ describe('gas and keys', () => {
     const all = logged.join('\n').toLowerCase();
     expect(all).not.toContain(secretHex.toLowerCase());
   });
+
+  it('a worker process: refuses a key file others may read in one line; with a mode-600 one, names the operator and never the key', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'relayer-worker-'));
+    const file = path.join(dir, 'relayer.key');
+    writeFileSync(file, relayerKey, { mode: 0o644 });
+    chmodSync(file, 0o644);
+    const env = { DATABASE_URL: db.url, QUEUE_BACKEND: 'postgres', CHAINS_FILE: chainsFile, WORKER_PORT: '0', RELAYER_PRIVATE_KEY_FILE: file, MAIL_OUTBOX_DIR: dir };
+    const refused = spawnWorker(env);
+    expect(await refused.exited).toBe(1);
+    const stderr = refused.lines.filter((l) => l.startsWith('stderr: ')).join('').slice('stderr: '.length);
+    expect(stderr.trim().split('\n')).toEqual([`cannot start: RELAYER_PRIVATE_KEY_FILE: ${file} is readable by others (mode 644): chmod 600 it`]);
+
+    chmodSync(file, 0o600);
+    const worker = spawnWorker({ ...env, LOG_LEVEL: 'debug' });
+    try {
+      const started = await worker.waitForLine((l) => l.msg === 'worker started', 60_000);
+      expect(started.relayer).toEqual(expect.arrayContaining([{ chain_id: chain.chainId, operator, key: 'RELAYER_PRIVATE_KEY_FILE' }]));
+    } finally {
+      await worker.stop();
+    }
+    expect(worker.lines.join('\n').toLowerCase()).not.toContain(relayerKey.slice(2).toLowerCase());
+  }, 120_000);
 });
