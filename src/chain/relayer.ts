@@ -367,11 +367,10 @@ export function createRelayer(opts: RelayerOptions): Relayer {
         await replace(s, db, current, head);
       } else if (!known) {
         log.info({ chain_id: s.chain.chainId, tx_hash: current.tx_hash, nonce: Number(nonce), purpose: current.purpose }, 'relayer transaction unknown to the node: broadcast again');
+        // Refused now (its fees below what the node takes today, say): signed again at today's
+        // fees, same nonce. Never given up: a nonce left unused would hold every later one back.
         if (await broadcast(s, db, current)) count(s, current.purpose, 'rebroadcast');
-        else {
-          await setRelayerStatus(db, current.id, 'failed', { error: 'refused when broadcast again' });
-          count(s, current.purpose, 'refused');
-        }
+        else await replace(s, db, current, head);
       }
     }
     return head;
