@@ -23,6 +23,10 @@ export const EVENT_TYPES = [
   'payment.removed',
   'payment.applied',
   'payment.reorged_out',
+  'subscription.past_due',
+  'subscription.canceled',
+  'subscription.ended',
+  'invoice.payment_failed',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];

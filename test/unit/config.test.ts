@@ -318,6 +318,40 @@ describe('the local chain found without configuration', () => {
   });
 });
 
+describe('relayer variables', () => {
+  const KEY = `0x${'ab'.repeat(32)}`;
+
+  it('default to no key file, no per-chain key, 12 blocks before a replacement and a 0.01 warning threshold', () => {
+    expect(loadConfig({})).toMatchObject({ relayerPrivateKeyFile: null, relayerPrivateKeys: {}, relayerStuckBlocks: 12, relayerMinBalance: '0.01' });
+  });
+
+  it('reads RELAYER_PRIVATE_KEY_<chainId> as the key itself, held as a secret that never prints; RELAYER_PRIVATE_KEY_FILE is a path, not one of the family', () => {
+    const c = loadConfig({ RELAYER_PRIVATE_KEY_8453: ` ${KEY.slice(2).toUpperCase()} `, RELAYER_PRIVATE_KEY_FILE: '/run/secrets/relayer', RELAYER_STUCK_BLOCKS: '3', RELAYER_MIN_BALANCE: '0.5' });
+    expect(c.relayerPrivateKeyFile).toBe('/run/secrets/relayer');
+    expect(Object.keys(c.relayerPrivateKeys)).toEqual(['8453']);
+    expect(c.relayerPrivateKeys[8453].reveal()).toBe(KEY);
+    expect(String(c.relayerPrivateKeys[8453])).toBe('[secret]');
+    expect(JSON.stringify(c)).not.toContain('abab');
+    expect(c).toMatchObject({ relayerStuckBlocks: 3, relayerMinBalance: '0.5' });
+  });
+
+  it('refuses a bad key without showing it, a key of an unknown chain, and a bad threshold', () => {
+    const bad = configError({ RELAYER_PRIVATE_KEY_8453: `${KEY}00` });
+    expect(bad.variable).toBe('RELAYER_PRIVATE_KEY_8453');
+    expect(bad.message).not.toContain('abab');
+    expect(configError({ RELAYER_PRIVATE_KEY_base: KEY }).variable).toBe('RELAYER_PRIVATE_KEY_base');
+    expect(configError({ RELAYER_PRIVATE_KEY_999: KEY }).message).toContain('names chain 999, which is neither built in nor in CHAINS_FILE');
+    expect(configError({ RELAYER_MIN_BALANCE: '-1' }).variable).toBe('RELAYER_MIN_BALANCE');
+    expect(configError({ RELAYER_MIN_BALANCE: '0.0000000000000000001' }).variable).toBe('RELAYER_MIN_BALANCE');
+    expect(configError({ RELAYER_STUCK_BLOCKS: '0' }).variable).toBe('RELAYER_STUCK_BLOCKS');
+  });
+
+  it('environmentOf gives a child process the key itself', () => {
+    const c = loadConfig({ RELAYER_PRIVATE_KEY_8453: KEY });
+    expect(environmentOf(c, ['relayerPrivateKeys'])).toEqual({ RELAYER_PRIVATE_KEY_8453: KEY });
+  });
+});
+
 describe('environmentOf', () => {
   it('gives back the variables that load the same fields', () => {
     const c = loadConfig({ REDIS_CLUSTER_NODES: 'r1:7000,[::1]:7001', REDIS_PREFIX: 't1', MAIL_FROM: 'Billing <b@example.com>', RPC_URL_8453: 'http://127.0.0.1:8545' });

@@ -45,7 +45,7 @@ describe('enabled events', () => {
     expect(checkEnabledEvents([]).ok).toBe(false);
     expect(checkEnabledEvents(['*', 'invoice.paid']).ok).toBe(false);
     expect(checkEnabledEvents(['invoice.*']).ok).toBe(false);
-    expect(EVENT_TYPES).toHaveLength(21);
+    expect(EVENT_TYPES).toHaveLength(25);
     expect(checkEnabledEvents(['payment.reorged_out'])).toEqual({ ok: true, value: ['payment.reorged_out'] });
     expect(checkEnabledEvents(['payment.confirmed', 'invoice.partially_paid'])).toEqual({ ok: true, value: ['payment.confirmed', 'invoice.partially_paid'] });
   });
