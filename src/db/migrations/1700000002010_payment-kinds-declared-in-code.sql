@@ -10,4 +10,4 @@ alter table payments add constraint payments_kind_name check (kind ~ '^[a-z][a-z
 -- Down Migration
 
 alter table payments drop constraint payments_kind_name;
-alter table payments add constraint payments_kind_check check (kind in ('proxy', 'transfer'));
+alter table payments add constraint payments_kind_check check (kind in ('proxy', 'transfer', 'subscribe', 'charge'));
