@@ -215,6 +215,10 @@ async function recordPayments(
         settlementAddress: s.row.settlement_address,
         tokenAddress: s.row.token_address,
         referenceTopic: s.row.payment_reference_topic,
+        subscriptionPeriod:
+          s.row.subscription_contract !== null && s.row.subscription_onchain_id !== null && s.row.period_index !== null
+            ? { contractAddress: s.row.subscription_contract, onchainId: s.row.subscription_onchain_id, periodIndex: s.row.period_index }
+            : null,
         get balance() {
           return { status: s.status, amountAtomic: BigInt(s.row.amount_atomic), paidAtomic: s.paid };
         },

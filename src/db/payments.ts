@@ -183,11 +183,17 @@ export interface PayableInvoiceRow {
   fee_atomic: string | null;
   /** The fees its applied payments counted so far (never above fee_atomic). */
   fee_counted_atomic: string;
+  /** A subscription's period invoice: the subscription's contract and on-chain id, and the period (else null). */
+  subscription_contract: string | null;
+  subscription_onchain_id: string | null;
+  period_index: number | null;
 }
 
 const PAYABLE = `i.id, i.account_id, i.environment, i.status, i.chain_id, i.token_address, i.token_decimals, i.settlement_address, i.payment_reference,
   i.payment_reference_topic, i.amount_atomic::text as amount_atomic, i.amount_paid_atomic::text as amount_paid_atomic, i.fee_bps,
-  i.fee_atomic::text as fee_atomic`;
+  i.fee_atomic::text as fee_atomic, i.period_index,
+  (select s.contract_address from subscriptions s where s.id = i.subscription_id) as subscription_contract,
+  (select s.onchain_id from subscriptions s where s.id = i.subscription_id) as subscription_onchain_id`;
 
 /**
  * The fees the locked invoices' applied payments counted, read by a statement of its own once the
