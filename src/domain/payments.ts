@@ -150,9 +150,13 @@ export function matchTransfer<T extends { remainingAtomic: bigint }>(candidates:
   return exact.length === 1 ? exact[0] : null;
 }
 
-/** Confirmations of a log in `block` when the chain's head is `head`: its own block counts as the first. */
+/**
+ * Confirmations of a log in `block` when the chain's head is `head`: the blocks built on top of
+ * its block, the one meaning the word has here (a chain's `confirmations` is how many of them make
+ * a payment count), so a payment is confirmed exactly when this reaches its chain's confirmations.
+ */
 export function confirmationsAt(head: bigint, block: bigint): number {
-  return head < block ? 0 : Number(head - block + 1n);
+  return head < block ? 0 : Number(head - block);
 }
 
 /** The newest block whose payments count: `confirmations` blocks are built on top of it. */

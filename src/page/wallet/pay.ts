@@ -334,7 +334,9 @@ function setUp(root: HTMLElement): void {
         return;
       }
       if (mine.status === 'pending') {
-        const n = Math.min(mine.confirmations, status.required_confirmations);
+        // Pending means short of the chain's confirmations: a head a worker recorded ahead of the
+        // run that confirms it must not read "confirming 2 of 2" while it still waits.
+        const n = Math.min(mine.confirmations, Math.max(0, status.required_confirmations - 1));
         sayTx(t('wallet.confirming', { n, total: status.required_confirmations }), hash, explorer);
         continue;
       }
