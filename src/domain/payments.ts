@@ -3,7 +3,7 @@
 // and which invoice a plain transfer pays. Amounts are atomic integers (bigint), never floats.
 import { randomBytes } from 'node:crypto';
 import { getAddress, isAddress, keccak256, stringToHex } from 'viem';
-import { chainById } from './chains.js';
+import { chainById, type ChainRegistry } from './chains.js';
 import type { InvoiceStatus } from './invoice-rules.js';
 import { feeAtomic } from './money.js';
 
@@ -247,8 +247,8 @@ export interface PayableColumns {
   fee_bps: number | null;
 }
 
-/** paymentInstructions() of an invoice row, on its chain as configured now. */
-export function instructionsOfRow(r: PayableColumns): PaymentInstructions | null {
+/** paymentInstructions() of an invoice row, on its chain as `chains` (the deployment's) configure it now. */
+export function instructionsOfRow(r: PayableColumns, chains: ChainRegistry): PaymentInstructions | null {
   if (r.amount_atomic === null) return null;
   return paymentInstructions(
     {
@@ -264,6 +264,6 @@ export function instructionsOfRow(r: PayableColumns): PaymentInstructions | null
       feeAtomic: BigInt(r.fee_atomic ?? '0'),
       feeBps: r.fee_bps ?? null,
     },
-    chainById(r.chain_id),
+    chainById(chains, r.chain_id),
   );
 }
