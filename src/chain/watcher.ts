@@ -19,6 +19,7 @@ import type { ChainMetrics } from '../observability/metrics.js';
 import { recordRange, rewindCursor } from './detector.js';
 import { observePayments, type ObservedPayment } from './observe.js';
 import { chainIdAt, classifyRpcError, createChainRpc, redactRpcUrl, type BlockHeader, type ChainRpc, type RpcOutcome } from './rpc.js';
+import { firstLine } from '../lib/first-line.js';
 
 export interface ChainWatcherOptions {
   pool: Pool;
@@ -434,7 +435,7 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
         // One warning per outage, with the error itself (its class, message, cause and stack).
         if (s.failureCause !== failure) opts.log.warn({ chain_id: chainId, cause: failure, retry_in_ms: waitMs, err }, 'chain RPC failing; backing off');
         s.failureCause = failure;
-        return `scan failed (${failure}: ${firstLine(err)}), retry in ${waitMs} ms`;
+        return `scan failed (${failure}: ${firstLine(err).slice(0, 120)}), retry in ${waitMs} ms`;
       }
     },
   };
@@ -450,6 +451,3 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
   }
 }
 
-function firstLine(err: unknown): string {
-  return (err instanceof Error ? err.message : String(err)).split('\n')[0].slice(0, 120);
-}
