@@ -14,7 +14,7 @@ import { safeHead } from '../domain/payments.js';
 import { compareScannedFor, describeScannedForDifference, isWatched, scannedForOf, type Chain } from '../domain/chains.js';
 import type { Logger } from '../log.js';
 import { withTransaction, type Pool } from '../db/pool.js';
-import { findCursor, lockCursor, pendingPaymentsBetween, resetHead, setCursorIdentity, watchedAddresses } from '../db/payments.js';
+import { findCursor, forgetHead, lockCursor, pendingPaymentsBetween, setCursorIdentity, watchedAddresses } from '../db/payments.js';
 import type { ChainMetrics } from '../observability/metrics.js';
 import { recordRange, rewindCursor } from './detector.js';
 import { observePayments, type ObservedPayment } from './observe.js';
@@ -270,7 +270,7 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
     // verified, a chain rolled back) is forgotten: confirmations count from verified heads.
     if (cursor?.head_block && BigInt(cursor.head_block) > head && !(await rpc.blockIfAny(BigInt(cursor.head_block)))) {
       opts.log.warn({ chain_id: chain.chainId, recorded_head: cursor.head_block, head: head.toString() }, 'the recorded head is not on the chain: forgotten');
-      await resetHead(opts.pool, chain.chainId);
+      await forgetHead(opts.pool, chain.chainId);
     }
 
     const scannedFor = scannedForOf(chain);
