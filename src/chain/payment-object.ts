@@ -1,7 +1,8 @@
 // A payment row as the API shows it (GET /v1/payments/{id}, its events): the fields, plus
 // what the merchant needs to act on it (outcome, the fee the rule expected, where to see it).
 import { explorerTxUrl, type ChainRegistry } from '../domain/chains.js';
-import { confirmationsAt, type PaymentKind, type PaymentOutcome, type PaymentStatus } from '../domain/payments.js';
+import { confirmationsAt, type PaymentOutcome, type PaymentStatus } from '../domain/payments.js';
+import type { PaymentKind } from './kinds/index.js';
 import type { PaymentRow } from '../db/payments.js';
 
 export interface PaymentObject {
@@ -64,13 +65,15 @@ export function presentPayment(p: PaymentRow, chains: ChainRegistry, head: bigin
     total_atomic: (BigInt(p.amount_atomic) + BigInt(p.fee_atomic)).toString(),
     fee_address: p.fee_address,
     fee_expected_atomic: p.fee_expected_atomic,
-    fee_collected: p.kind === 'proxy' && BigInt(p.fee_received_atomic) > 0n,
+    // Only a kind that takes a fee leg (the proxy) records a fee received.
+    fee_collected: BigInt(p.fee_received_atomic) > 0n,
     received_atomic: p.received_atomic,
     // A reorged-out row keeps what it had counted (to count it again should it come back): it counts nothing now.
     counted_atomic: p.status === 'confirmed' ? p.counted_atomic : null,
     reorged_out: p.status === 'removed' && p.reorged_out_at !== null,
     payment_reference: p.payment_reference,
-    kind: p.kind,
+    // Only the kinds write rows (the detector), each with its own name.
+    kind: p.kind as PaymentKind,
     status: p.status,
     outcome: p.outcome,
     confirmations: p.status === 'removed' || head === null ? 0 : confirmationsAt(head, BigInt(p.block_number)),

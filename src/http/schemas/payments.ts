@@ -2,7 +2,8 @@
 // the others are: Fastify validates and serialises with them, the OpenAPI document publishes them.
 import { Type, type Static } from 'typebox';
 import { ENVIRONMENTS } from '../../domain/environment.js';
-import { PAYMENT_KINDS, PAYMENT_OUTCOMES, PAYMENT_STATUSES } from '../../domain/payments.js';
+import { PAYMENT_KINDS } from '../../chain/kinds/index.js';
+import { PAYMENT_OUTCOMES, PAYMENT_STATUSES } from '../../domain/payments.js';
 import { Address, ATOMIC_AMOUNT_PATTERN, literals, Nullable } from './parts.js';
 import { PageQueryFields } from './common.js';
 
