@@ -465,7 +465,10 @@ export function createRelayer(opts: RelayerOptions): Relayer {
           return await s.client.estimateGas({ account: s.address, to, data });
         } catch (err) {
           const words = wordsOf(err);
-          if (/insufficient funds/i.test(words)) throw new RelayerOutOfGas(chainId, s.address, `relayer ${s.address} on chain ${chainId} cannot pay the gas: fund it`);
+          if (/insufficient funds/i.test(words)) {
+            count(s, purpose, 'out_of_gas');
+            throw new RelayerOutOfGas(chainId, s.address, `relayer ${s.address} on chain ${chainId} cannot pay the gas: fund it`);
+          }
           const decoded = isRevert(err)?.data?.errorName ?? revertNameIn(err);
           if (decoded !== null || /revert/i.test(words)) throw new RelayerCallRefused(`${purpose} on chain ${chainId} would revert: ${decoded ?? words}`, decoded);
           throw err;

@@ -32,9 +32,7 @@ import { createPdfRenderPool, type PdfRenderPool } from '../pdf/render-pool.js';
 import { describePolicy } from '../domain/reminder-schedule.js';
 import { claimRedisPrefix, claimRedisPrefixOrWait } from './redis-prefix.js';
 import { createRelayer, type Relayer } from '../chain/relayer.js';
-import { loadRelayerKeys, RelayerKeyError, type RelayerKey } from '../chain/relayer-keys.js';
-import { startRelayerUpkeep } from './relayer-upkeep.js';
-import { StartupError } from './startup-error.js';
+import { readRelayerKeys, startRelayerUpkeep } from './relayer-runtime.js';
 
 export interface WorkerRuntime {
   pool: Pool;
@@ -256,12 +254,3 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
   };
 }
 
-/** loadRelayerKeys, its refusal made a StartupError (one line naming the variable, exit 1). */
-function readRelayerKeys(config: Config): RelayerKey[] {
-  try {
-    return loadRelayerKeys(config);
-  } catch (err) {
-    if (err instanceof RelayerKeyError) throw new StartupError(err.variable, err.message);
-    throw err;
-  }
-}

@@ -12,7 +12,7 @@ import { createWalletClient, http, parseEventLogs, parseGwei, type Address, type
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadChains } from '../../src/chains-config.js';
-import { createRelayer, RelayerOutOfGas, RelayerUnavailable, type Relayer, type RelayerOptions } from '../../src/chain/relayer.js';
+import { createRelayer, RelayerCallRefused, RelayerOutOfGas, RelayerUnavailable, type Relayer, type RelayerOptions } from '../../src/chain/relayer.js';
 import { loadRelayerKeys, LOCAL_RELAYER_KEY_FILE, RelayerKeyError } from '../../src/chain/relayer-keys.js';
 import { SUBSCRIPTION_MANAGER_ABI } from '../../src/chain/subscription-manager-abi.js';
 import { ConfigError, loadConfig } from '../../src/config.js';
@@ -391,7 +391,11 @@ describe('gas and keys', () => {
     const { id } = await subscribe();
     await nextPeriod();
     await r.sendCharge(chain.chainId, charge(id));
-    await r.sendCharge(chain.chainId, charge(id, 5)).catch((e: unknown) => log.error({ err: e }, 'refused'));
+    // A charge the contract would refuse (a period not begun): refused before anything is signed, with the contract's error.
+    const refused = await r.sendCharge(chain.chainId, charge(id, 5)).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(RelayerCallRefused);
+    expect((refused as RelayerCallRefused).errorName).toBe('PeriodNotBegun');
+    log.error({ err: refused }, 'refused');
     await r.upkeep();
     expect(logged.length).toBeGreaterThan(10);
     expect(logged.some((l) => l.includes('relayer transaction stuck: replaced with higher fees'))).toBe(true);
