@@ -22,6 +22,7 @@ import { loadChains } from '../../src/chains-config.js';
 import { createChainWatcher } from '../../src/chain/watcher.js';
 import { createLogger } from '../../src/log.js';
 import { startTestChain, type TestChain } from '../helpers/anvil.js';
+import { sendLocalInvoice } from '../helpers/chain-fixture.js';
 import { startApiFixture, type ApiFixture } from '../helpers/context.js';
 import { apiClient, type JsonBody } from '../helpers/http.js';
 
@@ -72,13 +73,7 @@ async function catchUp(run: () => Promise<string>): Promise<string[]> {
   return outcomes;
 }
 
-async function sentInvoice(amount: string): Promise<JsonBody> {
-  const created = await api.post('/v1/invoices', key(), { customer_email: `payer-${Math.random().toString(36).slice(2)}@example.test`, amount, network: 'local', currency: 'USDC' });
-  expect(created.status, created.raw).toBe(200);
-  const sent = await api.post(`/v1/invoices/${created.body.data.id}/send`, key());
-  expect(sent.status, sent.raw).toBe(200);
-  return sent.body.data;
-}
+const sentInvoice = (amount: string): Promise<JsonBody> => sendLocalInvoice(api, key(), amount);
 
 /** Pays through the proxy: the whole invoice, or `amountAtomic` of it with no fee (a partial payment). */
 async function pay(inv: JsonBody, amountAtomic?: bigint): Promise<Hash> {
