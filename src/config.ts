@@ -3,7 +3,7 @@
 // entrypoint turns that into one line on stderr and exit code 1.
 import { availableParallelism } from 'node:os';
 import { Duration } from 'luxon';
-import { ChainsConfigError, loadChains } from './chains-config.js';
+import { ChainsConfigError, chainUrlProblem, loadChains } from './chains-config.js';
 import type { Chain } from './domain/chains.js';
 import { Secret } from './lib/secret.js';
 import { ConfigSchema, configVariables, type Config, type ConfigVariable, type QueueBackendKind, type RedisNode } from './config-schema.js';
@@ -102,12 +102,7 @@ function parseRpcUrls(env: Env, variable: ConfigVariable): Record<number, string
       .filter((part) => part !== '');
     if (list.length === 0) throw new ConfigError(name, 'must list at least one URL');
     for (const url of list) {
-      try {
-        parseUrl(name, url, variable.protocols!);
-        if (new URL(url).hostname === '') throw new Error('no host');
-      } catch {
-        throw new ConfigError(name, `must be comma-separated http(s) or ws(s) URLs, got "${url}"`);
-      }
+      if (chainUrlProblem(url) !== null) throw new ConfigError(name, `must be comma-separated http(s) or ws(s) URLs, got "${url}"`);
     }
     urls[Number(m[1])] = list;
   }

@@ -44,7 +44,9 @@ import {
   liveTransactionFor,
   nextRecordedNonce,
   openRelayerTransactions,
+  reopenRelayerTransaction,
   setRelayerStatus,
+  settledRelayerTransactions,
   withSequenceLock,
   type RelayerPurpose,
   type RelayerTransactionRow,
@@ -322,6 +324,7 @@ export function createRelayer(opts: RelayerOptions): Relayer {
    */
   async function settle(s: Sender, db: PoolClient): Promise<bigint> {
     const head = await rpc(s, () => s.client.getBlockNumber({ cacheTime: 0 }));
+    await refill(s, db, head);
     const open = await openRelayerTransactions(db, s.chain.chainId, s.address);
     if (open.length === 0) return head;
     const used = BigInt(await rpc(s, () => s.client.getTransactionCount({ address: s.address, blockTag: 'latest' })));
@@ -374,6 +377,28 @@ export function createRelayer(opts: RelayerOptions): Relayer {
       }
     }
     return head;
+  }
+
+  /**
+   * A nonce the records say is used but the node has neither mined nor pooled (a reorg took its
+   * block, and the node did not put the transaction back in its pool) is a hole: no later
+   * transaction of the key can be mined. Its recorded transaction is broadcast again, as it is (a
+   * charge reorged out is a charge still owed; the contract still refuses a second one).
+   */
+  async function refill(s: Sender, db: PoolClient, head: bigint): Promise<void> {
+    const pending = BigInt(await rpc(s, () => s.client.getTransactionCount({ address: s.address, blockTag: 'pending' })));
+    const recorded = await nextRecordedNonce(db, s.chain.chainId, s.address);
+    if (pending >= recorded) return;
+    for (const row of await settledRelayerTransactions(db, s.chain.chainId, s.address, pending, recorded)) {
+      const known = await rpc(s, () => s.client.getTransaction({ hash: row.tx_hash as Hex }).then(() => true, (err: unknown) => {
+        if (err instanceof TransactionNotFoundError) return false;
+        throw err;
+      }));
+      if (known) continue;
+      log.warn({ chain_id: s.chain.chainId, tx_hash: row.tx_hash, nonce: Number(row.nonce), purpose: row.purpose, was: row.status }, 'relayer transaction gone from the chain (a reorg): broadcast again');
+      await reopenRelayerTransaction(db, row.id, head);
+      if (await broadcast(s, db, row)) count(s, row.purpose, 'rebroadcast');
+    }
   }
 
   /** The same transaction (nonce, call, gas) with fees at least 25% higher, or the market's if higher. */
@@ -440,7 +465,10 @@ export function createRelayer(opts: RelayerOptions): Relayer {
           return await s.client.estimateGas({ account: s.address, to, data });
         } catch (err) {
           const words = wordsOf(err);
-          if (/insufficient funds/i.test(words)) throw new RelayerOutOfGas(chainId, s.address, `relayer ${s.address} on chain ${chainId} cannot pay the gas: fund it`);
+          if (/insufficient funds/i.test(words)) {
+            count(s, purpose, 'out_of_gas');
+            throw new RelayerOutOfGas(chainId, s.address, `relayer ${s.address} on chain ${chainId} cannot pay the gas: fund it`);
+          }
           const decoded = isRevert(err)?.data?.errorName ?? revertNameIn(err);
           if (decoded !== null || /revert/i.test(words)) throw new RelayerCallRefused(`${purpose} on chain ${chainId} would revert: ${decoded ?? words}`, decoded);
           throw err;

@@ -115,6 +115,19 @@ export async function liveTransactionFor(db: Queryable, chainId: number, from: s
   return rows[0] ?? null;
 }
 
+/**
+ * The settled transactions (mined or reverted) of nonces in [from, to): after a reorg a node may
+ * have none of them any more, and the nonce would be a hole holding every later one back.
+ */
+export async function settledRelayerTransactions(db: Queryable, chainId: number, address: string, from: bigint, to: bigint): Promise<RelayerTransactionRow[]> {
+  const { rows } = await db.query<RelayerTransactionRow>(
+    `select ${COLUMNS} from relayer_transactions
+     where chain_id = $1 and from_address = lower($2) and status in ('mined', 'reverted') and nonce >= $3 and nonce < $4 order by nonce, id`,
+    [chainId, address, from.toString(), to.toString()],
+  );
+  return rows;
+}
+
 export async function countBroadcast(db: Queryable, id: string): Promise<void> {
   await db.query('update relayer_transactions set broadcasts = broadcasts + 1, updated_at = now() where id = $1', [id]);
 }
@@ -123,6 +136,11 @@ export async function setRelayerStatus(db: Queryable, id: string, status: Relaye
   await db.query('update relayer_transactions set status = $2, mined_block = coalesce($3, mined_block), error = coalesce($4, error), updated_at = now() where id = $1', [
     id, status, opts.minedBlock?.toString() ?? null, opts.error ?? null,
   ]);
+}
+
+/** A settled transaction the chain lost (a reorg), in flight again from block `head`. */
+export async function reopenRelayerTransaction(db: Queryable, id: string, head: bigint): Promise<void> {
+  await db.query(`update relayer_transactions set status = 'pending', mined_block = null, sent_at_block = $2, updated_at = now() where id = $1`, [id, head.toString()]);
 }
 
 /** Every transaction of one chain (tests and operators read them). */

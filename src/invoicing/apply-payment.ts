@@ -5,13 +5,14 @@ import { emitEvent } from '../db/events.js';
 import { attachPayment, emitPartiallyPaid, findPayment, lockPayableInvoice, writeInvoiceBalances } from '../db/payments.js';
 import { withTransaction, type Pool } from '../db/pool.js';
 import type { Scope } from '../db/scope.js';
+import type { ChainRegistry } from '../domain/chains.js';
 import { applyPaymentTo, dustFloorAtomic, sameAddress } from '../domain/payments.js';
 import { DomainError, missing } from '../errors.js';
 import { kindNamed } from '../chain/kinds/index.js';
 import { presentPayment, type PaymentObject } from '../chain/payment-object.js';
 
 /** The payment as it counts now; refuses a pending or removed payment, one already counted, another chain's or token's invoice, or an invoice that takes none. */
-export async function applyUnmatchedPayment(pool: Pool, scope: Scope, paymentId: string, invoiceId: string): Promise<PaymentObject> {
+export async function applyUnmatchedPayment(pool: Pool, chains: ChainRegistry, scope: Scope, paymentId: string, invoiceId: string): Promise<PaymentObject> {
   return withTransaction(pool, async (tx) => {
     const p = await findPayment(tx, scope, paymentId, true);
     if (!p) throw missing('payment', paymentId);
@@ -49,7 +50,7 @@ export async function applyUnmatchedPayment(pool: Pool, scope: Scope, paymentId:
       { id: inv.id, amount_paid_atomic: application.ledger.paidAtomic.toString(), status: application.ledger.status, paid_at: application.paidAt?.toISOString() ?? null },
     ]);
     if (application.announcesPartial) await emitPartiallyPaid(tx, [inv.id]);
-    const applied = presentPayment((await findPayment(tx, scope, p.id))!);
+    const applied = presentPayment((await findPayment(tx, scope, p.id))!, chains);
     await emitEvent(tx, scope, 'payment.applied', 'payment', p.id, applied);
     return applied;
   });

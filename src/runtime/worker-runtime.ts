@@ -23,7 +23,7 @@ import { createWebhookSender } from '../webhooks/sender.js';
 import { startWebhookDeliveryLoop, type WebhookDeliveryLoop } from './webhook-delivery-loop.js';
 import { startUpkeepSchedulers } from './guarded-schedulers.js';
 import { createChainWatcher } from '../chain/watcher.js';
-import { describeWatched, isWatched, useChains } from '../domain/chains.js';
+import { describeWatched, isWatched } from '../domain/chains.js';
 import { startOutboxRelayLoop } from './outbox-relay-loop.js';
 import { startQueueWorkers } from './queue-workers.js';
 import { startReminderUpkeep } from './reminder-upkeep.js';
@@ -32,9 +32,7 @@ import { createPdfRenderPool, type PdfRenderPool } from '../pdf/render-pool.js';
 import { describePolicy } from '../domain/reminder-schedule.js';
 import { claimRedisPrefix, claimRedisPrefixOrWait } from './redis-prefix.js';
 import { createRelayer, type Relayer } from '../chain/relayer.js';
-import { loadRelayerKeys, RelayerKeyError, type RelayerKey } from '../chain/relayer-keys.js';
-import { startRelayerUpkeep } from './relayer-upkeep.js';
-import { StartupError } from './startup-error.js';
+import { readRelayerKeys, startRelayerUpkeep } from './relayer-runtime.js';
 
 export interface WorkerRuntime {
   pool: Pool;
@@ -62,7 +60,6 @@ export interface WorkerRuntimeOptions {
 
 /** `handlers`: the job registry (jobs/index.ts), handed in by the entrypoint. */
 export async function createWorkerRuntime(config: Config, log: Logger, handlers: JobHandlers, opts: WorkerRuntimeOptions = {}): Promise<WorkerRuntime> {
-  useChains(config.chains);
   // Compile the email templates now: a missing or broken one fails the start, not a send.
   loadEmailTemplates();
   // The relayer's keys, read once, before anything is opened: a key file others may read stops the start in one line.
@@ -179,7 +176,7 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
       db: pool,
       sender,
       retry: { baseMs: config.webhooks.backoffBaseMs, maxMs: config.webhooks.backoffMaxMs, windowMs: config.webhooks.retryWindowMs },
-      renderEvent: presentEvent,
+      renderEvent: (e) => presentEvent(e, config.chains),
       countDelivery: (outcome) => metrics.webhookDeliveries.inc({ outcome }),
       observeDeliveryLatency: (seconds) => metrics.webhookLatency.observe(seconds),
     },
@@ -257,12 +254,3 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
   };
 }
 
-/** loadRelayerKeys, its refusal made a StartupError (one line naming the variable, exit 1). */
-function readRelayerKeys(config: Config): RelayerKey[] {
-  try {
-    return loadRelayerKeys(config);
-  } catch (err) {
-    if (err instanceof RelayerKeyError) throw new StartupError(err.variable, err.message);
-    throw err;
-  }
-}

@@ -307,7 +307,7 @@ describe('the detector over random sequences with reorgs (seeded)', () => {
       );
       for (const p of leftOver) {
         try {
-          await applyUnmatchedPayment(fx.api.pool, scope, p.id, r.pick(invoices).id);
+          await applyUnmatchedPayment(fx.api.pool, [chain], scope, p.id, r.pick(invoices).id);
         } catch (err) {
           // A paid or void invoice takes none: refused, nothing written.
           if (!(err instanceof DomainError) || err.code !== 'payment_invoice_mismatch') throw err;

@@ -12,7 +12,7 @@ import { createWalletClient, http, parseEventLogs, parseGwei, type Address, type
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadChains } from '../../src/chains-config.js';
-import { createRelayer, RelayerOutOfGas, RelayerUnavailable, type Relayer, type RelayerOptions } from '../../src/chain/relayer.js';
+import { createRelayer, RelayerCallRefused, RelayerOutOfGas, RelayerUnavailable, type Relayer, type RelayerOptions } from '../../src/chain/relayer.js';
 import { loadRelayerKeys, LOCAL_RELAYER_KEY_FILE, RelayerKeyError } from '../../src/chain/relayer-keys.js';
 import { SUBSCRIPTION_MANAGER_ABI } from '../../src/chain/subscription-manager-abi.js';
 import { ConfigError, loadConfig } from '../../src/config.js';
@@ -69,9 +69,12 @@ function relayer(overrides: Partial<RelayerOptions> = {}): Relayer {
   });
 }
 
-/** A payer of its own (anvil accounts 1..7, in turn) subscribes; returns the subscription's id and payer. */
-async function subscribe(opts: { endsAt?: number; allowance?: bigint } = {}): Promise<{ id: bigint; payer: Address }> {
-  const payer = chain.payers[1 + (nextPayer++ % (chain.payers.length - 1))].address;
+/** A payer of its own (a fresh address anvil lets the test send from, with gas and 100 USDC) subscribes; returns the subscription's id and payer. */
+async function subscribe(opts: { endsAt?: number; allowance?: bigint; operator?: Address } = {}): Promise<{ id: bigint; payer: Address }> {
+  const payer = privateKeyToAccount(generatePrivateKey()).address;
+  await chain.testClient.impersonateAccount({ address: payer });
+  await chain.testClient.setBalance({ address: payer, value: 10n ** 18n });
+  await chain.transfer({ from: chain.payers[nextPayer++ % chain.payers.length].address, to: payer, amountAtomic: AMOUNT * 10n });
   const wallet = createWalletClient({ transport: http(chain.rpcUrl) });
   const approve = await wallet.writeContract({
     account: payer, chain: null, address: chain.token, abi: TEST_USDC_ABI, functionName: 'approve', args: [chain.subscriptionManager, opts.allowance ?? AMOUNT * 100n],
@@ -91,7 +94,7 @@ async function subscribe(opts: { endsAt?: number; allowance?: bigint } = {}): Pr
         period: PERIOD,
         feeBps: 100,
         feeAddress: chain.feeAddress,
-        operator,
+        operator: opts.operator ?? operator,
         endsAt: opts.endsAt ?? 0,
         checkoutReference: `0x${'11'.repeat(32)}`,
       },
@@ -233,6 +236,31 @@ describe('sending', () => {
   });
 });
 
+describe('reorgs', () => {
+  it('a mined charge whose block a reorg takes (the node not pooling it again) is broadcast again as it was: no nonce hole, one charge', async () => {
+    const r = relayer();
+    const { id } = await subscribe();
+    await nextPeriod();
+    const sent = await r.sendCharge(chain.chainId, charge(id));
+    await chain.publicClient.waitForTransactionReceipt({ hash: sent.txHash });
+    await r.upkeep();
+    expect((await rows()).find((x) => x.tx_hash === sent.txHash)).toMatchObject({ status: 'mined' });
+    await chain.reorg(1);
+    await expect(chain.publicClient.getTransactionReceipt({ hash: sent.txHash })).rejects.toThrow();
+    expect(await chargedLogs(id)).toBe(0);
+    // The next send settles first: the lost nonce is filled by the recorded transaction, the new one follows it.
+    const other = await subscribe();
+    await nextPeriod();
+    const next = await r.sendCharge(chain.chainId, charge(other.id));
+    expect(next.nonce).toBe(sent.nonce + 1);
+    expect((await chain.publicClient.waitForTransactionReceipt({ hash: sent.txHash })).status).toBe('success');
+    expect((await chain.publicClient.waitForTransactionReceipt({ hash: next.txHash })).status).toBe('success');
+    expect(await chargedLogs(id)).toBe(1);
+    await r.upkeep();
+    expect((await rows()).find((x) => x.tx_hash === sent.txHash)).toMatchObject({ status: 'mined', broadcasts: 2 });
+  });
+});
+
 describe('simulateCharge', () => {
   it('says what is short: the balance or the allowance, in token units; canceled; ended', async () => {
     const r = relayer();
@@ -290,22 +318,11 @@ describe('gas and keys', () => {
     pools.push(metricsPool);
     const metrics = createMetrics({ queues: [], db: metricsPool, defaultMetrics: false });
     const r = relayer({ keys: [{ chainId: chain.chainId, key: new Secret<Hex>(emptyKey), source: 'test' }], metrics: metrics.relayer });
-    const wallet = createWalletClient({ transport: http(chain.rpcUrl) });
     // A subscription operated by the empty relayer.
-    const payer = chain.payers[7].address;
-    await chain.publicClient.waitForTransactionReceipt({
-      hash: await wallet.writeContract({ account: payer, chain: null, address: chain.token, abi: TEST_USDC_ABI, functionName: 'approve', args: [chain.subscriptionManager, AMOUNT * 10n] }),
-    });
-    const receipt = await chain.publicClient.waitForTransactionReceipt({
-      hash: await wallet.writeContract({
-        account: payer, chain: null, address: chain.subscriptionManager, abi: SUBSCRIPTION_MANAGER_ABI, functionName: 'subscribe',
-        args: [{ payee: '0x00000000000000000000000000000000000000bb', token: chain.token, amount: AMOUNT, period: PERIOD, feeBps: 0, feeAddress: '0x0000000000000000000000000000000000000000', operator: empty, endsAt: 0, checkoutReference: `0x${'22'.repeat(32)}` }],
-      }),
-    });
-    const [ev] = parseEventLogs({ abi: SUBSCRIPTION_MANAGER_ABI, eventName: 'Subscribed', logs: receipt.logs });
+    const { id } = await subscribe({ operator: empty });
     await nextPeriod();
-    expect(await r.simulateCharge(chain.chainId, charge(ev.args.id))).toEqual({ ok: true });
-    const failed = await r.sendCharge(chain.chainId, charge(ev.args.id)).catch((e: unknown) => e);
+    expect(await r.simulateCharge(chain.chainId, charge(id))).toEqual({ ok: true });
+    const failed = await r.sendCharge(chain.chainId, charge(id)).catch((e: unknown) => e);
     expect(failed).toBeInstanceOf(RelayerOutOfGas);
     expect((failed as RelayerOutOfGas).address).toBe(empty);
     expect((await rows()).filter((x) => x.from_address === empty.toLowerCase())).toEqual([]);
@@ -374,7 +391,11 @@ describe('gas and keys', () => {
     const { id } = await subscribe();
     await nextPeriod();
     await r.sendCharge(chain.chainId, charge(id));
-    await r.sendCharge(chain.chainId, charge(id, 5)).catch((e: unknown) => log.error({ err: e }, 'refused'));
+    // A charge the contract would refuse (a period not begun): refused before anything is signed, with the contract's error.
+    const refused = await r.sendCharge(chain.chainId, charge(id, 5)).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(RelayerCallRefused);
+    expect((refused as RelayerCallRefused).errorName).toBe('PeriodNotBegun');
+    log.error({ err: refused }, 'refused');
     await r.upkeep();
     expect(logged.length).toBeGreaterThan(10);
     expect(logged.some((l) => l.includes('relayer transaction stuck: replaced with higher fees'))).toBe(true);

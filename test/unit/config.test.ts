@@ -265,6 +265,10 @@ describe('chain variables', () => {
     ['a new chain without tokens', JSON.stringify([{ chain_id: 5, network: 'goerli', environment: 'sandbox', confirmations: 1 }]), /chain 5 is not built in, so it needs tokens/],
     ['a network name taken', JSON.stringify([{ ...LOCAL_CHAIN, network: 'base' }]), /both use the network name base/],
     ['a bad RPC URL', JSON.stringify([{ ...LOCAL_CHAIN, rpc_urls: ['ftp://x'] }]), /rpc_urls\[0\] must be an absolute http\(s\) or ws\(s\) URL/],
+    ['a chain that is not an object', '[5]', /chains\.json\[0\] must be an object$/],
+    ['a token\'s decimals as a string', JSON.stringify([{ ...LOCAL_CHAIN, tokens: [{ ...LOCAL_CHAIN.tokens[0], decimals: '6' }] }]), /\[0\]\.tokens\[0\]\.decimals must be an integer between 0 and 36$/],
+    ['a chain id out of range', JSON.stringify([{ ...LOCAL_CHAIN, chain_id: 0 }]), /\[0\]\.chain_id must be an integer between 1 and 2147483647$/],
+    ['an RPC URL that is not a string', JSON.stringify([{ ...LOCAL_CHAIN, rpc_urls: [8545] }]), /\[0\]\.rpc_urls\[0\] must be a URL string$/],
   ])('refuses a CHAINS_FILE with %s, naming CHAINS_FILE and what is wrong', (_what, text, message) => {
     const dir = mkdtempSync(path.join(tmpdir(), 'chains-'));
     writeFileSync(path.join(dir, 'chains.json'), text);
