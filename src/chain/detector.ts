@@ -193,8 +193,9 @@ async function recordPayments(
   const keys = todo.map((o) => kindNamed(o.kind).invoiceKeys(o));
   const topics = [...new Set(keys.flatMap((k) => k.referenceTopics))];
   const targets = [...new Set(keys.flatMap((k) => k.settlementAddresses))];
+  const owing = [...new Map(keys.flatMap((k) => k.owing ?? []).map((o) => [`${o.address}|${o.remainingAtomic}`, o])).values()];
   const invoices = new Map<string, InvoiceState>(
-    (await lockPayableInvoices(tx, chain.chainId, topics, targets)).map((row) => [
+    (await lockPayableInvoices(tx, chain.chainId, topics, targets, owing)).map((row) => [
       row.id,
       {
         row,

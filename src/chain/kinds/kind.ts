@@ -124,7 +124,10 @@ export interface InvoiceBook {
 /** Which invoices a payment may pay, to lock them before matching: by reference, or (plain transfers) by address. */
 export interface InvoiceKeys {
   referenceTopics: string[];
+  /** Every open invoice sent to these addresses (a kind matching by address alone). */
   settlementAddresses: string[];
+  /** The open invoices sent to `address` owing exactly `remainingAtomic`: all a plain transfer can settle (a range's cost stays independent of how many are open). */
+  owing?: { address: string; remainingAtomic: bigint }[];
 }
 
 export interface PaymentLogKind<Name extends string = string, L extends LogPosition = LogPosition> {
