@@ -23,6 +23,37 @@ export interface JobContext {
   webhooks: WebhookServices;
   /** One scan of a watched chain (src/chain/watcher.ts); unset when the process watches none. */
   watchChain?(chainId: number): Promise<string>;
+  /** The service's relayer (charges and cancels of subscriptions); unset: no subscription is charged by this process. */
+  relayer?: SubscriptionRelayer;
+  /** Records how late a period's first charge attempt came after its next_charge_at (metrics). */
+  observeChargeLateness?(seconds: number): void;
+  /** Counts one subscription looked at by a subscription job, by outcome (metrics). */
+  countSubscriptionWork?(job: 'subscriptions.charge' | 'subscriptions.cancel', outcome: string): void;
+}
+
+/** The on-chain charge of one period: the subscription (contract, id), the period, its invoice's bytes8 payment reference. */
+export interface ChargeTarget {
+  contract: `0x${string}`;
+  onchainId: bigint;
+  periodIndex: number;
+  paymentReference: `0x${string}`;
+}
+
+/** Why a simulated charge would revert; the first four count as a failed attempt (src/domain/subscriptions.ts). */
+export type ChargeRefusal = 'insufficient_balance' | 'insufficient_allowance' | 'subscription_canceled' | 'subscription_ended' | 'period_not_begun' | 'period_already_charged';
+
+/**
+ * What the subscription jobs need of the relayer (src/chain, wt-relayer): simulate a charge
+ * (eth_call from the operator), send a charge or a cancel (recorded before broadcast, one nonce
+ * sequence per chain and key). Anything it throws (RPC down, no gas, a key missing) is the
+ * service's fault: retried, never counted against the customer.
+ */
+export interface SubscriptionRelayer {
+  simulateCharge(chainId: number, target: ChargeTarget): Promise<{ ok: true } | { ok: false; code: ChargeRefusal; message: string; shortAtomic?: bigint }>;
+  sendCharge(chainId: number, target: ChargeTarget): Promise<{ txHash: `0x${string}`; nonce: number }>;
+  sendCancel(chainId: number, target: { contract: `0x${string}`; onchainId: bigint }): Promise<{ txHash: `0x${string}`; nonce: number }>;
+  /** The address new subscriptions of this chain name as operator; null: this process has no key for it. */
+  operatorAddress(chainId: number): `0x${string}` | null;
 }
 
 /** What the webhook jobs need besides the pool: built by the worker runtime. */
