@@ -69,6 +69,11 @@ declare
   v_object jsonb;
 begin
   if tg_op = 'INSERT' then
+    -- The sandbox test helper's contract-less rows (the zero address) get theirs from the helper
+    -- itself, which goes with issue 26: not written twice meanwhile.
+    if new.contract_address = '0x0000000000000000000000000000000000000000' then
+      return null;
+    end if;
     v_type := 'subscription.created';
   elsif new.status is distinct from old.status then
     v_type := case new.status
