@@ -136,7 +136,7 @@ export async function recordRange(pool: Pool, chain: Chain, range: RangeToRecord
       : [];
     await emitPaymentEvents(
       tx,
-      gone.map((p) => ({ accountId: p.account_id, environment: p.environment, type: 'payment.reorged_out', id: p.id, object: presentPayment(p, range.head) })),
+      gone.map((p) => ({ accountId: p.account_id, environment: p.environment, type: 'payment.reorged_out', id: p.id, object: presentPayment(p, [chain], range.head) })),
     );
     const { outcome, kept } = await recordPayments(tx, chain, range);
     for (const p of gone) {
@@ -146,7 +146,7 @@ export async function recordRange(pool: Pool, chain: Chain, range: RangeToRecord
     const removed = await removeVanishedPayments(tx, chain.chainId, range.from, range.to, [...kept, ...(range.stillOnChain ?? [])]);
     await emitPaymentEvents(
       tx,
-      removed.map((p) => ({ accountId: p.account_id, environment: p.environment, type: 'payment.removed', id: p.id, object: presentPayment(p, range.head) })),
+      removed.map((p) => ({ accountId: p.account_id, environment: p.environment, type: 'payment.removed', id: p.id, object: presentPayment(p, [chain], range.head) })),
     );
     for (const p of removed) outcome.recorded.push({ kind: p.kind, status: 'removed' });
     if (range.cursorTo) await moveCursor(tx, chain.chainId, range.cursorTo);
@@ -341,7 +341,7 @@ async function recordPayments(
       environment: w.environment,
       type: w.status === 'confirmed' ? 'payment.confirmed' : 'payment.pending',
       id: w.id,
-      object: presentPayment(asRow(w), range.head),
+      object: presentPayment(asRow(w), [chain], range.head),
     })),
   );
   const balances: InvoiceBalanceWrite[] = [...invoices.values()]
@@ -386,7 +386,7 @@ export async function rewindCursor(
       const gone = await removeVanishedPayments(tx, chain.chainId, restartedAt + 1n, null, []);
       await emitPaymentEvents(
         tx,
-        gone.map((p) => ({ accountId: p.account_id, environment: p.environment, type: 'payment.removed', id: p.id, object: presentPayment(p, restartedAt) })),
+        gone.map((p) => ({ accountId: p.account_id, environment: p.environment, type: 'payment.removed', id: p.id, object: presentPayment(p, [chain], restartedAt) })),
       );
       await resetHead(tx, chain.chainId);
     }

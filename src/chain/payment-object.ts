@@ -1,6 +1,6 @@
 // A payment row as the API shows it (GET /v1/payments/{id}, its events): the issue's fields, plus
 // what the merchant needs to act on it (outcome, the fee the rule expected, where to see it).
-import { explorerTxUrl } from '../domain/chains.js';
+import { explorerTxUrl, type ChainRegistry } from '../domain/chains.js';
 import { confirmationsAt, type PaymentKind, type PaymentOutcome, type PaymentStatus } from '../domain/payments.js';
 import type { PaymentRow } from '../db/payments.js';
 
@@ -44,8 +44,8 @@ export interface PaymentObject {
   confirmed_at: string | null;
 }
 
-/** `head`: the chain's head as last seen (confirmations are counted from it). */
-export function presentPayment(p: PaymentRow, head: bigint | null = p.head_block === null ? null : BigInt(p.head_block)): PaymentObject {
+/** `chains`: the deployment's (the explorer link); `head`: the chain's head as last seen (confirmations are counted from it). */
+export function presentPayment(p: PaymentRow, chains: ChainRegistry, head: bigint | null = p.head_block === null ? null : BigInt(p.head_block)): PaymentObject {
   return {
     id: p.id,
     object: 'payment',
@@ -74,7 +74,7 @@ export function presentPayment(p: PaymentRow, head: bigint | null = p.head_block
     status: p.status,
     outcome: p.outcome,
     confirmations: p.status === 'removed' || head === null ? 0 : confirmationsAt(head, BigInt(p.block_number)),
-    explorer_url: explorerTxUrl(p.chain_id, p.tx_hash),
+    explorer_url: explorerTxUrl(chains, p.chain_id, p.tx_hash),
     created_at: p.created_at.toISOString(),
     confirmed_at: p.confirmed_at ? p.confirmed_at.toISOString() : null,
   };

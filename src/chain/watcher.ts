@@ -14,11 +14,12 @@ import { safeHead } from '../domain/payments.js';
 import { compareScannedFor, describeScannedForDifference, isWatched, scannedForOf, type Chain } from '../domain/chains.js';
 import type { Logger } from '../log.js';
 import { withTransaction, type Pool } from '../db/pool.js';
-import { findCursor, lockCursor, pendingPaymentsBetween, resetHead, setCursorIdentity, watchedAddresses } from '../db/payments.js';
+import { findCursor, forgetHead, lockCursor, pendingPaymentsBetween, setCursorIdentity, watchedAddresses } from '../db/payments.js';
 import type { ChainMetrics } from '../observability/metrics.js';
 import { recordRange, rewindCursor } from './detector.js';
 import { observePayments, type ObservedPayment } from './observe.js';
 import { chainIdAt, classifyRpcError, createChainRpc, redactRpcUrl, type BlockHeader, type ChainRpc, type RpcOutcome } from './rpc.js';
+import { firstLine } from '../lib/first-line.js';
 
 export interface ChainWatcherOptions {
   pool: Pool;
@@ -269,7 +270,7 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
     // verified, a chain rolled back) is forgotten: confirmations count from verified heads.
     if (cursor?.head_block && BigInt(cursor.head_block) > head && !(await rpc.blockIfAny(BigInt(cursor.head_block)))) {
       opts.log.warn({ chain_id: chain.chainId, recorded_head: cursor.head_block, head: head.toString() }, 'the recorded head is not on the chain: forgotten');
-      await resetHead(opts.pool, chain.chainId);
+      await forgetHead(opts.pool, chain.chainId);
     }
 
     const scannedFor = scannedForOf(chain);
@@ -434,7 +435,7 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
         // One warning per outage, with the error itself (its class, message, cause and stack).
         if (s.failureCause !== failure) opts.log.warn({ chain_id: chainId, cause: failure, retry_in_ms: waitMs, err }, 'chain RPC failing; backing off');
         s.failureCause = failure;
-        return `scan failed (${failure}: ${firstLine(err)}), retry in ${waitMs} ms`;
+        return `scan failed (${failure}: ${firstLine(err).slice(0, 120)}), retry in ${waitMs} ms`;
       }
     },
   };
@@ -450,6 +451,3 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
   }
 }
 
-function firstLine(err: unknown): string {
-  return (err instanceof Error ? err.message : String(err)).split('\n')[0].slice(0, 120);
-}

@@ -119,6 +119,15 @@ export async function recordHead(db: Queryable, chainId: number, head: bigint, s
   );
 }
 
+/**
+ * A recorded head the chain has no block for (a lie believed once, a chain rolled back): forgotten.
+ * What a rewind marked for rescanning stays marked: the confirmed payments there are still to be
+ * checked against the new chain (unlike resetHead, for a chain started over).
+ */
+export async function forgetHead(db: Queryable, chainId: number): Promise<void> {
+  await db.query('update chain_cursors set head_block = null, safe_block = null where chain_id = $1', [chainId]);
+}
+
 /** A chain started over: the head seen before, and what was to be rescanned of the old chain, mean nothing now. */
 export async function resetHead(db: Queryable, chainId: number): Promise<void> {
   await db.query('update chain_cursors set head_block = null, safe_block = null, rescan_to = null where chain_id = $1', [chainId]);

@@ -3,7 +3,7 @@
 // and which invoice a plain transfer pays. Amounts are atomic integers (bigint), never floats.
 import { randomBytes } from 'node:crypto';
 import { getAddress, isAddress, keccak256, stringToHex } from 'viem';
-import { chainById } from './chains.js';
+import { chainById, type ChainRegistry } from './chains.js';
 import type { InvoiceStatus } from './invoice-rules.js';
 import { feeAtomic } from './money.js';
 
@@ -150,9 +150,13 @@ export function matchTransfer<T extends { remainingAtomic: bigint }>(candidates:
   return exact.length === 1 ? exact[0] : null;
 }
 
-/** Confirmations of a log in `block` when the chain's head is `head`: its own block counts as the first. */
+/**
+ * Confirmations of a log in `block` when the chain's head is `head`: the blocks built on top of
+ * its block, the one meaning the word has here (a chain's `confirmations` is how many of them make
+ * a payment count), so a payment is confirmed exactly when this reaches its chain's confirmations.
+ */
 export function confirmationsAt(head: bigint, block: bigint): number {
-  return head < block ? 0 : Number(head - block + 1n);
+  return head < block ? 0 : Number(head - block);
 }
 
 /** The newest block whose payments count: `confirmations` blocks are built on top of it. */
@@ -243,8 +247,8 @@ export interface PayableColumns {
   fee_bps: number | null;
 }
 
-/** paymentInstructions() of an invoice row, on its chain as configured now. */
-export function instructionsOfRow(r: PayableColumns): PaymentInstructions | null {
+/** paymentInstructions() of an invoice row, on its chain as `chains` (the deployment's) configure it now. */
+export function instructionsOfRow(r: PayableColumns, chains: ChainRegistry): PaymentInstructions | null {
   if (r.amount_atomic === null) return null;
   return paymentInstructions(
     {
@@ -260,6 +264,6 @@ export function instructionsOfRow(r: PayableColumns): PaymentInstructions | null
       feeAtomic: BigInt(r.fee_atomic ?? '0'),
       feeBps: r.fee_bps ?? null,
     },
-    chainById(r.chain_id),
+    chainById(chains, r.chain_id),
   );
 }

@@ -70,7 +70,7 @@ export async function recordLinkPayment(
     const link = await lockChargeableLink(tx, scope, linkId);
     const amount = await linkChargeAmount(tx, scope, link, body.amount);
     return insertLinkPayment(tx, {
-      id: newId('pay'),
+      id: newId('simpay'),
       linkId: link.id,
       amount,
       amountAtomic: toAtomic(new Money(amount), link.token_decimals),

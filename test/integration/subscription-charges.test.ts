@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jobHandlers } from '../../jobs/index.js';
 import { SUBSCRIPTION_MANAGER_ABI } from '../../src/chain/subscription-manager-abi.js';
 import { upsertCustomer } from '../../src/db/customers.js';
-import { withTransaction } from '../../src/db/pool.js';
+import { createPool, withTransaction } from '../../src/db/pool.js';
 import { cancelSubscription } from '../../src/db/subscriptions.js';
 import { TEST_USDC_ABI } from '../../src/devchain/contracts.js';
 import { createLogger } from '../../src/log.js';
@@ -45,8 +45,8 @@ let chain: TestChain;
 let fx: ApiFixture;
 let sink: SmtpSink;
 let relayer: TestRelayer;
-const sendLock = { tail: Promise.resolve() as Promise<unknown> };
-const operator = privateKeyToAccount(generatePrivateKey());
+const operatorKey = generatePrivateKey();
+const operator = privateKeyToAccount(operatorKey);
 const merchant = privateKeyToAccount(generatePrivateKey()).address.toLowerCase();
 const api = apiClient(() => fx.api.app);
 let priceId: string;
@@ -58,8 +58,8 @@ beforeAll(async () => {
   fixture = await startChainFixture({
     settlementAddress: merchant,
     env: ENV,
-    worker: (c) => {
-      relayer = createTestRelayer(c.rpcUrl, c.chainId, operator, sendLock);
+    worker: ({ chain: c, fx: f, config }) => {
+      relayer = createTestRelayer({ pool: f.api.pool, chains: config.chains, chainId: c.chainId, operator, operatorKey });
       return { relayer };
     },
   });
@@ -82,6 +82,7 @@ beforeAll(async () => {
 afterAll(async () => {
   clearInterval(standIn);
   clearInterval(miner);
+  relayer?.stop();
   await extraWorker?.close();
   await fixture?.close();
 });
@@ -315,8 +316,11 @@ describe('cancel', () => {
 
 describe('Postgres is the truth', () => {
   it('two workers at once: exactly one charge and one paid invoice per period', async () => {
-    const second = createTestRelayer(chain.rpcUrl, chain.chainId, operator, sendLock);
-    extraWorker = await createWorkerRuntime(fx.env.config({ ...ENV, SMTP_URL: sink.url, CHAINS_FILE: fixture!.chainsFile }), createLogger('silent'), jobHandlers, { relayer: second });
+    // Another process: its own pool, its own relayer on the same key (one nonce sequence between them).
+    const config = fx.env.config({ ...ENV, SMTP_URL: sink.url, CHAINS_FILE: fixture!.chainsFile });
+    const secondPool = createPool(config.databaseUrl, 4);
+    const second = createTestRelayer({ pool: secondPool, chains: config.chains, chainId: chain.chainId, operator, operatorKey });
+    extraWorker = await createWorkerRuntime(config, createLogger('silent'), jobHandlers, { relayer: second });
     const subs: Subscriber[] = [];
     for (let i = 0; i < 4; i++) subs.push(await subscribe({ fund: 10n * AMOUNT, allowance: maxUint256 }));
     await waitUntil(async () => {
@@ -337,6 +341,8 @@ describe('Postgres is the truth', () => {
     for (const s of subs) await retire(s);
     await extraWorker.close();
     extraWorker = undefined;
+    second.stop();
+    await secondPool.end();
   }, 90_000);
 
   it('the queue store lost (schedulers and jobs gone): the next charge still happens', async () => {

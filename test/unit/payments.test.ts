@@ -127,10 +127,16 @@ describe('matching a plain transfer', () => {
 });
 
 describe('confirmations', () => {
-  it('count the payment block as the first; the safe head is head - confirmations', () => {
-    expect(confirmationsAt(100n, 100n)).toBe(1);
-    expect(confirmationsAt(102n, 100n)).toBe(3);
+  it('count the blocks built on top of the payment block, as a chain\'s confirmations do; the safe head is head - confirmations', () => {
+    expect(confirmationsAt(100n, 100n)).toBe(0);
+    expect(confirmationsAt(102n, 100n)).toBe(2);
     expect(confirmationsAt(99n, 100n)).toBe(0);
+    // One meaning: a payment's confirmations reach its chain's exactly when its block is at or below the safe head.
+    for (const required of [0, 1, 2, 12]) {
+      for (let block = 90n; block <= 100n; block++) {
+        expect(confirmationsAt(100n, block) >= required).toBe(block <= safeHead(100n, required));
+      }
+    }
     expect(safeHead(102n, 2)).toBe(100n);
   });
 });

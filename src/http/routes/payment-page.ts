@@ -173,14 +173,14 @@ export async function paymentPageRoutes(app: Api, deps: AppDeps): Promise<void> 
         settlementAddress: inv.settlement_address,
         paymentReference: inv.payment_reference,
         paidAtomic: inv.amount_paid_atomic,
-        explorerUrl: chainById(inv.chain_id)?.explorerUrl ?? null,
+        explorerUrl: chainById(deps.config.chains, inv.chain_id)?.explorerUrl ?? null,
         payments: applied.map((p) => ({
           countedAtomic: p.counted_atomic,
           txHash: p.tx_hash,
         })),
         pageUrl: pageUrl(inv.reference),
         simulateAction: inv.environment === 'sandbox' ? simulatePath(inv.reference) : null,
-        wallet: instructionsOfRow(inv)
+        wallet: instructionsOfRow(inv, deps.config.chains)
           ? { scriptSrc: `${ASSETS_PATH}/${(await walletScript()).name}`, statusUrl: statusPath(inv.reference), checkoutUrl: null }
           : null,
         error,
@@ -191,7 +191,7 @@ export async function paymentPageRoutes(app: Api, deps: AppDeps): Promise<void> 
     async function linkPage(linkId: string, locale: string, paymentId: string | null, error: string | null): Promise<{ status: number; html: string }> {
       const link = await findLinkForPage(pool, linkId);
       if (!link) return { status: 404, html: renderNotFoundPage(locale) };
-      const token = resolveToken(link.environment, link.network, link.currency);
+      const token = resolveToken(deps.config.chains, link.environment, link.network, link.currency);
       const paid = paymentId ? await findLinkPayment(pool, link.id, paymentId) : null;
       const html = await renderLinkPage({
         locale,
@@ -216,7 +216,7 @@ export async function paymentPageRoutes(app: Api, deps: AppDeps): Promise<void> 
         pageUrl: pageUrl(link.id),
         simulateAction: link.environment === 'sandbox' ? simulatePath(link.id) : null,
         // The wallet pays a checkout (an invoice of the link), which needs an on-chain target.
-        wallet: linkPayableOnChain(link.chain_id, link.settlement_address)
+        wallet: linkPayableOnChain(deps.config.chains, link.chain_id, link.settlement_address)
           ? {
               scriptSrc: `${ASSETS_PATH}/${(await walletScript()).name}`,
               statusUrl: null,
@@ -269,7 +269,7 @@ export async function paymentPageRoutes(app: Api, deps: AppDeps): Promise<void> 
             })
           : { inv: null, payments: [] };
         if (!inv || inv.status === 'draft' || inv.amount_atomic === null) throw notFound('payment page', id);
-        const chain = chainById(inv.chain_id);
+        const chain = chainById(deps.config.chains, inv.chain_id);
         reply.header('cache-control', 'no-store');
         return {
           status: inv.status,
@@ -279,10 +279,10 @@ export async function paymentPageRoutes(app: Api, deps: AppDeps): Promise<void> 
           amount_remaining_atomic: remainingAtomic({ amountAtomic: BigInt(inv.amount_atomic), paidAtomic: BigInt(inv.amount_paid_atomic) }).toString(),
           required_confirmations: chain?.confirmations ?? 0,
           payments: payments.map((p) => {
-            const o = presentPayment(p);
+            const o = presentPayment(p, deps.config.chains);
             return { tx_hash: o.tx_hash, status: o.status, confirmations: o.confirmations, explorer_url: o.explorer_url };
           }),
-          instructions: instructionsOfRow(inv),
+          instructions: instructionsOfRow(inv, deps.config.chains),
           chain: chain ? walletChain(chain) : null,
         };
       });
@@ -319,7 +319,7 @@ export async function paymentPageRoutes(app: Api, deps: AppDeps): Promise<void> 
             reference: invoice.reference,
             status_url: statusPath(invoice.reference),
             page_url: pageUrl(invoice.reference),
-            instructions: inv ? instructionsOfRow(inv) : null,
+            instructions: inv ? instructionsOfRow(inv, deps.config.chains) : null,
           };
         },
       );

@@ -89,7 +89,7 @@ export async function paymentRoutes(app: Api, deps: AppDeps): Promise<void> {
     async (req) => {
       const inv = await findInvoice(pool, req.auth, req.params.invoiceId);
       if (!inv) throw notFound('invoice', req.params.invoiceId);
-      return { data: (await paymentsOfInvoice(pool, inv.id)).map((p) => presentPayment(p)), has_more: false };
+      return { data: (await paymentsOfInvoice(pool, inv.id)).map((p) => presentPayment(p, deps.config.chains)), has_more: false };
     },
   );
 
@@ -112,7 +112,7 @@ export async function paymentRoutes(app: Api, deps: AppDeps): Promise<void> {
         { unmatched: q.unmatched === undefined ? undefined : q.unmatched === 'true', invoiceId: q.invoice_id, status: q.status },
         pageRequest(q),
       );
-      return listBody(page, 'payment', (p) => presentPayment(p));
+      return listBody(page, 'payment', (p) => presentPayment(p, deps.config.chains));
     },
   );
 
@@ -122,7 +122,7 @@ export async function paymentRoutes(app: Api, deps: AppDeps): Promise<void> {
     async (req) => {
       const p = await findPayment(pool, req.auth, req.params.paymentId);
       if (!p) throw notFound('payment', req.params.paymentId);
-      return { data: presentPayment(p) };
+      return { data: presentPayment(p, deps.config.chains) };
     },
   );
 
@@ -176,7 +176,7 @@ export async function paymentRoutes(app: Api, deps: AppDeps): Promise<void> {
           },
         ]);
         if (!application.fullyPaid) await emitPartiallyPaid(tx, [inv.id]);
-        const applied = presentPayment((await findPayment(tx, req.auth, p.id))!);
+        const applied = presentPayment((await findPayment(tx, req.auth, p.id))!, deps.config.chains);
         await emitEvent(tx, req.auth, 'payment.applied', 'payment', p.id, applied);
         return applied;
       });

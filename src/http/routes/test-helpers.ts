@@ -35,7 +35,7 @@ export async function testHelperRoutes(app: Api, deps: AppDeps): Promise<void> {
     { schema: { ...opts, summary: 'Mark an open or overdue sandbox invoice paid', params: InvoiceIdParams, response: { 200: Data(Invoice), ...errorResponses } } },
     async (req) => {
       requireSandbox(req.auth);
-      return { data: presentInvoice(await payInvoice(deps, req.auth, req.params.invoiceId, req.log)) };
+      return { data: presentInvoice(await payInvoice(deps, req.auth, req.params.invoiceId, req.log), deps.config.chains) };
     },
   );
 
@@ -77,7 +77,7 @@ export async function testHelperRoutes(app: Api, deps: AppDeps): Promise<void> {
         if (!price.product_active) throw new ApiError('product_inactive', 'The product of this price is inactive; no new subscriptions can start on it.', 'price_id');
         if (!price.active) throw new ApiError('price_inactive', 'This price is inactive.', 'price_id');
         if (price.interval_seconds === null) throw new ApiError('price_not_recurring', 'This price is one_time; a subscription needs a recurring price.', 'price_id');
-        const token = resolveToken(req.auth.environment, price.network, price.currency);
+        const token = resolveToken(deps.config.chains, req.auth.environment, price.network, price.currency);
         if (!token.ok) throw new ApiError(token.code, token.message);
         const customer = await upsertCustomer(tx, req.auth, req.body.customer_email, null, null);
         const created = await insertSubscription(tx, req.auth, {

@@ -55,7 +55,7 @@ export const Payment = Type.Object({
   kind: literals(PAYMENT_KINDS),
   status: literals(PAYMENT_STATUSES),
   outcome: Type.Union([literals(PAYMENT_OUTCOMES), Type.Null()]),
-  confirmations: Type.Integer(),
+  confirmations: Type.Integer({ minimum: 0, description: "Blocks built on top of the payment's block, from the chain head the service last saw: it is confirmed once they reach its chain's confirmations" }),
   explorer_url: Type.Union([Type.String(), Type.Null()]),
   created_at: Type.String({ format: 'date-time' }),
   confirmed_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
