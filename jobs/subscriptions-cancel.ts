@@ -44,8 +44,9 @@ export const subscriptionsCancel: JobHandler<Record<string, never>, JobContext> 
 
 async function cancelOne(sub: SubscriptionWork, ctx: JobContext & { log: Logger }, relayer: SubscriptionRelayer): Promise<Outcome> {
   const after = (ms: number) => new Date(Date.now() + ms);
-  if (relayer.operatorAddress(sub.chain_id) === null) {
-    ctx.log.warn({ subscription_id: sub.id, chain_id: sub.chain_id }, 'no relayer key for this chain: the on-chain cancel waits');
+  const operator = relayer.operatorAddress(sub.chain_id);
+  if (operator === null || (sub.operator_address !== null && sub.operator_address.toLowerCase() !== operator.toLowerCase())) {
+    ctx.log.warn({ subscription_id: sub.id, chain_id: sub.chain_id, operator: sub.operator_address, relayer: operator }, 'this relayer cannot cancel the subscription on-chain (no key for its chain, or another operator)');
     await releaseWork(ctx.pool, sub.id, sub.lease, after(LEASE_MS));
     return 'no_operator';
   }

@@ -84,8 +84,11 @@ async function chargeOne(sub: SubscriptionWork, ctx: JobContext & { log: Logger 
   if (sub.ends_at !== null && sub.ends_at.getTime() <= Date.now()) {
     return (await markSubscriptionEnded(ctx.pool, sub.id, sub.lease)) ? 'ended' : 'lease_lost';
   }
-  if (relayer.operatorAddress(sub.chain_id) === null) {
-    log.warn({ chain_id: sub.chain_id }, 'no relayer key for this chain: the subscription cannot be charged');
+  const operator = relayer.operatorAddress(sub.chain_id);
+  if (operator === null || (sub.operator_address !== null && sub.operator_address.toLowerCase() !== operator.toLowerCase())) {
+    // No key here, or the subscription names another operator (a key that was replaced): only
+    // that operator can charge it; the warning repeats every lease until an operator acts.
+    log.warn({ chain_id: sub.chain_id, operator: sub.operator_address, relayer: operator }, 'this relayer cannot charge the subscription (no key for its chain, or another operator)');
     await releaseWork(ctx.pool, sub.id, sub.lease, after(LEASE_MS));
     return 'no_operator';
   }

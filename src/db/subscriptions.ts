@@ -88,6 +88,7 @@ export interface SubscriptionWork {
   token_address: string | null;
   token_decimals: number | null;
   payee_address: string | null;
+  operator_address: string | null;
   started_at: Date;
   next_charge_at: Date;
   ends_at: Date | null;
@@ -98,7 +99,7 @@ export interface SubscriptionWork {
 
 const WORK_COLUMNS = `s.id, s.account_id, s.environment, s.customer_id, s.price_id, s.status, s.amount::text as amount,
   s.amount_atomic::text as amount_atomic, s.currency, s.network, s.chain_id, s.contract_address, s.onchain_id,
-  s.platform_fee_bps, s.interval_seconds, s.token_address, s.token_decimals, s.payee_address, s.started_at,
+  s.platform_fee_bps, s.interval_seconds, s.token_address, s.token_decimals, s.payee_address, s.operator_address, s.started_at,
   s.next_charge_at, s.ends_at, s.canceled_by, s.cancel_sent_at, s.next_work_at as lease`;
 
 const ZERO_ADDRESS = '0x0000000000000000000000000000000000000000';
