@@ -52,13 +52,21 @@ export function startReminderUpkeep(
       }
     }
   };
+  // A notification that lands between the drain's last look and its end is picked up by a new one.
+  const kick = (): void => {
+    if (draining) return;
+    draining = drain().finally(() => {
+      draining = null;
+      if (pending.size > 0) kick();
+    });
+  };
   const stopListener = listen(
     databaseUrl,
     REMINDER_CHANNEL,
     (invoiceId) => {
       if (!invoiceId) return;
       pending.add(invoiceId);
-      draining ??= drain().finally(() => (draining = null));
+      kick();
     },
     log,
   );
@@ -80,7 +88,7 @@ export function startReminderUpkeep(
     async stop() {
       clearInterval(heartbeat);
       await stopListener.close();
-      await draining;
+      while (draining) await draining;
       await reminders.shards.leave().catch((err) => log.warn({ err }, 'could not leave the reminder shard membership'));
     },
   };

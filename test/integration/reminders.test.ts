@@ -370,9 +370,10 @@ describe('reminders on second-sized policies', () => {
     for (let i = 0; i < 6; i++) invoices.push(await createAndSend(`pay-many-${i}@example.test`, new Date(Date.now() + 3_600_000)));
     for (const inv of invoices) expect(await scheduler(inv.id)).toBeDefined();
     await fx.api.pool.query(`update invoices set status = 'paid', paid_at = now() where id = any($1)`, [invoices.map((inv) => inv.id)]);
-    await waitUntil(async () => (await Promise.all(invoices.map((inv) => scheduler(inv.id)))).every((s) => s === undefined), 5_000, 20);
+    // A state to wait for, generously: the bound is the machine's load, not the batching.
+    await waitUntil(async () => (await Promise.all(invoices.map((inv) => scheduler(inv.id)))).every((s) => s === undefined), 20_000, 20);
     for (const inv of invoices) expect(await statusOf(inv.id)).toBe('paid');
-  }, 30_000);
+  }, 60_000);
 
   it('off removes the schedule before the response; on resumes at the next slot with no burst of the missed ones', async () => {
     const inv = await createAndSend('off-on@example.test');
