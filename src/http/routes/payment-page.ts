@@ -25,7 +25,18 @@ import { resolveToken } from '../../domain/tokens.js';
 import { ApiError, errorEnvelope, notFound } from '../../errors.js';
 import { PAYMENT_PAGE_CSP, renderInvoicePage, renderLinkPage, renderNoticePage, renderNotFoundPage, type PageNotice } from '../../page/render-payment-page.js';
 import { walletScript } from '../../page/wallet-script.js';
-import { LinkCheckoutBody, LinkPaymentBody, PaymentPageStatus } from '../schemas/index.js';
+import {
+  LinkCheckoutBody,
+  LinkPaymentBody,
+  PaymentPageStatus,
+  SubscriptionCheckoutAnswer,
+  SubscriptionCheckoutBody,
+  SubscriptionCheckoutStatus,
+} from '../schemas/index.js';
+import { findSubscriptionCheckoutState } from '../../db/subscription-checkouts.js';
+import { feeAtomic } from '../../domain/money.js';
+import { subscriptionAllowanceAtomic } from '../../domain/subscription-checkout.js';
+import { createSubscriptionCheckout } from '../../invoicing/subscription-checkout.js';
 import { createLinkCheckout, linkPayableOnChain } from '../../invoicing/link-checkout.js';
 import { refusalAsApiError } from '../route-helpers.js';
 import { validationError } from '../validation-message.js';
@@ -65,6 +76,8 @@ const simulatePath = (id: string) => `${PAYMENT_PAGE_PREFIX}/${encodeURIComponen
 const pagePath = (id: string) => `${PAYMENT_PAGE_PREFIX}/${encodeURIComponent(id)}`;
 const statusPath = (id: string) => `${PAYMENT_PAGE_PREFIX}/${encodeURIComponent(id)}/status`;
 const checkoutPath = (id: string) => `${PAYMENT_PAGE_PREFIX}/${encodeURIComponent(id)}/checkout`;
+const subscribePath = (id: string) => `${PAYMENT_PAGE_PREFIX}/${encodeURIComponent(id)}/subscribe`;
+const subscribeStatusPath = (linkId: string, checkoutId: string) => `${subscribePath(linkId)}/${encodeURIComponent(checkoutId)}/status`;
 const ASSETS_PATH = `${PAYMENT_PAGE_PREFIX}/assets`;
 /** The script's name carries its hash: a new build is a new address, so it may be cached for good. */
 const IMMUTABLE = 'public, max-age=31536000, immutable';
@@ -320,6 +333,88 @@ export async function paymentPageRoutes(app: Api, deps: AppDeps): Promise<void> 
             status_url: statusPath(invoice.reference),
             page_url: pageUrl(invoice.reference),
             instructions: inv ? instructionsOfRow(inv) : null,
+          };
+        },
+      );
+
+      /**
+       * A subscription checkout for the link page's "Subscribe with wallet": the first period's
+       * invoice and the exact terms (src/invoicing/subscription-checkout.ts), answered with what
+       * the script passes to approve and subscribe(terms). Posted by the link's own page only, as
+       * a checkout; the checkout's id in the answer is the page's handle to follow it.
+       */
+      json.post<{ Params: Params; Body: SubscriptionCheckoutBody; Reply: SubscriptionCheckoutAnswer }>(
+        '/:id/subscribe',
+        { schema: { hide: true, body: SubscriptionCheckoutBody, response: { 200: SubscriptionCheckoutAnswer } }, attachValidation: true },
+        async (req, reply) => {
+          const { id } = req.params;
+          if (isCrossSite(req) || !isSameOrigin(req)) {
+            req.log.info({ origin: req.headers.origin, fetchSite: req.headers['sec-fetch-site'] }, 'payment page refused a subscription checkout not from its own page');
+            throw new ApiError('permission_denied', 'A subscription is started from the payment link\'s own page.');
+          }
+          const link = PAGE_ID.test(id) && isLinkId(id) ? await findLinkForPage(pool, id) : null;
+          if (!link) throw notFound('payment link', id);
+          if (req.validationError) throw validationError(req.validationError.validation ?? [], 'body');
+          const { checkout, invoice } = await refusalAsApiError(createSubscriptionCheckout(
+            pool,
+            config,
+            deps.operatorAddress ?? (() => null),
+            { accountId: link.account_id, environment: link.environment },
+            link.id,
+            { customerEmail: req.body.customer_email, locale: visitorLocale(req) },
+          ));
+          const chain = chainById(checkout.chain_id);
+          const amount = BigInt(checkout.amount_atomic);
+          reply.header('cache-control', 'no-store');
+          return {
+            checkout_id: checkout.id,
+            status_url: subscribeStatusPath(link.id, checkout.id),
+            invoice_page_url: pageUrl(invoice.reference),
+            chain_id: checkout.chain_id,
+            network: invoice.network,
+            currency: invoice.currency,
+            token_decimals: invoice.token_decimals,
+            contract_address: checkout.contract_address,
+            terms: {
+              payee: checkout.payee_address,
+              token: checkout.token_address,
+              amount: checkout.amount_atomic,
+              period: checkout.period_seconds,
+              fee_bps: checkout.fee_bps,
+              fee_address: checkout.fee_address,
+              operator: checkout.operator_address,
+              ends_at: checkout.ends_at === null ? 0 : Math.floor(checkout.ends_at.getTime() / 1000),
+              checkout_reference: checkout.checkout_reference,
+            },
+            allowance_atomic: subscriptionAllowanceAtomic(amount).toString(),
+            fee_atomic: feeAtomic(checkout.amount_atomic, checkout.fee_bps),
+            chain: chain ? walletChain(chain) : null,
+          };
+        },
+      );
+
+      /** A subscription checkout's progress, for its page: pending until the watcher made the subscription. */
+      json.get<{ Params: Params & { checkoutId: string }; Reply: SubscriptionCheckoutStatus }>(
+        '/:id/subscribe/:checkoutId/status',
+        { schema: { hide: true, response: { 200: SubscriptionCheckoutStatus } } },
+        async (req, reply) => {
+          const { id, checkoutId } = req.params;
+          const { state, payments } = PAGE_ID.test(id) && isLinkId(id) && PAGE_ID.test(checkoutId)
+            ? await withSnapshot(pool, async (db) => {
+                const found = await findSubscriptionCheckoutState(db, id, checkoutId);
+                return { state: found, payments: found ? await paymentsOfInvoice(db, found.invoice_id) : [] };
+              })
+            : { state: null, payments: [] };
+          if (!state) throw notFound('subscription checkout', checkoutId);
+          reply.header('cache-control', 'no-store');
+          return {
+            status: state.subscription_id !== null ? 'subscribed' : state.invoice_status === 'void' ? 'expired' : 'pending',
+            invoice_status: state.invoice_status,
+            required_confirmations: chainById(state.chain_id)?.confirmations ?? 0,
+            payments: payments.map((p) => {
+              const o = presentPayment(p);
+              return { tx_hash: o.tx_hash, status: o.status, confirmations: o.confirmations };
+            }),
           };
         },
       );
