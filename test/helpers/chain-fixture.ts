@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { expect } from 'vitest';
 import { freePort } from '../../src/lib/free-port.js';
+import type { AppDeps } from '../../src/http/types.js';
 import type { WorkerRuntime } from '../../src/runtime/worker-runtime.js';
 import type { ChainsFileEntry } from '../../src/devchain/chains-file.js';
 import { startTestChain, type TestChain } from './anvil.js';
@@ -34,6 +35,8 @@ export interface ChainFixtureOptions {
   /** More configuration for the API and the worker. */
   env?: Record<string, string>;
   listen?: boolean;
+  /** Dependencies handed to the API (the operator address of subscriptions...). */
+  deps?: Partial<AppDeps>;
 }
 
 export async function startChainFixture(opts: ChainFixtureOptions): Promise<ChainFixture> {
@@ -68,7 +71,7 @@ async function start(opts: ChainFixtureOptions, started: (() => Promise<unknown>
     ...(origin === null ? {} : { PORT: String(port), PAYMENT_PAGE_BASE: `${origin}/pay` }),
     ...opts.env,
   };
-  const fx = await startApiFixture(env);
+  const fx = await startApiFixture(env, opts.deps);
   started.push(() => fx.close());
   if (port !== null) await fx.api.app.listen({ port, host: '127.0.0.1' });
   const worker = await startWorker(fx.env.config(env));
