@@ -39,7 +39,7 @@ const { fx, keys, other, call } = useApiFixture({
 });
 
 /** A page endpoint's answer: the API's shape, and its headers. */
-type PageResponse = ApiResponse & { headers: Record<string, unknown> };
+type PageResponse = Omit<ApiResponse, 'body'> & { body: ApiResponse['body'] & JsonBody; headers: Record<string, unknown> };
 
 let n = 0;
 /** A fresh email per checkout: the per-email limit is 3 unpaid checkouts. */
