@@ -40,6 +40,30 @@ export interface SubscriptionCheckout {
 }
 
 /**
+ * Why no subscription can start on this chain for this merchant now, or null when one can: the
+ * chain has a SubscriptionManager and a relayer (operator), the merchant a settlement address, and
+ * a fee address when the account takes a fee (the contract refuses a fee without one). The link
+ * page asks it to show its button, the checkout to refuse.
+ */
+export function subscriptionRefusal(chainId: number, settlementAddress: string | null, feeBps: number, operatorAddressOf: OperatorAddressOf): DomainError | null {
+  const chain = chainById(chainId);
+  const network = chain?.network ?? `chain ${chainId}`;
+  if (!chain?.subscriptionManager) {
+    return new DomainError('subscription_not_available', `Subscriptions are not offered on ${network}: no subscription contract is configured for it.`);
+  }
+  if (operatorAddressOf(chainId) === null) {
+    return new DomainError('subscription_not_available', `Subscriptions are not offered on ${network} right now: this service has no relayer for it.`);
+  }
+  if (settlementAddress === null) {
+    return new DomainError('payment_link_not_payable', 'This payment link cannot be paid with a wallet yet: the merchant has no settlement address on its network.');
+  }
+  if (feeBps > 0 && !chain.feeAddress) {
+    return new DomainError('subscription_not_available', `Subscriptions are not offered on ${network}: no fee address is configured for it.`);
+  }
+  return null;
+}
+
+/**
  * Makes the checkout, under the link's row lock: the link takes payments, its price is recurring
  * and active, its product active ("no new subscriptions can start on it" otherwise: refused here,
  * before the wallet is asked anything), the chain has a SubscriptionManager and an operator, the
@@ -66,23 +90,12 @@ export async function createSubscriptionCheckout(
     if (BigInt(price.amount_atomic) > MAX_TERMS_AMOUNT_ATOMIC || price.interval_seconds > MAX_TERMS_PERIOD_SECONDS) {
       throw new DomainError('subscription_not_available', 'This price is beyond what the subscription contract can hold.');
     }
-    const chain = chainById(price.chain_id);
-    if (!chain?.subscriptionManager) {
-      throw new DomainError('subscription_not_available', `Subscriptions are not offered on ${price.network}: no subscription contract is configured for it.`);
-    }
-    const operator = operatorAddressOf(chain.chainId);
-    if (operator === null) {
-      throw new DomainError('subscription_not_available', `Subscriptions are not offered on ${price.network} right now: this service has no relayer for it.`);
-    }
     const payee = await findSettlementAddress(tx, scope);
-    if (payee === null) {
-      throw new DomainError('payment_link_not_payable', 'This payment link cannot be paid with a wallet yet: the merchant has no settlement address on its network.');
-    }
     const feeBps = (await findAccount(tx, scope.accountId))?.platform_fee_bps ?? 0;
-    // The contract refuses a fee without a fee address; with no fee the zero address is fine.
-    if (feeBps > 0 && !chain.feeAddress) {
-      throw new DomainError('subscription_not_available', `Subscriptions are not offered on ${price.network}: no fee address is configured for it.`);
-    }
+    const refusal = subscriptionRefusal(price.chain_id, payee, feeBps, operatorAddressOf);
+    if (refusal) throw refusal;
+    const chain = chainById(price.chain_id)!;
+    const operator = operatorAddressOf(chain.chainId)!;
     const invoice = await insertCheckoutInvoice(tx, config, scope, link, price.amount, req, 'subscription_checkout');
     const checkout = await insertSubscriptionCheckout(tx, scope, {
       id: newId('subco'),
@@ -92,8 +105,8 @@ export async function createSubscriptionCheckout(
       invoice_id: invoice.id,
       checkout_reference: newCheckoutReference(),
       chain_id: chain.chainId,
-      contract_address: chain.subscriptionManager,
-      payee_address: payee,
+      contract_address: chain.subscriptionManager!,
+      payee_address: payee!,
       token_address: invoice.token_address,
       // The invoice's own amount: the contract pulls it whole each period, the fee included.
       amount_atomic: invoice.amount_atomic!,

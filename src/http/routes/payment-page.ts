@@ -14,7 +14,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import rateLimit from '@fastify/rate-limit';
 import { Type } from 'typebox';
-import { appliedPaymentsOfInvoice, findInvoiceByReference, findLinkForPage, findLinkPayment } from '../../db/payment-page.js';
+import { appliedPaymentsOfInvoice, findInvoiceByReference, findLinkForPage, findLinkPayment, type PageLink } from '../../db/payment-page.js';
 import { paymentsOfInvoice } from '../../db/payments.js';
 import { withSnapshot } from '../../db/pool.js';
 import { presentPayment } from '../../chain/payment-object.js';
@@ -23,7 +23,7 @@ import { negotiateLocale } from '../../domain/locale.js';
 import { instructionsOfRow, remainingAtomic } from '../../domain/payments.js';
 import { resolveToken } from '../../domain/tokens.js';
 import { ApiError, errorEnvelope, notFound } from '../../errors.js';
-import { PAYMENT_PAGE_CSP, renderInvoicePage, renderLinkPage, renderNoticePage, renderNotFoundPage, type PageNotice } from '../../page/render-payment-page.js';
+import { PAYMENT_PAGE_CSP, renderInvoicePage, renderLinkPage, renderNoticePage, renderNotFoundPage, type PageNotice, type SubscriptionBlock } from '../../page/render-payment-page.js';
 import { walletScript } from '../../page/wallet-script.js';
 import {
   LinkCheckoutBody,
@@ -35,8 +35,8 @@ import {
 } from '../schemas/index.js';
 import { findSubscriptionCheckoutState } from '../../db/subscription-checkouts.js';
 import { feeAtomic } from '../../domain/money.js';
-import { subscriptionAllowanceAtomic } from '../../domain/subscription-checkout.js';
-import { createSubscriptionCheckout } from '../../invoicing/subscription-checkout.js';
+import { SUBSCRIPTION_ALLOWANCE_PERIODS, subscriptionAllowanceAtomic } from '../../domain/subscription-checkout.js';
+import { createSubscriptionCheckout, subscriptionRefusal } from '../../invoicing/subscription-checkout.js';
 import { createLinkCheckout, linkPayableOnChain } from '../../invoicing/link-checkout.js';
 import { refusalAsApiError } from '../route-helpers.js';
 import { validationError } from '../validation-message.js';
@@ -226,6 +226,7 @@ export async function paymentPageRoutes(app: Api, deps: AppDeps): Promise<void> 
         paidAmount: paid?.amount ?? null,
         confirmationMessage: link.confirmation_message,
         redirectUrl: link.redirect_url,
+        subscription: await subscriptionBlock(link),
         pageUrl: pageUrl(link.id),
         simulateAction: link.environment === 'sandbox' ? simulatePath(link.id) : null,
         // The wallet pays a checkout (an invoice of the link), which needs an on-chain target.
@@ -241,6 +242,25 @@ export async function paymentPageRoutes(app: Api, deps: AppDeps): Promise<void> 
         error,
       });
       return { status: error ? 400 : 200, html };
+    }
+
+    /** A recurring price's link: its terms as the page shows them, and whether a subscription can start now. */
+    async function subscriptionBlock(link: PageLink): Promise<SubscriptionBlock | null> {
+      if (link.type !== 'fixed_price' || link.price_cadence === null || link.price_cadence === 'one_time' || link.price_interval_seconds === null) return null;
+      const available = subscriptionRefusal(link.chain_id, link.settlement_address, link.platform_fee_bps, deps.operatorAddress ?? (() => null)) === null;
+      return {
+        cadence: link.price_cadence,
+        intervalSeconds: link.price_interval_seconds,
+        amountAtomic: link.price_amount_atomic ?? '0',
+        feeBps: link.platform_fee_bps,
+        contractAddress: chainById(link.chain_id)?.subscriptionManager ?? null,
+        allowanceAtomic: subscriptionAllowanceAtomic(BigInt(link.price_amount_atomic ?? '0')).toString(),
+        allowancePeriods: SUBSCRIPTION_ALLOWANCE_PERIODS,
+        available,
+        onSale: link.price_on_sale === true,
+        scriptSrc: available ? `${ASSETS_PATH}/${(await walletScript()).name}` : null,
+        subscribeUrl: subscribePath(link.id),
+      };
     }
 
     // The wallet script: only under its current hashed name; any other name is a 404.
