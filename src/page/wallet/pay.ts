@@ -69,7 +69,6 @@ const UNKNOWN_CHAIN = 4902;
 
 /** The status endpoint's answer, as its one schema says (src/http/schemas/payment-page.ts). */
 type Status = PaymentPageStatus;
-type Instructions = NonNullable<Status['instructions']>;
 type WalletChain = NonNullable<Status['chain']>;
 
 interface Announced {
