@@ -3,7 +3,9 @@
 // price's link shows what the customer authorises and "Subscribe with wallet", which approves
 // (only when the allowance is short) and calls subscribe(terms) with the exact terms of the
 // checkout, follows "confirming n of N" and says "subscribed" once the subscription exists.
-// States are waited for, never times.
+// Plus `npm run subscribe` as a real process against the same API and chain. States are waited
+// for, never times.
+import { spawn } from 'node:child_process';
 import type { Browser } from 'playwright-core';
 import { parseEventLogs, type Address, type Hex } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,7 +18,7 @@ import type { ApiFixture } from '../helpers/context.js';
 import { apiClient, type JsonBody } from '../helpers/http.js';
 import { seedSubscriptionFromCheckout, TEST_OPERATOR, testOperatorAddress } from '../helpers/subscriptions.js';
 import { installTestWallet } from '../helpers/test-wallet.js';
-import { waitUntil } from '../helpers/worker.js';
+import { ROOT, waitUntil } from '../helpers/worker.js';
 
 const CHROMIUM = chromiumPath();
 const MERCHANT = '0x4444444444444444444444444444444444444444';
@@ -207,6 +209,62 @@ describe('Subscribing from the payment link page', () => {
       }
     });
   });
+
+  /** `npm run subscribe -- <args>` (node on main/subscribe.ts: the same entrypoint, a second faster). */
+  function subscribeCommand(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'main/subscribe.ts', ...args], {
+      cwd: ROOT,
+      env: { ...process.env, CHAINS_FILE: fixture!.chainsFile, PAYMENT_PAGE_BASE: `${origin}/pay`, LOG_LEVEL: 'warn' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+    return new Promise((resolve) => child.once('exit', (code) => resolve({ code, stdout, stderr })));
+  }
+
+  it('npm run subscribe: by link id or page URL, from an anvil account, prints the transaction; refuses in one line what cannot be subscribed', async () => {
+    const link = await recurringLink({ amount: '1.5', cadence: 'custom', interval_seconds: 30 });
+    const payer = chain.payers[4];
+    const byId = await subscribeCommand([link.id, '--email', 'cli@example.test', '--key', payer.privateKey]);
+    expect(byId.stderr).toBe('');
+    expect(byId.code).toBe(0);
+    const hash = /transaction (0x[0-9a-f]{64}) in block \d+/.exec(byId.stdout)?.[1] as Hex | undefined;
+    expect(hash, byId.stdout).toBeDefined();
+    const receipt = await chain.publicClient.getTransactionReceipt({ hash: hash! });
+    const [event] = parseEventLogs({ abi: SUBSCRIPTION_MANAGER_ABI, eventName: 'Subscribed', logs: receipt.logs });
+    expect(event.args.subscriber).toBe(payer.address);
+    const { rows } = await fx.api.pool.query(
+      `select k.checkout_reference from subscription_checkouts k join customers c on c.id = k.customer_id where k.payment_link_id = $1 and c.email = 'cli@example.test'`,
+      [link.id],
+    );
+    expect(rows).toEqual([{ checkout_reference: event.args.checkoutReference }]);
+    // By the page's URL, from the default account 0 (its allowance short: approve first).
+    const byUrl = await subscribeCommand([`${origin}/pay/${link.id}`]);
+    expect(byUrl.code, byUrl.stderr).toBe(0);
+    expect(byUrl.stdout).toMatch(/^Subscribed to payment link plink_\w+ from 0x[0-9a-fA-F]{40}: 1\.5 USDC every 30 s/);
+
+    // Refusals: one line, exit 1, nothing sent.
+    const once = await api.post('/v1/products', key(), { name: 'Once', prices: [{ network: 'local', amount: '1' }] });
+    const onceLink = (await api.post('/v1/payment-links', key(), { name: 'Once', price_id: once.body.data.prices[0].id })).body.data;
+    const nonce = await chain.publicClient.getTransactionCount({ address: chain.payers[0].address });
+    for (const [args, message] of [
+      [[onceLink.id], /^npm run subscribe: payment link plink_\w+ cannot be subscribed to: This payment link does not sell a subscription/],
+      [['plink_doesnotexist'], /^npm run subscribe: payment link plink_doesnotexist cannot be subscribed to: /],
+      [['inv_123'], /^npm run subscribe: "inv_123" names no payment link/],
+      [[], /^npm run subscribe: which payment link\?/],
+      [[link.id, '--key', '0x12'], /^npm run subscribe: --key must be a private key/],
+    ] as [string[], RegExp][]) {
+      const run = await subscribeCommand(args);
+      expect(run.code).toBe(1);
+      expect(run.stdout).toBe('');
+      expect(run.stderr).toMatch(message);
+      expect(run.stderr.trim().split('\n')).toHaveLength(1);
+    }
+    expect(await chain.publicClient.getTransactionCount({ address: chain.payers[0].address })).toBe(nonce);
+    // Seven node processes, a few seconds each to start on a loaded machine.
+  }, 240_000);
 
   it('the checkout is refused when the page is not its origin, and the status endpoint follows the subscription', async () => {
     const link = await recurringLink({ amount: '3', cadence: 'weekly' });
