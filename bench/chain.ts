@@ -18,10 +18,10 @@ import pg from 'pg';
 import { encodeEventTopics, encodeFunctionData, maxUint256, type Address, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { loadChains } from '../src/chains-config.js';
-import { ERC20_TRANSFER, TRANSFER_WITH_REFERENCE_AND_FEE } from '../src/chain/abi.js';
+import { ERC20_TRANSFER, FEE_PROXY_ABI, TRANSFER_WITH_REFERENCE_AND_FEE } from '../src/chain/abi.js';
 import { createChainWatcher, type ChainWatcher } from '../src/chain/watcher.js';
 import { loadConfig } from '../src/config.js';
-import { ERC20_FEE_PROXY_ABI, TEST_USDC_ABI } from '../src/devchain/contracts.js';
+import { TEST_USDC_ABI } from '../src/devchain/contracts.js';
 import { newId } from '../src/domain/ids.js';
 import { newPaymentTarget, splitFee } from '../src/domain/payments.js';
 import { createLogger } from '../src/log.js';
@@ -202,7 +202,7 @@ class Payers {
             to: this.chain.feeProxy,
             gas: PROXY_GAS,
             data: encodeFunctionData({
-              abi: ERC20_FEE_PROXY_ABI,
+              abi: FEE_PROXY_ABI,
               functionName: 'transferFromWithReferenceAndFee',
               args: [this.chain.token, to, amountAtomic, inv.reference, feeAtomic, this.chain.feeAddress],
             }),

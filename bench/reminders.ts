@@ -63,13 +63,16 @@ import {
   backendsFromArgs,
   createBenchDatabase,
   createValidity,
+  DEFAULT_PG,
   fmt,
   loadAvg,
   note,
   percentile,
   REDIS_URL,
   sleep,
+  startStatementProfile,
   table,
+  type StatementProfile,
   type BenchBackend,
   type BenchDatabase,
 } from './support.js';
@@ -242,7 +245,11 @@ interface RunResult {
   /** Null on the cluster: the comparison runs on single Redis and Postgres. */
   bare: { scheduleS: number; memory: MemoryReading; usedDelta: number; cancelAllS: number } | null;
   lateness: number[];
+  latenessProfile: StatementProfile;
+  /** The same firing on plain BullMQ (null on the cluster). */
+  latenessBare: LatenessPass | null;
   latenessWorkerConcurrency: number;
+  cancelAllProfile: StatementProfile;
   cancelSample: number[];
   cancelAllS: number;
   cancelAllUpdateS: number;
@@ -279,18 +286,29 @@ async function timeUntilGone(store: Store, queue: AppQueue, id: string, t0: numb
   }
 }
 
+/** One lateness pass: the lateness of each fired job, and where the pass's statements went. */
+interface LatenessPass {
+  lateness: number[];
+  profile: StatementProfile;
+}
+
 /**
  * `leadMs`: how far ahead the firing second is, long enough to schedule all 1,000 before it. The
  * schedules are spread over `shards` queues as the service spreads invoices (own names, the
  * shards' hash tags), each consumed by a Worker with the real reminderWorkerOptions and the
  * process's concurrency shared out, as the worker runtime does.
+ *
+ * `bare`: the same 1,000 first slots on plain BullMQ, the bound of the queue backend alone: a
+ * queue and a Worker with BullMQ's default repeat strategy (no reminderSchedulerSettings), each
+ * slot a scheduler with `every` (one day) starting at it, the same concurrency, completed jobs
+ * removed; lateness is read from the job id's instant as for ours.
  */
-async function measureLateness(queues: QueueBackend, config: Config, policy: ReminderPolicy, leadMs: number, shards: number): Promise<number[]> {
-  const names = Array.from({ length: shards }, (_, i) => `${QUEUES.reminders}-lateness-${i}`);
-  const shardQueues = names.map((name, i) => queues.queue(name, { settings: reminderSchedulerSettings }, reminderShardTag(i)));
+async function measureLateness(queues: QueueBackend, config: Config, policy: ReminderPolicy, leadMs: number, shards: number, db: { name: string; analyze(): Promise<void> }, bare = false): Promise<LatenessPass> {
+  const names = Array.from({ length: shards }, (_, i) => `${QUEUES.reminders}-lateness${bare ? '-bare' : ''}-${i}`);
+  const shardQueues = names.map((name, i) => queues.queue(name, bare ? {} : { settings: reminderSchedulerSettings }, reminderShardTag(i)));
   // One slot per invoice: 10 s before due, then nothing until a day after due.
   const latenessPolicy: ReminderPolicy = { ...policy, beforeStart: Duration.fromISO('PT10S'), beforeEvery: Duration.fromISO('PT1H') };
-  const schedulers = shardQueues.map((q) => createReminderSchedulers(q, latenessPolicy));
+  const schedulers = shardQueues.map((q) => (bare ? null : createReminderSchedulers(q, latenessPolicy)));
   const fired: number[] = [];
   let done: () => void = () => undefined;
   const all = new Promise<void>((resolve) => (done = resolve));
@@ -298,14 +316,14 @@ async function measureLateness(queues: QueueBackend, config: Config, policy: Rem
     queues.worker(
       name,
       async (job: Job) => {
-        fired.push(Date.now() - plannedInstantOf(job).getTime());
+        fired.push(Date.now() - (bare ? Number(/:(\d+)$/.exec(job.id ?? '')?.[1]) : plannedInstantOf(job).getTime()));
         if (fired.length === LATENESS_SCHEDULES) done();
       },
       {
         concurrency: Math.max(1, Math.ceil(config.workerConcurrency / shards)),
         lockDuration: config.workerLockDurationMs,
         stalledInterval: config.workerStalledIntervalMs,
-        ...reminderWorkerOptions,
+        ...(bare ? { removeOnComplete: { count: 0 } } : reminderWorkerOptions),
       },
       reminderShardTag(i),
     ),
@@ -321,19 +339,34 @@ async function measureLateness(queues: QueueBackend, config: Config, policy: Rem
     timeZone: ZONES[Math.floor(Math.random() * ZONES.length)],
   }));
   const now = new Date();
-  await pooled(invoices, IN_FLIGHT, (inv) => schedulers[reminderShardOf(inv.id, shards)].schedule(inv, now));
+  await pooled(invoices, IN_FLIGHT, async (inv) => {
+    const shard = reminderShardOf(inv.id, shards);
+    const ours = schedulers[shard];
+    if (ours) await ours.schedule(inv, now);
+    else
+      await shardQueues[shard].upsertJobScheduler(
+        reminderSchedulerId(inv.id),
+        { every: 86_400_000, startDate: new Date(inv.dueAt.getTime() - 10_000) },
+        { name: 'invoice.reminder', data: { invoiceId: inv.id, phase: 'before' } },
+      );
+  });
+  await db.analyze();
   if (Date.now() >= second) note('warning: scheduling the lateness set ran into its firing second');
+  // The profile covers the firing: from just before the second to the last job.
+  await sleep(Math.max(0, second - 200 - Date.now()));
+  const profiling = startStatementProfile(db.name);
   await Promise.race([all, sleep(second + 30_000 - Date.now())]);
+  const profile = profiling.stop();
   await Promise.all(workers.map((w) => w.close()));
   for (const q of shardQueues) {
     await q.obliterate({ force: true }).catch(() => undefined);
     await q.close();
   }
   if (fired.length < LATENESS_SCHEDULES) note(`warning: only ${fired.length} of ${LATENESS_SCHEDULES} lateness reminders fired within 30 s`);
-  return fired;
+  return { lateness: fired, profile };
 }
 
-async function runBare(queues: QueueBackend, store: Store, invoices: Invoice[], policy: ReminderPolicy): Promise<NonNullable<RunResult['bare']>> {
+async function runBare(queues: QueueBackend, store: Store, invoices: Invoice[], policy: ReminderPolicy, analyze: () => Promise<void>): Promise<NonNullable<RunResult['bare']>> {
   // Its own queue (and so its own keys or rows), same ids.
   const queue = queues.queue(`${QUEUES.reminders}-bare`);
   try {
@@ -352,6 +385,7 @@ async function runBare(queues: QueueBackend, store: Store, invoices: Invoice[], 
     const scheduleS = (performance.now() - t0) / 1000;
     const memory = await store.measure([queue], before);
     const usedDelta = store.backend === 'redis' ? (await store.baseline()) - before : memory.allBytes;
+    await analyze();
     const t1 = performance.now();
     await pooled(invoices, IN_FLIGHT, (inv) => queue.removeJobScheduler(reminderSchedulerId(inv.id)));
     const cancelAllS = (performance.now() - t1) / 1000;
@@ -382,6 +416,13 @@ async function runSize(kind: RunKind, db: BenchDatabase, n: number, accountId: s
   const store = config.redisUrl !== null ? redisStore(prefix, { redisUrl: config.redisUrl, redisClusterNodes: config.redisClusterNodes }) : postgresStore(db.url);
   const queues = queueBackendOf(config, 'consumer');
   const pool = new pg.Pool({ connectionString: db.url, max: 4 });
+  // After each bulk change the planner's statistics are brought up to date, as autovacuum's
+  // analyze does on a default server within a minute. Without them (autovacuum off, or before it
+  // ran) BullMQ's statements on a table it has never analysed can pick the partial index of the
+  // queue's delayed jobs for a lookup by id, and scan every delayed job of the queue each time.
+  const analyze = async () => {
+    await pool.query('analyze');
+  };
   let worker: WorkerRuntime | null = null;
   try {
     // A running worker: its LISTEN on the stop trigger is what removes schedulers on payment.
@@ -418,20 +459,27 @@ async function runSize(kind: RunKind, db: BenchDatabase, n: number, accountId: s
     const scheduleS = (performance.now() - t0) / 1000;
     const memory = await store.measure(shardQueues, usedBefore);
     const usedDelta = backend === 'redis' ? (await store.baseline()) - usedBefore : memory.allBytes;
+    await analyze();
     const scheduled = await store.remSchedulers(shardQueues);
     if (scheduled !== open.length) throw new Error(`expected ${open.length} schedulers, found ${scheduled}`);
 
     let bare: RunResult['bare'] = null;
     if (kind !== 'cluster') {
       note(`${kind} N=${n}: bare job schedulers, same ids`);
-      bare = await runBare(queues, store, open, policy);
+      bare = await runBare(queues, store, open, policy, analyze);
     }
 
     note(`${kind} N=${n}: lateness, ${LATENESS_SCHEDULES} schedules firing in one second`);
     // 1.5x the time this backend took to schedule as many, and at least 4 s.
     const leadMs = Math.max(4_000, Math.ceil((LATENESS_SCHEDULES / (n / scheduleS)) * 1.5 * 1000));
-    const lateness = await measureLateness(queues, config, policy, leadMs, shards);
+    const { lateness, profile: latenessProfile } = await measureLateness(queues, config, policy, leadMs, shards, { name: db.name, analyze });
     validity.expect(lateness.length === LATENESS_SCHEDULES, figure(kind, n, 'lateness'), `only ${lateness.length} of ${LATENESS_SCHEDULES} reminders fired within 30 s`);
+    let latenessBare: LatenessPass | null = null;
+    if (kind !== 'cluster') {
+      note(`${kind} N=${n}: lateness on bare BullMQ, ${LATENESS_SCHEDULES} schedules firing in one second`);
+      latenessBare = await measureLateness(queues, config, policy, leadMs, shards, { name: db.name, analyze }, true);
+      validity.expect(latenessBare.lateness.length === LATENESS_SCHEDULES, figure(kind, n, 'bare lateness'), `only ${latenessBare.lateness.length} of ${LATENESS_SCHEDULES} bare jobs fired within 30 s`);
+    }
 
     note(`${kind} N=${n}: cancel latency, ${CANCEL_SAMPLE} invoices paid by SQL one at a time`);
     const sample = open.slice(0, CANCEL_SAMPLE);
@@ -446,6 +494,8 @@ async function runSize(kind: RunKind, db: BenchDatabase, n: number, accountId: s
     validity.expect(timedOut === 0, figure(kind, n, 'cancel'), `${timedOut} of ${cancelSample.length} schedulers still present 5 s after their invoice was paid`);
 
     note(`${kind} N=${n}: one UPDATE pays the other ${open.length - CANCEL_SAMPLE}`);
+    await analyze();
+    const cancelProfiling = startStatementProfile(db.name);
     const a0 = performance.now();
     await pool.query(`update invoices set status = 'paid', paid_at = now() where status = 'open' and id = any($1)`, [
       open.slice(CANCEL_SAMPLE).map((x) => x.id),
@@ -457,10 +507,11 @@ async function runSize(kind: RunKind, db: BenchDatabase, n: number, accountId: s
       await sleep(50);
     }
     const cancelAllS = (performance.now() - a0) / 1000;
+    const cancelAllProfile = cancelProfiling.stop();
     const leftJobs = await store.remJobs(shardQueues);
     validity.expect(leftJobs === 0, figure(kind, n, 'cancel all'), `${leftJobs} pending reminder jobs left after cancelling every schedule`);
 
-    return { kind, n, shards, scheduleS, memory, usedDelta, bare, lateness, latenessWorkerConcurrency: config.workerConcurrency, cancelSample, cancelAllS, cancelAllUpdateS };
+    return { kind, n, shards, scheduleS, memory, usedDelta, bare, lateness, latenessProfile, latenessBare, latenessWorkerConcurrency: config.workerConcurrency, cancelSample, cancelAllS, cancelAllUpdateS, cancelAllProfile };
   } finally {
     await worker?.close().catch((err) => note(`worker close: ${err}`));
     await queues.close();
@@ -495,6 +546,11 @@ function report(results: RunResult[], redisVersion: string): string {
     ['  spread between masters (max - min) / mean', ...results.map((r) => (r.memory.perNode.length < 2 ? '-' : `${fmt(spreadOf(r.memory.perNode) * 100, 1)}% ${pass(spreadOf(r.memory.perNode) <= TARGET.spread)}`)), `<= ${TARGET.spread * 100}%`],
     [`lateness ms p50 / p99 / max (${LATENESS_SCHEDULES.toLocaleString('en-US')} in one second)`, ...results.map((r) => `${fmt(percentile(r.lateness, 50), 0)} / ${fmt(percentile(r.lateness, 99), 0)} / ${fmt(Math.max(...r.lateness), 0)} ${judged(r, 'lateness', percentile(r.lateness, 99) < TARGET.latenessP99)}`), `p99 < ${TARGET.latenessP99}`],
     ['  min lateness ms (never early)', ...results.map((r) => fmt(Math.min(...r.lateness), 0)), '>= 0'],
+    [
+      '  bare BullMQ worker, same slots: p50 / p99 / max',
+      ...results.map((r) => (r.latenessBare ? `${fmt(percentile(r.latenessBare.lateness, 50), 0)} / ${fmt(percentile(r.latenessBare.lateness, 99), 0)} / ${fmt(Math.max(...r.latenessBare.lateness), 0)}${validity.mark(figure(r.kind, r.n, 'bare lateness'))}` : '-')),
+      '',
+    ],
     [`cancel ms p50 / p99 / max (SQL paid -> scheduler gone, ${CANCEL_SAMPLE} sampled)`, ...results.map((r) => `${ms(percentile(r.cancelSample, 50))} / ${ms(percentile(r.cancelSample, 99))} / ${ms(Math.max(...r.cancelSample))} ${judged(r, 'cancel', percentile(r.cancelSample, 99) < TARGET.cancelP99)}`), `p99 < ${TARGET.cancelP99}`],
     ['cancel all others: one SQL UPDATE -> NOTIFY -> worker, s', ...results.map((r) => `${fmt(r.cancelAllS, 2)} (UPDATE ${fmt(r.cancelAllUpdateS, 2)})${validity.mark(figure(r.kind, r.n, 'cancel all'))}`), ''],
     ['  bare removeJobScheduler, 200 in flight, s', ...results.map((r) => bareCell(r, (b) => `${fmt(b.cancelAllS, 2)}${validity.mark(`${r.kind} N=${r.n} bare cancel all`)}`)), ''],
@@ -504,16 +560,43 @@ function report(results: RunResult[], redisVersion: string): string {
     '',
     `npm run bench:reminders -- ${[...new Set(results.map((r) => r.n))].join(' ')} ${clusterMode ? '--cluster' : `--backend ${[...new Set(results.map((r) => r.kind))].join(',')}`}`,
     `redis ${redisVersion}, node ${process.version}, ${os.cpus().length} cpus, ${loadAvg()}; policy ${policy}; invoice ids inv_ + 24 chars;`,
+    `postgres autovacuum ${autovacuum}; the bench runs ANALYZE after each bulk change (scheduling, the lateness set, before the cancels), as autovacuum would`,
     `lateness workers: reminderWorkerOptions, concurrency ${results[0]?.latenessWorkerConcurrency} per process shared by the shards; cancel: createWorkerRuntime's LISTEN path`,
     '',
     table(head, rows),
     '',
+    ...breakdown(results),
     ...validity.summary(),
     '',
   ].join('\n');
 }
 
+/** Where each pass's time went: statements per fired job (or per cancelled invoice), CPU. */
+function breakdown(results: RunResult[]): string[] {
+  const lines: string[] = ['Breakdown (statements this process sent, calls and ms in flight; CPU of this process and of the database backends):'];
+  const one = (title: string, p: StatementProfile, per: number, unit: string) => {
+    lines.push(
+      `  ${title}: wall ${fmt(p.wallMs, 0)} ms, CPU bench process ${fmt(p.benchCpuMs, 0)} ms (${fmt(p.benchCpuMs / per, 2)} per ${unit}), Postgres backends ${fmt(p.pgCpuMs, 0)} ms (${fmt(p.pgCpuMs / per, 2)} per ${unit})`,
+    );
+    const total = p.statements.reduce((a, [, x]) => a + x.n, 0);
+    lines.push(`    statements ${total} (${fmt(total / per, 2)} per ${unit}); by calls: calls  per ${unit}  ms in flight`);
+    for (const [label, x] of p.statements.slice(0, 8)) lines.push(`    ${String(x.n).padStart(7)}  ${fmt(x.n / per, 2).padStart(6)}  ${fmt(x.ms, 0).padStart(8)}  ${label}`);
+  };
+  for (const r of results) {
+    one(`${r.kind} N=${r.n} lateness (1,000 fired, ours)`, r.latenessProfile, LATENESS_SCHEDULES, 'job');
+    if (r.latenessBare) one(`${r.kind} N=${r.n} lateness (1,000 fired, bare BullMQ)`, r.latenessBare.profile, LATENESS_SCHEDULES, 'job');
+    one(`${r.kind} N=${r.n} cancel all (${r.n - CANCEL_SAMPLE} invoices)`, r.cancelAllProfile, r.n - CANCEL_SAMPLE, 'invoice');
+  }
+  return [...lines, ''];
+}
+
+let autovacuum = '?';
+
 async function main(): Promise<void> {
+  const admin = new pg.Client({ connectionString: DEFAULT_PG });
+  await admin.connect();
+  autovacuum = (await admin.query<{ autovacuum: string }>('show autovacuum')).rows[0].autovacuum;
+  await admin.end();
   note(`bench:reminders for N = ${sizes.join(', ')} on ${kinds.join(' and ')}; ${loadAvg()}`);
   let redisVersion = '-';
   if (kinds.includes('redis')) {

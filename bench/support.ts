@@ -370,3 +370,58 @@ export function statusCounts(stats: Record<string, { count?: number }> | undefin
     .map(([code, s]) => `${code}: ${s.count ?? 0}`)
     .join(', ');
 }
+
+// ---------------------------------------------------------------------------------------------
+// Where a pass's statements go: every query this process sends (the service's pools and BullMQ's
+// alike), by statement, with the CPU of this process and of the database's backends.
+
+export interface StatementProfile {
+  wallMs: number;
+  benchCpuMs: number;
+  pgCpuMs: number;
+  /** By statement (comments dropped, whitespace folded, first 70 characters): calls and ms in flight. */
+  statements: [string, { n: number; ms: number }][];
+}
+
+/**
+ * Patches pg's Pool.query and Client.query until stop() (a pool's query calls its client's with a
+ * callback, which is not counted twice); this process should run nothing else meanwhile.
+ */
+export function startStatementProfile(dbName: string): { stop(): StatementProfile } {
+  const statements = new Map<string, { n: number; ms: number }>();
+  type Query = (...a: unknown[]) => unknown;
+  const protos = [pg.Pool.prototype, pg.Client.prototype] as unknown as { query: Query }[];
+  const originals = protos.map((p) => p.query);
+  protos.forEach((proto, i) => {
+    const originalQuery = originals[i];
+    proto.query = function (this: unknown, ...a: unknown[]) {
+      const result = originalQuery.apply(this, a);
+      if (!(result instanceof Promise)) return result;
+      const text = typeof a[0] === 'string' ? a[0] : ((a[0] as { text?: string } | undefined)?.text ?? '?');
+      const label = text.replace(/--[^\n]*/g, '').replace(/\s+/g, ' ').trim().slice(0, 70);
+      const t = performance.now();
+      return result.finally(() => {
+        const s = statements.get(label) ?? { n: 0, ms: 0 };
+        s.n++;
+        s.ms += performance.now() - t;
+        statements.set(label, s);
+      });
+    };
+  });
+  const wall0 = performance.now();
+  const cpu0 = process.cpuUsage();
+  const backends = new RegExp(`postgres: .*${dbName}`);
+  const pg0 = cpuSnapshot(backends);
+  return {
+    stop() {
+      protos.forEach((proto, i) => (proto.query = originals[i]));
+      const cpu = process.cpuUsage(cpu0);
+      return {
+        wallMs: performance.now() - wall0,
+        benchCpuMs: (cpu.user + cpu.system) / 1000,
+        pgCpuMs: cpuDelta(pg0, cpuSnapshot(backends)),
+        statements: [...statements.entries()].sort((x, y) => y[1].n - x[1].n),
+      };
+    },
+  };
+}

@@ -134,7 +134,8 @@ async function main(): Promise<void> {
     }
     const setEnabled = (n: number) =>
       pool.query(`update webhook_endpoints set status = case when id = any($1::text[]) then 'enabled' else 'disabled' end`, [endpointIds.slice(0, n)]);
-    const insertInvoices = async (count: number): Promise<number> => {
+    /** Inserts `count` invoices (their events and deliveries by the trigger); returns when it started and committed. */
+    const insertInvoices = async (count: number): Promise<{ start: number; committed: number }> => {
       const t = Date.now();
       await pool.query(
         `insert into invoices (id, account_id, environment, customer_id, reference, status, amount, amount_atomic, fee_atomic, currency, network, chain_id, token_address, token_decimals, metadata)
@@ -143,7 +144,7 @@ async function main(): Promise<void> {
          from generate_series(1, $3)`,
         [accountId, cust[0].id, count],
       );
-      return t;
+      return { start: t, committed: Date.now() };
     };
 
     // ---- raw limit: undici POSTs of the same bodies, same concurrency, same receiver ----
@@ -219,18 +220,27 @@ async function main(): Promise<void> {
     await receiver.waitFor(50, 60_000);
     await checkPass('warm-up');
 
-    const results: { pass: string; deliveries: number; rate: number; p50: number; p99: number }[] = [];
+    const results: { pass: string; deliveries: number; rate: number; p50: number; p99: number; insertS?: number; fromCommit?: number }[] = [];
     for (const endpoints of [1, ENDPOINTS]) {
       receiver.reset();
       await setEnabled(endpoints);
-      const start = await insertInvoices(N);
+      const { start, committed } = await insertInvoices(N);
       await receiver.waitFor(N * endpoints, 600_000);
-      const elapsed = (Math.max(...receiver.arrivals.map((a) => a.at)) - start) / 1000;
+      const last = Math.max(...receiver.arrivals.map((a) => a.at));
+      const elapsed = (last - start) / 1000;
       const times = await eventTimes();
       const lat = receiver.arrivals.map((a) => a.at - (times.get(a.id) ?? a.at));
       const pass = `max, ${endpoints} endpoint${endpoints > 1 ? 's' : ''}`;
       await checkPass(pass);
-      results.push({ pass, deliveries: N * endpoints, rate: (N * endpoints) / elapsed, p50: pct(lat, 50), p99: pct(lat, 99) });
+      results.push({
+        pass,
+        deliveries: N * endpoints,
+        rate: (N * endpoints) / elapsed,
+        p50: pct(lat, 50),
+        p99: pct(lat, 99),
+        insertS: (committed - start) / 1000,
+        fromCommit: (N * endpoints) / ((last - committed) / 1000),
+      });
       note(`${endpoints} endpoint(s): ${(N * endpoints / elapsed).toFixed(0)} deliveries/s`);
     }
 
@@ -256,11 +266,14 @@ async function main(): Promise<void> {
       `bench:webhooks N=${N}, backend ${BACKEND}, one worker process: WEBHOOK_CONCURRENCY = WEBHOOK_ENDPOINT_CONCURRENCY = ${CONCURRENCY}`,
       `Raw limit (same run): undici POST -> loopback receiver, ${CONCURRENCY} in flight   ${rawRate.toFixed(0)} POSTs/s${validity.mark('raw')}`,
       '',
-      `${'pass'.padEnd(36)}${'deliveries'.padStart(11)}${'per s'.padStart(9)}${'x raw'.padStart(8)}${'lat p50 ms'.padStart(12)}${'lat p99 ms'.padStart(12)}`,
+      `${'pass'.padEnd(36)}${'deliveries'.padStart(11)}${'per s'.padStart(9)}${'x raw'.padStart(8)}${'lat p50 ms'.padStart(12)}${'lat p99 ms'.padStart(12)}${'insert s'.padStart(10)}${'per s from commit'.padStart(19)}${'x raw'.padStart(7)}`,
       ...results.map(
         (r) =>
-          `${`${r.pass}${validity.mark(r.pass)}`.padEnd(36)}${String(r.deliveries).padStart(11)}${r.rate.toFixed(0).padStart(9)}${(r.rate / rawRate).toFixed(2).padStart(8)}${r.p50.toFixed(0).padStart(12)}${r.p99.toFixed(0).padStart(12)}`,
+          `${`${r.pass}${validity.mark(r.pass)}`.padEnd(36)}${String(r.deliveries).padStart(11)}${r.rate.toFixed(0).padStart(9)}${(r.rate / rawRate).toFixed(2).padStart(8)}${r.p50.toFixed(0).padStart(12)}${r.p99.toFixed(0).padStart(12)}` +
+          (r.insertS === undefined ? '' : `${r.insertS.toFixed(2).padStart(10)}${r.fromCommit!.toFixed(0).padStart(19)}${(r.fromCommit! / rawRate).toFixed(2).padStart(7)}`),
       ),
+      '(a max pass runs from before the insert to the last arrival; "insert s" is the insert of the N invoices, whose trigger writes',
+      ' their events and deliveries, until its commit; "from commit" counts from the commit, when the first delivery can go)',
       '',
       `targets: >= 0.5x raw (max passes); p99 < 1000 ms at half the maximum. ${loadAvg()}, ${codeVersion()}`,
       ...results.map((r) => {

@@ -16,7 +16,7 @@ import type { JobHandler } from '../src/queue/dispatcher.js';
 import type { JobContext } from '../src/queue/job-context.js';
 
 export const invoicePartialPayment: JobHandler<InvoicePartialPaymentPayload, JobContext> = async (payload, ctx) => {
-  const loaded = await loadInvoiceForMail(ctx.pool, payload.invoiceId, ctx.config.paymentPageBase, payload.deliveryId);
+  const loaded = await loadInvoiceForMail(ctx.pool, payload.invoiceId, ctx.config, payload.deliveryId);
   if (!loaded) throw new PermanentJobError(`invoice ${payload.invoiceId} does not exist`);
   if (loaded.deliveryStatus === null) throw new PermanentJobError(`delivery ${payload.deliveryId} does not exist`);
   if (loaded.deliveryStatus === 'sent') {
@@ -34,7 +34,7 @@ export const invoicePartialPayment: JobHandler<InvoicePartialPaymentPayload, Job
       amount: formatUnits(counted, loaded.tokenDecimals),
       remaining: formatUnits(BigInt(payload.remainingAtomic), loaded.tokenDecimals),
       txHash: payment.tx_hash,
-      url: explorerTxUrl(loaded.doc.chainId, payment.tx_hash),
+      url: explorerTxUrl(ctx.config.chains, loaded.doc.chainId, payment.tx_hash),
     },
   };
   const email = renderEmail('partial_payment', doc);

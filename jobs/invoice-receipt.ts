@@ -11,7 +11,7 @@ import type { JobContext } from '../src/queue/job-context.js';
 import { emailInvoiceDocument } from './steps/email-invoice-document.js';
 
 export const invoiceReceipt: JobHandler<InvoiceReceiptPayload, JobContext> = async (payload, ctx) => {
-  const loaded = await loadInvoiceForMail(ctx.pool, payload.invoiceId, ctx.config.paymentPageBase, payload.deliveryId);
+  const loaded = await loadInvoiceForMail(ctx.pool, payload.invoiceId, ctx.config, payload.deliveryId);
   if (!loaded) throw new PermanentJobError(`invoice ${payload.invoiceId} does not exist`);
   if (loaded.deliveryStatus === null) throw new PermanentJobError(`delivery ${payload.deliveryId} does not exist`);
   if (loaded.deliveryStatus === 'sent') {

@@ -41,7 +41,7 @@ export const invoiceReminder: JobHandler<ReminderJobData, JobContext> = async (p
 
 /** Sends the reminder of the slot `slot` (its dedup key), unless it went out already or is no longer due. */
 async function remind(payload: ReminderJobData, ctx: JobContext & { log: Logger }, slot: Date): Promise<string> {
-  const loaded = await loadInvoiceForMail(ctx.pool, payload.invoiceId, ctx.config.paymentPageBase);
+  const loaded = await loadInvoiceForMail(ctx.pool, payload.invoiceId, ctx.config);
   if (!loaded || !remindersShouldRun(loaded)) {
     await ctx.reminders.stop(payload.invoiceId);
     return 'stopped';

@@ -2,7 +2,8 @@
 // (CHAIN_PORT), chain id 31337, a block a second, its state kept in var/chain/ (CHAIN_STATE_DIR);
 import { createServer } from 'node:net';
 // the fee proxy, the test USDC and the SubscriptionManager deployed and payers funded on the first
-// run only (later runs find them on the kept chain); var/chain/chains.json written; one block printed. SIGINT/SIGTERM
+// run only (later runs find them on the kept chain); var/chain/chains.json and the relayer's key
+// (var/chain/relayer.key, mode 600, its account given gas) written; one block printed. SIGINT/SIGTERM
 // stop anvil (which writes its state) and exit 0. `-- --fresh` deletes the state and starts over.
 import { existsSync } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
@@ -20,6 +21,7 @@ import {
 import { localChainsFileEntry, readLocalContracts, writeChainsFile } from '../src/devchain/chains-file.js';
 import { TEST_USDC_ABI } from '../src/devchain/contracts.js';
 import { deployDevContracts, deploySubscriptionManager, hasCode, hasDevContracts, type DevChainContracts } from '../src/devchain/deploy.js';
+import { prepareLocalRelayer } from '../src/devchain/relayer-key.js';
 
 /** Said when the port is taken, whether found before anvil starts or by anvil itself. */
 const portTakenMessage = (port: number) =>
@@ -129,6 +131,8 @@ async function ready(running: AnvilProcess): Promise<void> {
   }
   const feeAddress = WELL_KNOWN_ACCOUNTS[FEE_ACCOUNT_INDEX].address;
   writeChainsFile(opts.chainsFile, [localChainsFileEntry({ rpcUrl: running.rpcUrl, chainId: running.chainId, ...contracts, feeAddress })]);
+  // The service's relayer on this chain: its key beside the chains file, and gas.
+  const relayer = await prepareLocalRelayer(running.rpcUrl, opts.chainsFile);
 
   const client = createPublicClient({ transport: http(running.rpcUrl) });
   const payer = WELL_KNOWN_ACCOUNTS[DEPLOYER_INDEX];
@@ -147,6 +151,7 @@ async function ready(running: AnvilProcess): Promise<void> {
         blockNumber,
         ...contracts,
         feeAddress,
+        relayer,
         merchant: WELL_KNOWN_ACCOUNTS[MERCHANT_ACCOUNT_INDEX].address,
         payer,
         payerBalance: formatUnits(payerBalance, contracts.tokenDecimals),

@@ -3,6 +3,7 @@
 // URL, waits for it to be mined, and prints its address and the line for CHAINS_FILE, exit 0.
 // Refuses with one line on stderr and exit 1 (bad arguments, a key file others may read, a node
 // that does not answer, a deployment that reverts). The key is never printed.
+import { firstLine } from '../src/lib/first-line.js';
 import { createPublicClient, http } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import {
@@ -22,12 +23,6 @@ function fail(message: string): never {
   process.exit(1);
 }
 
-/** The first line of an error, without anything that could echo a request body (viem adds details below). */
-function shortMessage(err: unknown): string {
-  const e = err as { shortMessage?: string; message?: string };
-  return (e.shortMessage ?? e.message ?? String(err)).split('\n')[0];
-}
-
 let opts: ContractsDeployOptions;
 let key: `0x${string}`;
 try {
@@ -44,5 +39,5 @@ try {
   const deployed = await deploySubscriptionManager(opts.rpcUrl, account, RECEIPT_TIMEOUT_MS);
   process.stdout.write(`${deployedMessage({ chainId, ...deployed, address: deployed.address, deployer: account.address }).join('\n')}\n`);
 } catch (err) {
-  fail(`deploying through --rpc failed: ${shortMessage(err)}`);
+  fail(`deploying through --rpc failed: ${firstLine(err)}`);
 }

@@ -5,6 +5,7 @@
 // and its block, exit 0. Refuses with one line on stderr and exit 1 (unknown invoice, draft, paid,
 // void, no instructions, a chain that is not local, a bad amount). The database is the one the
 // other commands use: DATABASE_URL, else the embedded PostgreSQL of `npm start`.
+import { firstLine } from '../src/lib/first-line.js';
 import { useLocalChainsFile } from '../src/chains-config.js';
 import { loadConfigOrExit } from '../src/config.js';
 import { findInvoiceByAnyReference, type InvoiceRow } from '../src/db/invoices.js';
@@ -15,7 +16,6 @@ import {
   payCommandOptions,
   planPayment,
   sendPayment,
-  shortMessage,
   type InvoiceToPay,
   type PayCommandOptions,
 } from '../src/devchain/pay-command.js';
@@ -61,7 +61,7 @@ const pool = createPool(config.databaseUrl, 1);
 let code = 0;
 try {
   const row = await findInvoiceByAnyReference(pool, opts.handle).catch((err: unknown) => {
-    throw new PayCommandError(`could not read the invoices (${shortMessage(err)}): is the database migrated (npm start or npm run migrate)?`);
+    throw new PayCommandError(`could not read the invoices (${firstLine(err)}): is the database migrated (npm start or npm run migrate)?`);
   });
   if (row === null) throw new PayCommandError(`no invoice has the payment reference, reference or id "${opts.handle.slice(0, 80)}"`);
   const invoice = toPay(row);
@@ -71,7 +71,7 @@ try {
   process.stdout.write(`${paidMessage(invoice, plan, sent, chain?.confirmations ?? null).join('\n')}\n`);
 } catch (err) {
   code = 1;
-  process.stderr.write(`npm run pay: ${err instanceof PayCommandError ? err.message : shortMessage(err)}\n`);
+  process.stderr.write(`npm run pay: ${err instanceof PayCommandError ? err.message : firstLine(err)}\n`);
 } finally {
   await pool.end();
   await database.stop();

@@ -6,9 +6,8 @@ import { catchSignals } from '../src/runtime/shutdown.js';
 
 // First: a SIGTERM from here on (the database starting, the modules loading) is a shutdown.
 const shutdown = catchSignals();
-const [{ useLocalChainsFile }, { describeWatched }, { loadConfigOrExit }, { migrate }, { createLogger, prettyLogs, redactUrl }, { chooseDatabaseOrExit }, { startOrExit }] = await Promise.all([
+const [{ useLocalChainsFile }, { loadConfigOrExit }, { migrate }, { createLogger, prettyLogs, redactUrl }, { chooseDatabaseOrExit }, { startOrExit }] = await Promise.all([
   import('../src/chains-config.js'),
-  import('../src/domain/chains.js'),
   import('../src/config.js'),
   import('../src/db/migrate.js'),
   import('../src/log.js'),
@@ -23,6 +22,7 @@ const modules = Promise.all([
   import('../src/runtime/worker-runtime.js'),
   import('../src/runtime/listen.js'),
   import('../src/runtime/ready.js'),
+  import('../src/chain/chain-answers.js'),
 ]);
 // Awaited below; a failure meanwhile is not an unhandled rejection.
 modules.catch(() => undefined);
@@ -41,7 +41,9 @@ try {
   log.error({ err, database: redactUrl(config.databaseUrl) }, 'could not apply migrations');
   process.exit(1);
 }
-const [{ jobHandlers }, { createApiRuntime }, { createWorkerRuntime }, { boundPort, listenOn }, { announceReady, readyInfo }] = await modules;
+const [{ jobHandlers }, { createApiRuntime }, { createWorkerRuntime }, { boundPort, listenOn }, { announceReady, readyInfo }, { describeWatchedNow }] = await modules;
+// Asked while the runtimes start: the ready block says whether each watched chain answers.
+const watchedChains = describeWatchedNow(config.chains);
 const { api, worker, ports } = await startOrExit(async () => {
   const worker = await createWorkerRuntime(config, log, jobHandlers);
   const api = await createApiRuntime(config, log).catch(async (err: unknown) => {
@@ -58,7 +60,7 @@ const { api, worker, ports } = await startOrExit(async () => {
     throw err;
   }
 });
-announceReady(log, readyInfo({ config, ...ports, psql: database.psql, watchedChains: describeWatched(config.chains) }), pretty);
+announceReady(log, readyInfo({ config, ...ports, psql: database.psql, watchedChains: await watchedChains }), pretty);
 shutdown.ready(async () => {
   await api.close();
   await worker.close();

@@ -7,7 +7,7 @@
 // price, an inactive product, a chain without a SubscriptionManager or not local, a short balance).
 import { useLocalChainsFile } from '../src/chains-config.js';
 import { loadConfigOrExit } from '../src/config.js';
-import { shortMessage } from '../src/devchain/pay-command.js';
+import { firstLine } from '../src/lib/first-line.js';
 import {
   linkTarget,
   planSubscription,
@@ -36,6 +36,6 @@ try {
   const sent = await sendSubscription(plan, opts.privateKey);
   process.stdout.write(`${subscribedMessage(target, answer, sent, chain?.confirmations ?? null).join('\n')}\n`);
 } catch (err) {
-  fail(err instanceof SubscribeCommandError ? err.message : shortMessage(err));
+  fail(err instanceof SubscribeCommandError ? err.message : firstLine(err));
 }
 process.exit(0);

@@ -50,6 +50,8 @@ function valuesOf(v: ConfigVariable): string {
       return '`host:port` list';
     case 'rpcUrls':
       return `comma-separated URLs (${schemes(v)})`;
+    case 'privateKeys':
+      return '64 hexadecimal characters, `0x` optional';
   }
 }
 
@@ -109,6 +111,16 @@ const COMPOSE_VALUES: Record<string, { value: string; active: boolean; note?: st
     active: false,
     note: 'Compose: a path inside the containers; put the file in ./chains/, which is mounted at /app/chains.',
   },
+  RELAYER_PRIVATE_KEY_FILE: {
+    value: '/app/chains/relayer.key',
+    active: false,
+    note: 'Compose: a path inside the containers (./chains is mounted at /app/chains); the file must be mode 600 and owned by the user the service runs as.',
+  },
+  'RELAYER_PRIVATE_KEY_<chainId>': {
+    value: '',
+    active: false,
+    note: 'The key itself for one chain (this one: Base, 8453); from .env only (env_file), like RPC_URL_<chainId>. Prefer RELAYER_PRIVATE_KEY_FILE: a file keeps the key out of the environment.',
+  },
   'RPC_URL_<chainId>': {
     value: 'https://mainnet.base.org',
     active: false,
@@ -117,7 +129,7 @@ const COMPOSE_VALUES: Record<string, { value: string; active: boolean; note?: st
 };
 
 /** The name an example line of .env.example gives a family of variables (RPC_URL_<chainId>). */
-const FAMILY_EXAMPLE_NAMES: Record<string, string> = { 'RPC_URL_<chainId>': 'RPC_URL_8453' };
+const FAMILY_EXAMPLE_NAMES: Record<string, string> = { 'RPC_URL_<chainId>': 'RPC_URL_8453', 'RELAYER_PRIVATE_KEY_<chainId>': 'RELAYER_PRIVATE_KEY_8453' };
 
 /** The variables docker-compose.yml passes through (`${NAME:-default}`), which .env.example is for. */
 export function composeVariables(composeText: string): Set<string> {

@@ -6,6 +6,9 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { BUILT_IN_CHAINS, mergeChains, type Chain, type ChainOverride, type ChainToken } from './domain/chains.js';
 import { parseAddress } from './domain/payments.js';
+import { firstLine } from './lib/first-line.js';
+import { Type, type Static, type TSchema } from 'typebox';
+import { Value } from 'typebox/value';
 
 export class ChainsConfigError extends Error {
   constructor(
@@ -43,78 +46,137 @@ export function useLocalChainsFile<E extends Record<string, string | undefined>>
   return { env: { ...env, CHAINS_FILE: file }, found: `${file} (found: npm run chain)` };
 }
 
-type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
+/** The protocols a chain's RPC endpoint may use. */
+const RPC_URL_PROTOCOLS = ['http:', 'https:', 'ws:', 'wss:'];
 
-const URL_PROTOCOLS = ['http:', 'https:', 'ws:', 'wss:'];
-
-function rpcUrl(raw: unknown, where: string): string {
-  if (typeof raw !== 'string') throw new Error(`${where} must be a URL string`);
+/**
+ * The one check of a chain's URL (an RPC URL of CHAINS_FILE or RPC_URL_<chainId>, an explorer):
+ * null when it is an absolute http(s) or ws(s) URL with a host, else what is wrong, to follow
+ * the field's name.
+ */
+export function chainUrlProblem(raw: string): string | null {
   let u: URL;
   try {
     u = new URL(raw);
   } catch {
-    throw new Error(`${where} must be a URL, got "${raw.slice(0, 80)}"`);
+    return `must be a URL, got "${raw.slice(0, 80)}"`;
   }
-  if (!URL_PROTOCOLS.includes(u.protocol) || u.hostname === '') throw new Error(`${where} must be an absolute http(s) or ws(s) URL`);
-  return raw;
+  return RPC_URL_PROTOCOLS.includes(u.protocol) && u.hostname !== '' ? null : 'must be an absolute http(s) or ws(s) URL';
 }
 
-function address(raw: unknown, where: string): string {
-  if (typeof raw !== 'string') throw new Error(`${where} must be an address string`);
+// The CHAINS_FILE format, once: the writer's type (src/devchain/chains-file.ts), the reader's
+// validation and its one-line errors (`must`: what the field must be, said after its place) all
+// come from this schema. What JSON Schema cannot say (an EIP-55 checksum, a URL's parts) is
+// checked after it, by the same functions as elsewhere.
+const addressField = (must = 'be an address string') => Type.String({ must });
+const nullableAddress = () => Type.Union([Type.Null(), Type.String()], { must: 'be an address string or null' });
+const urlField = () => Type.String({ must: 'be a URL string' });
+
+export const ChainsFileToken = Type.Object(
+  {
+    currency: Type.String({ pattern: '^[A-Z0-9]{2,12}$', must: 'be 2-12 upper-case letters or digits' }),
+    address: addressField(),
+    decimals: Type.Integer({ minimum: 0, maximum: 36, must: 'be an integer between 0 and 36' }),
+  },
+  { additionalProperties: false, must: 'be an object with currency, address and decimals' },
+);
+
+/** One chain of a CHAINS_FILE (snake_case: the file's format): a whole new chain, or fields of a built-in one. */
+export const ChainsFileChain = Type.Object(
+  {
+    // chain_id columns are Postgres integers.
+    chain_id: Type.Integer({ minimum: 1, maximum: 2_147_483_647, must: 'be an integer between 1 and 2147483647' }),
+    network: Type.Optional(Type.String({ pattern: '^[a-z0-9][a-z0-9-]{0,39}$', must: 'be lower-case letters, digits and dashes' })),
+    environment: Type.Optional(Type.Union([Type.Literal('sandbox'), Type.Literal('live')], { must: 'be "sandbox" or "live"' })),
+    rpc_urls: Type.Optional(Type.Array(urlField(), { must: 'be an array of URLs' })),
+    confirmations: Type.Optional(Type.Integer({ minimum: 0, maximum: 10_000, must: 'be an integer between 0 and 10000' })),
+    fee_proxy: Type.Optional(nullableAddress()),
+    fee_address: Type.Optional(nullableAddress()),
+    /** The SubscriptionManager (contracts/SubscriptionManager.sol); null: no subscriptions on this chain. */
+    subscription_manager: Type.Optional(nullableAddress()),
+    start_block: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, must: `be an integer between 0 and ${Number.MAX_SAFE_INTEGER}` })),
+    explorer_url: Type.Optional(Type.Union([Type.Null(), Type.String()], { must: 'be a URL string or null' })),
+    /** Shown to payers (a wallet adds the chain with it): the file says it is public, so it is. */
+    public_rpc_url: Type.Optional(Type.Union([Type.Null(), Type.String()], { must: 'be a URL string or null' })),
+    tokens: Type.Optional(Type.Array(ChainsFileToken, { must: 'be an array' })),
+  },
+  { additionalProperties: false, must: 'be an object' },
+);
+export type ChainsFileChain = Static<typeof ChainsFileChain>;
+
+/** A CHAINS_FILE: a JSON array of chains. */
+export const ChainsFile = Type.Array(ChainsFileChain, { must: 'hold a JSON array of chains' });
+
+/** `[0].tokens[1].address` for the instance path `/0/tokens/1/address`. */
+function placeOf(instancePath: string): string {
+  return instancePath
+    .split('/')
+    .slice(1)
+    .map((seg) => (/^\d+$/.test(seg) ? `[${seg}]` : `.${seg}`))
+    .join('');
+}
+
+/** The `must` of the deepest schema on the path that has one. */
+function mustAt(schema: TSchema, instancePath: string): string {
+  let at: TSchema | undefined = schema;
+  let must = 'be valid';
+  for (const seg of ['', ...instancePath.split('/').slice(1)]) {
+    if (at === undefined) break;
+    if (seg !== '') {
+      const s = at as { items?: TSchema; properties?: Record<string, TSchema> };
+      at = /^\d+$/.test(seg) && s.items ? s.items : s.properties?.[seg];
+    }
+    const m = (at as { must?: unknown } | undefined)?.must;
+    if (typeof m === 'string') must = m;
+  }
+  return must;
+}
+
+/** The first thing wrong with a CHAINS_FILE's JSON, in one line (`[0].fee_proxy must be an address string`), or null. */
+export function chainsFileProblem(json: unknown): string | null {
+  const errors = Value.Errors(ChainsFile, json);
+  if (errors.length === 0) return null;
+  const unknown = errors.find((e) => e.keyword === 'additionalProperties');
+  if (unknown) {
+    const names = (unknown.params as { additionalProperties?: string[] }).additionalProperties ?? [];
+    return `${placeOf(unknown.instancePath)} has an unknown field "${names[0]}"`;
+  }
+  // The deepest place first: "[0].tokens[0].decimals must ..." rather than "[0] must be an object".
+  const first = [...errors].sort((a, b) => b.instancePath.split('/').length - a.instancePath.split('/').length)[0];
+  const place = placeOf(first.instancePath);
+  return `${place}${place ? ' ' : ''}must ${mustAt(ChainsFile, first.instancePath)}`;
+}
+
+function address(raw: string, where: string): string {
   const a = parseAddress(raw, where);
   if (!a.ok) throw new Error(a.message);
   return a.address;
 }
 
-function integer(raw: unknown, where: string, min: number, max: number): number {
-  if (typeof raw !== 'number' || !Number.isInteger(raw) || raw < min || raw > max) throw new Error(`${where} must be an integer between ${min} and ${max}`);
+function url(raw: string, where: string): string {
+  const problem = chainUrlProblem(raw);
+  if (problem !== null) throw new Error(`${where} ${problem}`);
   return raw;
 }
 
-const CHAIN_KEYS = new Set([
-  'chain_id', 'network', 'environment', 'rpc_urls', 'confirmations', 'fee_proxy', 'fee_address', 'start_block', 'explorer_url', 'public_rpc_url', 'tokens',
-  'subscription_manager',
-]);
-
-function parseChain(raw: Json, i: number): ChainOverride {
+/** A checked entry as the domain's override: addresses checksummed, URLs checked. */
+function toOverride(c: ChainsFileChain, i: number): ChainOverride {
   const at = `[${i}]`;
-  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new Error(`${at} must be an object`);
-  const unknown = Object.keys(raw).filter((k) => !CHAIN_KEYS.has(k));
-  if (unknown.length > 0) throw new Error(`${at} has an unknown field "${unknown[0]}"`);
-  // chain_id columns are Postgres integers.
-  const o: ChainOverride = { chainId: integer(raw.chain_id, `${at}.chain_id`, 1, 2_147_483_647) };
-  if (raw.network !== undefined) {
-    if (typeof raw.network !== 'string' || !/^[a-z0-9][a-z0-9-]{0,39}$/.test(raw.network)) throw new Error(`${at}.network must be lower-case letters, digits and dashes`);
-    o.network = raw.network;
-  }
-  if (raw.environment !== undefined) {
-    if (raw.environment !== 'sandbox' && raw.environment !== 'live') throw new Error(`${at}.environment must be "sandbox" or "live"`);
-    o.environment = raw.environment;
-  }
-  if (raw.rpc_urls !== undefined) {
-    if (!Array.isArray(raw.rpc_urls)) throw new Error(`${at}.rpc_urls must be an array of URLs`);
-    o.rpcUrls = raw.rpc_urls.map((u, j) => rpcUrl(u, `${at}.rpc_urls[${j}]`));
-  }
-  if (raw.confirmations !== undefined) o.confirmations = integer(raw.confirmations, `${at}.confirmations`, 0, 10_000);
-  if (raw.fee_proxy !== undefined) o.feeProxy = raw.fee_proxy === null ? null : address(raw.fee_proxy, `${at}.fee_proxy`);
-  if (raw.fee_address !== undefined) o.feeAddress = raw.fee_address === null ? null : address(raw.fee_address, `${at}.fee_address`);
-  if (raw.subscription_manager !== undefined) {
-    o.subscriptionManager = raw.subscription_manager === null ? null : address(raw.subscription_manager, `${at}.subscription_manager`);
-  }
-  if (raw.start_block !== undefined) o.startBlock = integer(raw.start_block, `${at}.start_block`, 0, Number.MAX_SAFE_INTEGER);
-  if (raw.explorer_url !== undefined) o.explorerUrl = raw.explorer_url === null ? null : rpcUrl(raw.explorer_url, `${at}.explorer_url`);
-  // Shown to payers (a wallet adds the chain with it): the file says it is public, so it is.
-  if (raw.public_rpc_url !== undefined) o.publicRpcUrl = raw.public_rpc_url === null ? null : rpcUrl(raw.public_rpc_url, `${at}.public_rpc_url`);
-  if (raw.tokens !== undefined) {
-    if (!Array.isArray(raw.tokens)) throw new Error(`${at}.tokens must be an array`);
-    o.tokens = raw.tokens.map((t, j): ChainToken => {
-      const tt = `${at}.tokens[${j}]`;
-      if (t === null || typeof t !== 'object' || Array.isArray(t)) throw new Error(`${tt} must be an object`);
-      if (typeof t.currency !== 'string' || !/^[A-Z0-9]{2,12}$/.test(t.currency)) throw new Error(`${tt}.currency must be 2-12 upper-case letters or digits`);
-      return { currency: t.currency, address: address(t.address, `${tt}.address`), decimals: integer(t.decimals, `${tt}.decimals`, 0, 36) };
-    });
-  }
-  return o;
+  const nullable = <T>(v: string | null | undefined, f: (s: string) => T): T | null | undefined => (v === undefined ? undefined : v === null ? null : f(v));
+  return {
+    chainId: c.chain_id,
+    network: c.network,
+    environment: c.environment,
+    rpcUrls: c.rpc_urls?.map((u, j) => url(u, `${at}.rpc_urls[${j}]`)),
+    confirmations: c.confirmations,
+    feeProxy: nullable(c.fee_proxy, (a) => address(a, `${at}.fee_proxy`)),
+    feeAddress: nullable(c.fee_address, (a) => address(a, `${at}.fee_address`)),
+    subscriptionManager: nullable(c.subscription_manager, (a) => address(a, `${at}.subscription_manager`)),
+    startBlock: c.start_block,
+    explorerUrl: nullable(c.explorer_url, (u) => url(u, `${at}.explorer_url`)),
+    publicRpcUrl: nullable(c.public_rpc_url, (u) => url(u, `${at}.public_rpc_url`)),
+    tokens: c.tokens?.map((t, j): ChainToken => ({ currency: t.currency, address: address(t.address, `${at}.tokens[${j}].address`), decimals: t.decimals })),
+  };
 }
 
 function readChainsFile(file: string): ChainOverride[] {
@@ -124,15 +186,16 @@ function readChainsFile(file: string): ChainOverride[] {
   } catch (err) {
     throw new ChainsConfigError('CHAINS_FILE', `${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
   }
-  let json: Json;
+  let json: unknown;
   try {
-    json = JSON.parse(text) as Json;
+    json = JSON.parse(text);
   } catch (err) {
-    throw new ChainsConfigError('CHAINS_FILE', `${file} is not JSON: ${(err as Error).message}`);
+    throw new ChainsConfigError('CHAINS_FILE', `${file} is not JSON: ${firstLine(err)}`);
   }
-  if (!Array.isArray(json)) throw new ChainsConfigError('CHAINS_FILE', `${file} must hold a JSON array of chains`);
+  const problem = chainsFileProblem(json);
+  if (problem !== null) throw new ChainsConfigError('CHAINS_FILE', `${file}${problem.startsWith('[') ? '' : ' '}${problem}`);
   try {
-    const chains = json.map(parseChain);
+    const chains = (json as ChainsFileChain[]).map(toOverride);
     const seen = new Set<number>();
     for (const c of chains) {
       if (seen.has(c.chainId)) throw new Error(`lists chain ${c.chainId} twice`);

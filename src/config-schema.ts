@@ -6,12 +6,13 @@ import type { Chain } from './domain/chains.js';
 import { LOG_FORMATS } from './log.js';
 import type { Duration } from 'luxon';
 import { Type, type Static, type TSchema } from 'typebox';
+import type { Secret } from './lib/secret.js';
 
-export const CONFIG_GROUPS = ['Database and queues', 'API', 'Email', 'Workers', 'Webhooks and events', 'Reminders', 'Chains', 'Queue dashboard', 'Logs'] as const;
+export const CONFIG_GROUPS = ['Database and queues', 'API', 'Email', 'Workers', 'Webhooks and events', 'Reminders', 'Chains', 'Relayer', 'Queue dashboard', 'Logs'] as const;
 export type ConfigGroup = (typeof CONFIG_GROUPS)[number];
 
 /** How a variable's text becomes its value (src/config.ts has one parser per kind). */
-export type VariableKind = 'integer' | 'string' | 'url' | 'boolean' | 'duration' | 'timeZone' | 'oneOf' | 'hostPorts' | 'rpcUrls';
+export type VariableKind = 'integer' | 'string' | 'url' | 'boolean' | 'duration' | 'timeZone' | 'oneOf' | 'hostPorts' | 'rpcUrls' | 'privateKeys';
 
 /** What every variable carries beside its JSON Schema. */
 export interface VariableMeta {
@@ -328,6 +329,38 @@ export const ConfigSchema = Type.Object({
     group: 'Chains',
     protocols: ['http:', 'https:', 'ws:', 'wss:'],
     description: "comma-separated http(s) or ws(s) URLs that set or override the RPC URLs of the chain with that id (`RPC_URL_84532=https://...`)",
+  }),
+
+  relayerPrivateKeyFile: optionalText({
+    env: 'RELAYER_PRIVATE_KEY_FILE',
+    group: 'Relayer',
+    defaultText: 'unset: no relayer (chain 31337: `relayer.key` beside `CHAINS_FILE`, which `npm run chain` writes)',
+    description:
+      "path of a file holding the relayer's private key (64 hexadecimal characters, `0x` optional), the operator of new subscriptions on every chain without its own `RELAYER_PRIVATE_KEY_<chainId>`; read once at start; refused when its group or others may read it (`chmod 600`). See [The relayer](subscriptions.md#the-relayer)",
+  }),
+  relayerPrivateKeys: Type.Unsafe<Record<number, Secret<`0x${string}`>>>({
+    type: 'object',
+    env: 'RELAYER_PRIVATE_KEY_<chainId>',
+    // Not RELAYER_PRIVATE_KEY_FILE, a variable of its own.
+    envPattern: /^RELAYER_PRIVATE_KEY_(?!FILE$)(.*)$/,
+    kind: 'privateKeys',
+    group: 'Relayer',
+    description:
+      "the relayer's private key itself (not a path) for the chain with that id; wins over `RELAYER_PRIVATE_KEY_FILE` for that chain. Never logged, never in an error",
+  }),
+  relayerStuckBlocks: integer({
+    env: 'RELAYER_STUCK_BLOCKS',
+    group: 'Relayer',
+    default: 12,
+    minimum: 1,
+    maximum: 10_000,
+    description: 'a relayer transaction not mined this many blocks after it was sent is replaced (same nonce) with fees at least 25% higher',
+  }),
+  relayerMinBalance: text({
+    env: 'RELAYER_MIN_BALANCE',
+    group: 'Relayer',
+    default: '0.01',
+    description: "native coin (ETH on Base and Ethereum, POL on Polygon) below which the relayer's balance is logged as a warning (the balance is always the `relayer_native_balance` metric)",
   }),
 
   // Not a variable: the built-in chains joined by CHAINS_FILE, with RPC_URL_<chainId> over both.

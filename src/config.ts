@@ -3,7 +3,9 @@
 // entrypoint turns that into one line on stderr and exit code 1.
 import { availableParallelism } from 'node:os';
 import { Duration } from 'luxon';
-import { ChainsConfigError, loadChains } from './chains-config.js';
+import { ChainsConfigError, chainUrlProblem, loadChains } from './chains-config.js';
+import type { Chain } from './domain/chains.js';
+import { Secret } from './lib/secret.js';
 import { ConfigSchema, configVariables, type Config, type ConfigVariable, type QueueBackendKind, type RedisNode } from './config-schema.js';
 
 export { QUEUE_BACKENDS, type Config, type QueueBackendKind, type RedisNode, type WebhookConfig } from './config-schema.js';
@@ -100,21 +102,36 @@ function parseRpcUrls(env: Env, variable: ConfigVariable): Record<number, string
       .filter((part) => part !== '');
     if (list.length === 0) throw new ConfigError(name, 'must list at least one URL');
     for (const url of list) {
-      try {
-        parseUrl(name, url, variable.protocols!);
-        if (new URL(url).hostname === '') throw new Error('no host');
-      } catch {
-        throw new ConfigError(name, `must be comma-separated http(s) or ws(s) URLs, got "${url}"`);
-      }
+      if (chainUrlProblem(url) !== null) throw new ConfigError(name, `must be comma-separated http(s) or ws(s) URLs, got "${url}"`);
     }
     urls[Number(m[1])] = list;
   }
   return urls;
 }
 
+/**
+ * `RELAYER_PRIVATE_KEY_<chainId>` variables: each one private key, `0x` and 64 hexadecimal
+ * characters (`0x` optional). Held as a Secret; an error names the variable, never the value.
+ */
+function parsePrivateKeys(env: Env, variable: ConfigVariable): Record<number, Secret<`0x${string}`>> {
+  const keys: Record<number, Secret<`0x${string}`>> = {};
+  for (const name of Object.keys(env).sort()) {
+    const m = variable.envPattern!.exec(name);
+    const text = raw(env, name);
+    if (!m || text === null) continue;
+    if (!/^[1-9]\d{0,15}$/.test(m[1])) throw new ConfigError(name, `must end in a chain id (a positive integer), got "${m[1].slice(0, 20)}"`);
+    const trimmed = text.trim();
+    const hex = /^0x/i.test(trimmed) ? trimmed.slice(2) : trimmed;
+    if (!/^[0-9a-fA-F]{64}$/.test(hex)) throw new ConfigError(name, 'must be one private key: 64 hexadecimal characters, 0x optional (the value is not shown)');
+    keys[Number(m[1])] = new Secret<`0x${string}`>(`0x${hex.toLowerCase()}`);
+  }
+  return keys;
+}
+
 /** A variable's value, or undefined when it is unset and its default is computed (defaultText). */
 function parseVariable(env: Env, v: ConfigVariable): unknown {
   if (v.kind === 'rpcUrls') return parseRpcUrls(env, v);
+  if (v.kind === 'privateKeys') return parsePrivateKeys(env, v);
   const text = raw(env, v.env);
   if (text === null) {
     if (v.default === undefined) return v.defaultText === undefined ? null : undefined;
@@ -173,6 +190,9 @@ function computedDefault(path: string, values: ReadonlyMap<string, unknown>): un
     case 'reminderShards':
       // 1 on single Redis (more queues on one node buy nothing); 12 on a cluster (4 per master on 3).
       return values.get('redisClusterNodes') === null ? 1 : 12;
+    case 'relayerPrivateKeyFile':
+      // Unset: no key for any chain but the local one (src/chain/relayer-keys.ts looks beside CHAINS_FILE).
+      return null;
     case 'pdfRenderThreads':
       return Math.min(4, availableParallelism());
     default:
@@ -196,6 +216,10 @@ function checkTogether(env: Env, values: Map<string, unknown>): void {
   }
   if (values.get('databaseUrl') === null) {
     throw new ConfigError(nameOf('databaseUrl'), 'is unset: start the service through its commands, which then run an embedded PostgreSQL');
+  }
+  // Native coin in whole units with up to 18 decimals (wei): read exactly by the relayer.
+  if (!/^\d{1,30}(\.\d{1,18})?$/.test(values.get('relayerMinBalance') as string)) {
+    throw new ConfigError(nameOf('relayerMinBalance'), `must be an amount of the native coin such as 0.01, got "${String(values.get('relayerMinBalance')).slice(0, 40)}"`);
   }
   values.set('paymentPageBase', (values.get('paymentPageBase') as string).replace(/\/+$/, ''));
   values.set('workerPortFallback', raw(env, nameOf('workerPort')) === null);
@@ -232,6 +256,11 @@ export function loadConfig(env: Env = process.env): Config {
     if (err instanceof ChainsConfigError) throw new ConfigError(err.variable, err.message);
     throw err;
   }
+  for (const id of Object.keys(values.get('relayerPrivateKeys') as Record<number, unknown>)) {
+    if (!(values.get('chains') as Chain[]).some((c) => c.chainId === Number(id))) {
+      throw new ConfigError(`RELAYER_PRIVATE_KEY_${id}`, `names chain ${id}, which is neither built in nor in CHAINS_FILE`);
+    }
+  }
   // Every value was parsed by the parser of its schema kind above, so the object is the schema's Config.
   return Object.freeze(nest(values)) as Config;
 }
@@ -246,6 +275,8 @@ export function environmentOf(config: Config, paths: readonly (keyof Config)[]):
     if (v.kind === 'hostPorts') env[v.env] = (value as RedisNode[]).map((n) => (n.host.includes(':') ? `[${n.host}]:${n.port}` : `${n.host}:${n.port}`)).join(',');
     else if (v.kind === 'duration') env[v.env] = (value as Duration).toISO() ?? '';
     else if (v.kind === 'rpcUrls') for (const [id, urls] of Object.entries(value as Record<number, string[]>)) env[`RPC_URL_${id}`] = urls.join(',');
+    // A child process is given the key itself: the one place a Secret is revealed outside the signer.
+    else if (v.kind === 'privateKeys') for (const [id, key] of Object.entries(value as Record<number, Secret<string>>)) env[`RELAYER_PRIVATE_KEY_${id}`] = key.reveal();
     else env[v.env] = String(value);
   }
   return env;

@@ -6,6 +6,7 @@ import path from 'node:path';
 import type { Job } from 'bullmq';
 import pg from 'pg';
 import { loadInvoiceForMail } from '../../src/db/invoice-for-mail.js';
+import { BUILT_IN_CHAINS } from '../../src/domain/chains.js';
 import type { InvoiceDocument } from '../../src/domain/invoice-document.js';
 import { MAX_LINE_DESCRIPTION, MAX_LINE_ITEMS } from '../../src/domain/invoice-limits.js';
 import { loadConfig } from '../../src/config.js';
@@ -282,7 +283,7 @@ export async function openBackend(backend: BenchBackend, sink: SmtpSink, tmp: st
  * pdfkit and nodemailer children measure. */
 export async function writeSampleDocument(env: Env, pool: pg.Pool, file: string, opts: { tag: string; code: string; items?: (seed: number) => object[] }): Promise<void> {
   const [sample] = await env.api.createDrafts(`${opts.tag}${randomSuffix()}`, 1, 1, opts.items);
-  const loaded = await loadInvoiceForMail(pool, sample.id, PAYMENT_PAGE_BASE);
+  const loaded = await loadInvoiceForMail(pool, sample.id, { paymentPageBase: PAYMENT_PAGE_BASE, chains: BUILT_IN_CHAINS });
   const doc: InvoiceDocument = { ...loaded!.doc, code: opts.code, issuedAt: new Date().toISOString() };
   writeFileSync(file, JSON.stringify(doc));
 }

@@ -8,18 +8,7 @@
 import { compareScannedFor, type Chain, type ScannedFor } from '../domain/chains.js';
 import { newId } from '../domain/ids.js';
 import type { InvoiceStatus } from '../domain/invoice-rules.js';
-import {
-  applyPayment,
-  countedAtomic,
-  dustFloorAtomic,
-  expectedFeeAtomic,
-  feeRoomAtomic,
-  matchTransfer,
-  remainingAtomic,
-  sameAddress,
-  type Application,
-  type PaymentOutcome,
-} from '../domain/payments.js';
+import { applyPaymentTo, dustFloorAtomic, remainingAtomic, type PaymentOutcome } from '../domain/payments.js';
 import { withTransaction, type Pool, type PoolClient } from '../db/pool.js';
 import {
   emitPartiallyPaid,
@@ -43,7 +32,8 @@ import {
   type PaymentRow,
   type PaymentWrite,
 } from '../db/payments.js';
-import type { ObservedPayment } from './observe.js';
+import { kindNamed } from './kinds/index.js';
+import type { CandidateInvoice, InvoiceBook, ObservedPayment } from './kinds/kind.js';
 import { presentPayment } from './payment-object.js';
 
 export interface RangeToRecord {
@@ -136,7 +126,7 @@ export async function recordRange(pool: Pool, chain: Chain, range: RangeToRecord
       : [];
     await emitPaymentEvents(
       tx,
-      gone.map((p) => ({ accountId: p.account_id, environment: p.environment, type: 'payment.reorged_out', id: p.id, object: presentPayment(p, range.head) })),
+      gone.map((p) => ({ accountId: p.account_id, environment: p.environment, type: 'payment.reorged_out', id: p.id, object: presentPayment(p, [chain], range.head) })),
     );
     const { outcome, kept } = await recordPayments(tx, chain, range);
     for (const p of gone) {
@@ -146,7 +136,7 @@ export async function recordRange(pool: Pool, chain: Chain, range: RangeToRecord
     const removed = await removeVanishedPayments(tx, chain.chainId, range.from, range.to, [...kept, ...(range.stillOnChain ?? [])]);
     await emitPaymentEvents(
       tx,
-      removed.map((p) => ({ accountId: p.account_id, environment: p.environment, type: 'payment.removed', id: p.id, object: presentPayment(p, range.head) })),
+      removed.map((p) => ({ accountId: p.account_id, environment: p.environment, type: 'payment.removed', id: p.id, object: presentPayment(p, [chain], range.head) })),
     );
     for (const p of removed) outcome.recorded.push({ kind: p.kind, status: 'removed' });
     if (range.cursorTo) await moveCursor(tx, chain.chainId, range.cursorTo);
@@ -200,8 +190,9 @@ async function recordPayments(
   await moveConfirmedPayments(tx, moved);
   if (todo.length === 0) return { outcome, kept };
 
-  const topics = [...new Set(todo.flatMap((o) => (o.referenceTopic ? [o.referenceTopic] : [])))];
-  const targets = [...new Set(todo.filter((o) => o.kind === 'transfer').map((o) => lower(o.to)))];
+  const keys = todo.map((o) => kindNamed(o.kind).invoiceKeys(o));
+  const topics = [...new Set(keys.flatMap((k) => k.referenceTopics))];
+  const targets = [...new Set(keys.flatMap((k) => k.settlementAddresses))];
   const invoices = new Map<string, InvoiceState>(
     (await lockPayableInvoices(tx, chain.chainId, topics, targets)).map((row) => [
       row.id,
@@ -216,9 +207,23 @@ async function recordPayments(
       },
     ]),
   );
+  const candidates = new Map<InvoiceState, CandidateInvoice>(
+    [...invoices.values()].map((s) => [
+      s,
+      {
+        id: s.row.id,
+        settlementAddress: s.row.settlement_address,
+        tokenAddress: s.row.token_address,
+        referenceTopic: s.row.payment_reference_topic,
+        get balance() {
+          return { status: s.status, amountAtomic: BigInt(s.row.amount_atomic), paidAtomic: s.paid };
+        },
+      },
+    ]),
+  );
   const byTopic = new Map([...invoices.values()].filter((s) => s.row.payment_reference_topic).map((s) => [s.row.payment_reference_topic!, s]));
-  // A plain transfer's candidates by (address, token, remaining), kept current as payments apply:
-  // scanning every invoice of the address for each transfer is quadratic in a busy range.
+  // Open invoices by (address, token, remaining), kept current as payments apply: scanning every
+  // invoice of the address for each plain transfer is quadratic in a busy range.
   const byRemaining = new Map<string, Set<InvoiceState>>();
   const remainingKey = (s: InvoiceState) =>
     s.status === 'open' || s.status === 'overdue'
@@ -231,6 +236,13 @@ async function recordPayments(
     bucket.add(s);
   };
   for (const s of invoices.values()) indexAt(s, remainingKey(s));
+  const book: InvoiceBook = {
+    referenced: (topic) => {
+      const s = byTopic.get(topic);
+      return s && candidates.get(s);
+    },
+    owing: (to, token, remaining) => [...(byRemaining.get(transferKey(to, token, remaining)) ?? [])].map((s) => candidates.get(s)!),
+  };
   const owners = await ownersOfAddresses(tx, chain.chainId, chain.environment, [...new Set(todo.map((o) => lower(o.to)))]);
 
   const inserts: PaymentWrite[] = [];
@@ -239,15 +251,9 @@ async function recordPayments(
   const now = new Date().toISOString();
   const floors = new Map(chain.tokens.map((t) => [lower(t.address), dustFloorAtomic(t.decimals)]));
   for (const o of todo) {
-    let inv: InvoiceState | null = null;
-    if (o.kind === 'proxy') {
-      const s = o.referenceTopic ? byTopic.get(o.referenceTopic) : undefined;
-      if (s && sameAddress(s.row.settlement_address, o.to) && sameAddress(s.row.token_address, o.tokenAddress)) inv = s;
-    } else {
-      const value = o.receivedAtomic;
-      const candidates = [...(byRemaining.get(transferKey(o.to, o.tokenAddress, value)) ?? [])].map((s) => ({ s, remainingAtomic: value }));
-      inv = matchTransfer(candidates, value)?.s ?? null;
-    }
+    const kind = kindNamed(o.kind);
+    const matched = kind.match(o, book);
+    const inv = matched ? invoices.get(matched.id)! : null;
     // Dust nobody's invoice claims is no payment: no unmatched row, no event (a referenced or an
     // exactly matching one is recorded against its invoice like any other).
     if (!inv && o.receivedAtomic + o.feeReceivedAtomic < (floors.get(lower(o.tokenAddress)) ?? 1n)) {
@@ -267,26 +273,24 @@ async function recordPayments(
         result = 'unmatched';
       } else {
         const before = remainingKey(inv);
-        const c = countedAtomic(o, feeRoomAtomic(inv.fee, inv.feeCounted));
         // A payment reorged out and back counts again, even toward the invoice it had paid (which stayed paid).
-        const restored = e?.reorged_out_at != null && e.counted_atomic !== null && e.invoice_id === inv.row.id && inv.status === 'paid';
-        const application: Application = restored
-          ? { outcome: 'applied', paidAtomic: inv.paid + c.countedAtomic, status: 'paid', fullyPaid: false }
-          : applyPayment({ status: inv.status, amountAtomic: BigInt(inv.row.amount_atomic), paidAtomic: inv.paid }, c.countedAtomic);
+        const restored = e?.reorged_out_at != null && e.counted_atomic !== null && e.invoice_id === inv.row.id;
+        const application = applyPaymentTo(
+          { status: inv.status, amountAtomic: BigInt(inv.row.amount_atomic), paidAtomic: inv.paid, feeAtomic: inv.fee, feeCountedAtomic: inv.feeCounted },
+          o,
+          { blockTime: range.blockTimes.get(o.blockNumber) ?? new Date(), dustFloorAtomic: floors.get(lower(o.tokenAddress)) ?? 1n, restored },
+        );
         result = application.outcome;
         if (application.outcome === 'applied') {
-          counted = c.countedAtomic;
-          inv.feeCounted += c.feeCountedAtomic;
-          inv.paid = application.paidAtomic;
+          counted = application.countedAtomic;
+          inv.feeCounted = application.ledger.feeCountedAtomic;
+          inv.paid = application.ledger.paidAtomic;
+          inv.status = application.ledger.status;
           inv.changed = true;
-          if (application.fullyPaid) {
-            inv.status = 'paid';
-            inv.paidAt = (range.blockTimes.get(o.blockNumber) ?? new Date()).toISOString();
-          } else if (c.countedAtomic >= (floors.get(lower(o.tokenAddress)) ?? 1n)) {
-            // Dust toward an invoice counts, but announces nothing: no invoice.partially_paid
-            // (and no acknowledgement email) for a payment anyone can repeat for the gas alone.
-            partial.push(inv.row.id);
-          }
+          if (application.paidAt) inv.paidAt = application.paidAt.toISOString();
+          // Dust toward an invoice counts, but announces nothing: no invoice.partially_paid (and no
+          // acknowledgement email) for a payment anyone can repeat for the gas alone.
+          if (application.announcesPartial) partial.push(inv.row.id);
           outcome.applied++;
           if (before !== null) byRemaining.get(before)!.delete(inv);
           indexAt(inv, remainingKey(inv));
@@ -312,7 +316,7 @@ async function recordPayments(
       amount_atomic: o.amountAtomic.toString(),
       fee_atomic: o.feeAtomic.toString(),
       fee_address: o.feeAddress,
-      fee_expected_atomic: o.kind === 'proxy' && inv ? expectedFeeAtomic('proxy', o.receivedAtomic + o.feeReceivedAtomic, inv.row.fee_bps ?? 0).toString() : null,
+      fee_expected_atomic: inv ? (kind.expectedFeeAtomic(o.receivedAtomic + o.feeReceivedAtomic, inv.row.fee_bps ?? 0)?.toString() ?? null) : null,
       received_atomic: o.receivedAtomic.toString(),
       fee_received_atomic: o.feeReceivedAtomic.toString(),
       counted_atomic: counted === null ? null : counted.toString(),
@@ -341,7 +345,7 @@ async function recordPayments(
       environment: w.environment,
       type: w.status === 'confirmed' ? 'payment.confirmed' : 'payment.pending',
       id: w.id,
-      object: presentPayment(asRow(w), range.head),
+      object: presentPayment(asRow(w), [chain], range.head),
     })),
   );
   const balances: InvoiceBalanceWrite[] = [...invoices.values()]
@@ -386,7 +390,7 @@ export async function rewindCursor(
       const gone = await removeVanishedPayments(tx, chain.chainId, restartedAt + 1n, null, []);
       await emitPaymentEvents(
         tx,
-        gone.map((p) => ({ accountId: p.account_id, environment: p.environment, type: 'payment.removed', id: p.id, object: presentPayment(p, restartedAt) })),
+        gone.map((p) => ({ accountId: p.account_id, environment: p.environment, type: 'payment.removed', id: p.id, object: presentPayment(p, [chain], restartedAt) })),
       );
       await resetHead(tx, chain.chainId);
     }

@@ -1,7 +1,8 @@
 // A payment row as the API shows it (GET /v1/payments/{id}, its events): the issue's fields, plus
 // what the merchant needs to act on it (outcome, the fee the rule expected, where to see it).
-import { explorerTxUrl } from '../domain/chains.js';
-import { confirmationsAt, type PaymentKind, type PaymentOutcome, type PaymentStatus } from '../domain/payments.js';
+import { explorerTxUrl, type ChainRegistry } from '../domain/chains.js';
+import { confirmationsAt, type PaymentOutcome, type PaymentStatus } from '../domain/payments.js';
+import type { PaymentKind } from './kinds/index.js';
 import type { PaymentRow } from '../db/payments.js';
 
 export interface PaymentObject {
@@ -44,8 +45,8 @@ export interface PaymentObject {
   confirmed_at: string | null;
 }
 
-/** `head`: the chain's head as last seen (confirmations are counted from it). */
-export function presentPayment(p: PaymentRow, head: bigint | null = p.head_block === null ? null : BigInt(p.head_block)): PaymentObject {
+/** `chains`: the deployment's (the explorer link); `head`: the chain's head as last seen (confirmations are counted from it). */
+export function presentPayment(p: PaymentRow, chains: ChainRegistry, head: bigint | null = p.head_block === null ? null : BigInt(p.head_block)): PaymentObject {
   return {
     id: p.id,
     object: 'payment',
@@ -64,17 +65,19 @@ export function presentPayment(p: PaymentRow, head: bigint | null = p.head_block
     total_atomic: (BigInt(p.amount_atomic) + BigInt(p.fee_atomic)).toString(),
     fee_address: p.fee_address,
     fee_expected_atomic: p.fee_expected_atomic,
-    fee_collected: p.kind === 'proxy' && BigInt(p.fee_received_atomic) > 0n,
+    // Only a kind that takes a fee leg (the proxy) records a fee received.
+    fee_collected: BigInt(p.fee_received_atomic) > 0n,
     received_atomic: p.received_atomic,
     // A reorged-out row keeps what it had counted (to count it again should it come back): it counts nothing now.
     counted_atomic: p.status === 'confirmed' ? p.counted_atomic : null,
     reorged_out: p.status === 'removed' && p.reorged_out_at !== null,
     payment_reference: p.payment_reference,
-    kind: p.kind,
+    // Only the kinds write rows (the detector), each with its own name.
+    kind: p.kind as PaymentKind,
     status: p.status,
     outcome: p.outcome,
     confirmations: p.status === 'removed' || head === null ? 0 : confirmationsAt(head, BigInt(p.block_number)),
-    explorer_url: explorerTxUrl(p.chain_id, p.tx_hash),
+    explorer_url: explorerTxUrl(chains, p.chain_id, p.tx_hash),
     created_at: p.created_at.toISOString(),
     confirmed_at: p.confirmed_at ? p.confirmed_at.toISOString() : null,
   };

@@ -22,7 +22,6 @@ import {
   type PublicClient,
   type Transport,
 } from 'viem';
-import { ERC20_TRANSFER, TRANSFER_WITH_REFERENCE_AND_FEE } from './abi.js';
 
 export type RpcOutcome = 'ok' | 'error' | 'range_refused' | 'rate_limited';
 
@@ -39,15 +38,15 @@ export interface ChainRpc {
   /** The block, or null when the node has none of that number (a lagging node, a lying head, a chain rolled back). */
   blockIfAny(number: bigint): Promise<BlockHeader | null>;
   /**
+   * One eth_getLogs, as a kind of log asks it (chain/kinds/): `query` calls the client's getLogs.
    * `narrow`: the range is one block the provider would not serve whole; asked again without a
    * response size limit (a block's logs are bounded by its gas).
    */
-  proxyLogs(proxy: string, from: bigint, to: bigint, narrow?: boolean): Promise<ProxyLog[]>;
-  /** `narrow`: one eth_getLogs per recipient, each asked again without a size limit if still too big. */
-  transferLogs(tokens: string[], recipients: string[], from: bigint, to: bigint, narrow?: boolean): Promise<TransferLog[]>;
+  getLogs<T>(narrow: boolean, query: (client: PublicClient) => Promise<T>): Promise<T>;
 }
 
-interface LogPosition {
+/** Where a log is: every kind's decoded log carries it. */
+export interface LogPosition {
   txHash: string;
   logIndex: number;
   blockNumber: bigint;
@@ -56,25 +55,6 @@ interface LogPosition {
   blockTimestamp: bigint | null;
 }
 
-export interface ProxyLog extends LogPosition {
-  tokenAddress: string;
-  to: string;
-  amount: bigint;
-  /** keccak256 of the reference's bytes: an indexed `bytes` is stored as its hash. */
-  referenceTopic: string;
-  feeAmount: bigint;
-  feeAddress: string;
-}
-
-export interface TransferLog extends LogPosition {
-  tokenAddress: string;
-  from: string;
-  to: string;
-  value: bigint;
-}
-
-/** Recipients per eth_getLogs call: providers bound the topics of one filter. */
-const RECIPIENTS_PER_CALL = 500;
 const TIMEOUT_MS = 15_000;
 
 /**
@@ -157,7 +137,8 @@ function transportOf(urls: string[], maxResponseBodySize?: false): Transport {
   return urls.length === 1 ? one(urls[0], maxResponseBodySize) : fallback(urls.map((u) => one(u, maxResponseBodySize)), { retryCount: 0 });
 }
 
-function position(log: Log): LogPosition {
+/** A viem log's position. */
+export function position(log: Log): LogPosition {
   return {
     txHash: log.transactionHash!,
     logIndex: log.logIndex!,
@@ -211,30 +192,6 @@ export function createChainRpc(urls: string[], count: (method: string, outcome: 
           throw err;
         }
       }),
-    proxyLogs: (proxy, from, to, narrow = false) =>
-      sized(narrow, async (c) => {
-        const logs = await c.getLogs({ address: proxy as `0x${string}`, event: TRANSFER_WITH_REFERENCE_AND_FEE, fromBlock: from, toBlock: to, strict: true });
-        return logs.map((l) => ({
-          ...position(l),
-          tokenAddress: l.args.tokenAddress,
-          to: l.args.to,
-          amount: l.args.amount,
-          referenceTopic: l.args.paymentReference,
-          feeAmount: l.args.feeAmount,
-          feeAddress: l.args.feeAddress,
-        }));
-      }),
-    async transferLogs(tokens, recipients, from, to, narrow = false) {
-      const out: TransferLog[] = [];
-      const perCall = narrow ? 1 : RECIPIENTS_PER_CALL;
-      for (let i = 0; i < recipients.length; i += perCall) {
-        const batch = recipients.slice(i, i + perCall) as `0x${string}`[];
-        const logs = await sized(narrow, (c) =>
-          c.getLogs({ address: tokens as `0x${string}`[], event: ERC20_TRANSFER, args: { to: batch }, fromBlock: from, toBlock: to, strict: true }),
-        );
-        for (const l of logs) out.push({ ...position(l), tokenAddress: l.address, from: l.args.from, to: l.args.to, value: l.args.value });
-      }
-      return out;
-    },
+    getLogs: sized,
   };
 }

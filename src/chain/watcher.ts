@@ -14,11 +14,12 @@ import { safeHead } from '../domain/payments.js';
 import { compareScannedFor, describeScannedForDifference, isWatched, scannedForOf, type Chain } from '../domain/chains.js';
 import type { Logger } from '../log.js';
 import { withTransaction, type Pool } from '../db/pool.js';
-import { findCursor, lockCursor, pendingPaymentsBetween, resetHead, setCursorIdentity, watchedAddresses } from '../db/payments.js';
+import { findCursor, forgetHead, lockCursor, pendingPaymentsBetween, setCursorIdentity, watchedAddresses } from '../db/payments.js';
 import type { ChainMetrics } from '../observability/metrics.js';
 import { recordRange, rewindCursor } from './detector.js';
-import { observePayments, type ObservedPayment } from './observe.js';
+import { fetchLogs, observePayments, type ObservedPayment } from './observe.js';
 import { chainIdAt, classifyRpcError, createChainRpc, redactRpcUrl, type BlockHeader, type ChainRpc, type RpcOutcome } from './rpc.js';
+import { firstLine } from '../lib/first-line.js';
 
 export interface ChainWatcherOptions {
   pool: Pool;
@@ -120,20 +121,12 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
     return s.rpc;
   }
 
-  /** The range's payments; a refused or oversized range is halved (down to one block, then one address at a time). */
+  /** The range's payments, of every kind; a refused or oversized range is halved (down to one block, then a kind's smallest pieces). */
   async function logsOf(chain: Chain, rpc: ChainRpc, s: ChainState, recipients: string[], from: bigint, to: bigint): Promise<{ observed: ObservedPayment[]; to: bigint }> {
     for (let narrow = false; ; ) {
       try {
-        const [proxy, transfers] = await Promise.all([
-          chain.feeProxy ? rpc.proxyLogs(chain.feeProxy, from, to, narrow) : Promise.resolve([]),
-          recipients.length > 0 && chain.tokens.length > 0
-            ? // The fee address too: a proxy payment's fee counts only when its Transfer went there.
-              rpc.transferLogs(chain.tokens.map((t) => t.address), chain.feeAddress ? [...recipients, chain.feeAddress.toLowerCase()] : recipients, from, to, narrow)
-            : Promise.resolve([]),
-        ]);
-        // A proxy event names any token its caller likes: only the chain's own tokens are payments.
-        const tokens = new Set(chain.tokens.map((t) => t.address.toLowerCase()));
-        return { observed: observePayments(proxy.filter((p) => tokens.has(p.tokenAddress.toLowerCase())), transfers, chain.feeAddress), to };
+        const logs = await fetchLogs(rpc, { chain, recipients }, from, to, narrow);
+        return { observed: observePayments(logs, chain.feeAddress), to };
       } catch (err) {
         if (classifyRpcError(err) !== 'range' || narrow) throw err;
         if (to === from) {
@@ -269,7 +262,7 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
     // verified, a chain rolled back) is forgotten: confirmations count from verified heads.
     if (cursor?.head_block && BigInt(cursor.head_block) > head && !(await rpc.blockIfAny(BigInt(cursor.head_block)))) {
       opts.log.warn({ chain_id: chain.chainId, recorded_head: cursor.head_block, head: head.toString() }, 'the recorded head is not on the chain: forgotten');
-      await resetHead(opts.pool, chain.chainId);
+      await forgetHead(opts.pool, chain.chainId);
     }
 
     const scannedFor = scannedForOf(chain);
@@ -434,7 +427,7 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
         // One warning per outage, with the error itself (its class, message, cause and stack).
         if (s.failureCause !== failure) opts.log.warn({ chain_id: chainId, cause: failure, retry_in_ms: waitMs, err }, 'chain RPC failing; backing off');
         s.failureCause = failure;
-        return `scan failed (${failure}: ${firstLine(err)}), retry in ${waitMs} ms`;
+        return `scan failed (${failure}: ${firstLine(err).slice(0, 120)}), retry in ${waitMs} ms`;
       }
     },
   };
@@ -450,6 +443,3 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
   }
 }
 
-function firstLine(err: unknown): string {
-  return (err instanceof Error ? err.message : String(err)).split('\n')[0].slice(0, 120);
-}

@@ -5,7 +5,7 @@ import type { InvoiceStatus } from '../domain/invoice-rules.js';
 import { lineTotal, formatDecimal, Money } from '../domain/money.js';
 import type { InvoiceDocument } from '../domain/invoice-document.js';
 import { formatUnits } from 'viem';
-import { explorerTxUrl } from '../domain/chains.js';
+import { explorerTxUrl, type ChainRegistry } from '../domain/chains.js';
 import { instructionsOfRow } from '../domain/payments.js';
 import type { Queryable } from './pool.js';
 
@@ -65,7 +65,8 @@ interface Row {
 export async function loadInvoiceForMail(
   db: Queryable,
   invoiceId: string,
-  paymentPageBase: string,
+  /** The configuration's: where payment links point, and the chains (their explorers and fee proxies). */
+  { paymentPageBase, chains }: { paymentPageBase: string; chains: ChainRegistry },
   deliveryId: string | null = null,
 ): Promise<InvoiceForMail | null> {
   const { rows } = await db.query<Row>({
@@ -120,6 +121,7 @@ export async function loadInvoiceForMail(
       timeZone: r.customer_time_zone ?? r.account_time_zone,
       amount,
       currency: r.currency,
+      tokenDecimals: r.token_decimals,
       network: r.network,
       chainId: r.chain_id,
       lines,
@@ -132,12 +134,12 @@ export async function loadInvoiceForMail(
       tokenAddress: r.token_address,
       onChain:
         r.settlement_address && r.payment_reference
-          ? { to: r.settlement_address, paymentReference: r.payment_reference, viaProxy: instructionsOfRow(r) !== null }
+          ? { to: r.settlement_address, paymentReference: r.payment_reference, viaProxy: instructionsOfRow(r, chains) !== null }
           : null,
       payments: r.payments.map((p) => ({
         amount: formatUnits(BigInt(p.counted_atomic), r.token_decimals),
         txHash: p.tx_hash,
-        url: explorerTxUrl(r.chain_id, p.tx_hash),
+        url: explorerTxUrl(chains, r.chain_id, p.tx_hash),
       })),
       paidAt: r.paid_at ? r.paid_at.toISOString() : null,
     },

@@ -249,18 +249,6 @@ export async function markSent(db: Queryable, id: string, code: string, target: 
   return rows[0] ?? null;
 }
 
-/** open|overdue -> paid, as the on-chain payment detector would. */
-export async function markPaid(db: Queryable, scope: Scope, id: string): Promise<InvoiceRow | null> {
-  const { rows } = await db.query<InvoiceRow>(
-    `update invoices set status = 'paid', paid_at = clock_timestamp(), attempt_count = attempt_count + 1, updated_at = clock_timestamp(),
-       amount_paid_atomic = greatest(amount_paid_atomic, amount_atomic)
-     where id = $1 and account_id = $2 and environment = $3 and status in ('open', 'overdue')
-     returning ${COLUMNS}`,
-    [id, scope.accountId, scope.environment],
-  );
-  return rows[0] ?? null;
-}
-
 export async function setRemindersEnabled(db: Queryable, id: string, enabled: boolean): Promise<InvoiceRow> {
   const { rows } = await db.query<InvoiceRow>(
     `update invoices set reminders_enabled = $2,

@@ -4,7 +4,7 @@
 import type { ScannedFor } from '../domain/chains.js';
 import type { Environment } from '../domain/environment.js';
 import type { InvoiceStatus } from '../domain/invoice-rules.js';
-import type { PaymentKind, PaymentOutcome, PaymentStatus } from '../domain/payments.js';
+import type { PaymentOutcome, PaymentStatus } from '../domain/payments.js';
 import { listPage, type PageRequest, type PageResult } from './page.js';
 import type { Queryable } from './pool.js';
 import type { Scope } from './scope.js';
@@ -37,7 +37,8 @@ export interface PaymentRow {
   /** What it added to its invoice's amount_paid_atomic; null when it counts toward nothing. */
   counted_atomic: string | null;
   payment_reference: string | null;
-  kind: PaymentKind;
+  /** The name of its kind of chain log (src/chain/kinds/). */
+  kind: string;
   status: PaymentStatus;
   outcome: PaymentOutcome | null;
   created_at: Date;
@@ -119,6 +120,15 @@ export async function recordHead(db: Queryable, chainId: number, head: bigint, s
   );
 }
 
+/**
+ * A recorded head the chain has no block for (a lie believed once, a chain rolled back): forgotten.
+ * What a rewind marked for rescanning stays marked: the confirmed payments there are still to be
+ * checked against the new chain (unlike resetHead, for a chain started over).
+ */
+export async function forgetHead(db: Queryable, chainId: number): Promise<void> {
+  await db.query('update chain_cursors set head_block = null, safe_block = null where chain_id = $1', [chainId]);
+}
+
 /** A chain started over: the head seen before, and what was to be rescanned of the old chain, mean nothing now. */
 export async function resetHead(db: Queryable, chainId: number): Promise<void> {
   await db.query('update chain_cursors set head_block = null, safe_block = null, rescan_to = null where chain_id = $1', [chainId]);
@@ -171,6 +181,7 @@ export interface PayableInvoiceRow {
   status: InvoiceStatus;
   chain_id: number;
   token_address: string;
+  token_decimals: number;
   settlement_address: string | null;
   payment_reference: string | null;
   payment_reference_topic: string | null;
@@ -183,7 +194,7 @@ export interface PayableInvoiceRow {
   fee_counted_atomic: string;
 }
 
-const PAYABLE = `i.id, i.account_id, i.environment, i.status, i.chain_id, i.token_address, i.settlement_address, i.payment_reference,
+const PAYABLE = `i.id, i.account_id, i.environment, i.status, i.chain_id, i.token_address, i.token_decimals, i.settlement_address, i.payment_reference,
   i.payment_reference_topic, i.amount_atomic::text as amount_atomic, i.amount_paid_atomic::text as amount_paid_atomic, i.fee_bps,
   i.fee_atomic::text as fee_atomic`;
 

@@ -99,3 +99,17 @@ export async function writeQueueMarker(db: Queryable, queue: string, name: strin
     [queue, markerField(name), value],
   );
 }
+
+/**
+ * Removes these job schedulers of a queue and each one's pending delayed job, in one statement and
+ * one commit, through BullMQ's own `remove_job_scheduler` (the function its removeJobScheduler
+ * calls once per scheduler, so the same rows go and the same `removed` events are written).
+ * Ids are taken in sorted order, so two such calls lock the rows in the same order.
+ */
+export async function removeQueueJobSchedulers(db: Queryable, queue: string, schedulerIds: string[]): Promise<void> {
+  if (schedulerIds.length === 0) return;
+  await db.query(
+    `select ${QUEUE_SCHEMA}.remove_job_scheduler($1, s.id) from (select distinct unnest($2::text[]) as id order by 1) s`,
+    [queue, schedulerIds],
+  );
+}

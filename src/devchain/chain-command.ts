@@ -57,6 +57,8 @@ export interface ChainReadyInfo {
   feeProxy: Address;
   feeAddress: Address;
   subscriptionManager: Address;
+  /** The service's relayer here (the operator of local subscriptions) and its key file. */
+  relayer: { address: Address; keyFile: string };
   /** Where `npm run demo` has the demo merchant paid (anvil account 8). */
   merchant: Address;
   payer: { address: Address; privateKey: Hex };
@@ -86,6 +88,7 @@ export function chainReadyMessage(info: ChainReadyInfo): string {
     `  Fee proxy          ${info.feeProxy}`,
     `  Subscriptions      ${info.subscriptionManager}  (SubscriptionManager: docs/subscriptions.md)`,
     `  Fee address        ${info.feeAddress}  (anvil account 9)`,
+    `  Relayer            ${info.relayer.address}  (charges subscriptions; key in ${info.relayer.keyFile}, found by the service)`,
     `  Payer with USDC    ${info.payer.address}  (holds ${info.payerBalance} USDC)`,
     `  Its private key    ${info.payer.privateKey}`,
     `                     anvil's well-known account 0: public knowledge, for this local chain only.`,

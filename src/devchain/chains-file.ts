@@ -7,33 +7,17 @@ import { WELL_KNOWN_ACCOUNTS, FEE_ACCOUNT_INDEX } from './accounts.js';
 import { TEST_USDC_SYMBOL } from './contracts.js';
 import type { DevChainContracts } from './deploy.js';
 import { LOCAL_CHAIN_ID } from '../domain/chains.js';
+import { chainsFileProblem, type ChainsFileChain } from '../chains-config.js';
 
 /** Confirmations on a local chain: enough to see "confirming 1 of 2", few enough to wait 2 s at one block a second. */
 export const LOCAL_CONFIRMATIONS = 2;
 
-export interface ChainsFileToken {
-  currency: string;
-  address: Address;
-  decimals: number;
-}
-
-/** One chain of a CHAINS_FILE (snake_case: the file's format). */
-export interface ChainsFileEntry {
-  chain_id: number;
-  network: string;
-  environment: 'sandbox' | 'live';
-  rpc_urls: string[];
-  confirmations: number;
-  fee_proxy: Address;
-  fee_address: Address;
-  /** The SubscriptionManager (contracts/SubscriptionManager.sol); null: no subscriptions on this chain. */
-  subscription_manager: Address | null;
-  start_block: number;
-  explorer_url: string | null;
-  /** The RPC URL a payer's wallet may be given; optional (the local chain's bare URL is shown anyway). */
-  public_rpc_url?: string | null;
-  tokens: ChainsFileToken[];
-}
+/**
+ * One chain of a CHAINS_FILE as a local chain's is written: every field of the format (its one
+ * schema, `ChainsFileChain` in src/chains-config.ts, which the reader validates against) but the
+ * RPC URL a payer's wallet may be given (the local chain's bare URL is shown anyway).
+ */
+export type ChainsFileEntry = Required<Omit<ChainsFileChain, 'public_rpc_url'>> & Pick<ChainsFileChain, 'public_rpc_url'>;
 
 export interface LocalChain extends DevChainContracts {
   rpcUrl: string;
@@ -84,19 +68,16 @@ export function readLocalContracts(file: string, chainId: number = LOCAL_CHAIN_I
   } catch {
     return null;
   }
-  if (!Array.isArray(parsed)) return null;
-  const entry: unknown = parsed.find((e: unknown) => typeof e === 'object' && e !== null && (e as { chain_id?: unknown }).chain_id === chainId);
-  if (typeof entry !== 'object' || entry === null) return null;
-  const { fee_proxy: feeProxy, tokens, subscription_manager: manager } = entry as { fee_proxy?: unknown; tokens?: unknown; subscription_manager?: unknown };
-  const token: unknown = Array.isArray(tokens) ? tokens.find((t: unknown) => (t as { currency?: unknown })?.currency === TEST_USDC_SYMBOL) : undefined;
-  const { address, decimals } = (token ?? {}) as { address?: unknown; decimals?: unknown };
-  if (typeof feeProxy !== 'string' || !isAddress(feeProxy) || typeof address !== 'string' || !isAddress(address) || typeof decimals !== 'number') {
-    return null;
-  }
+  if (chainsFileProblem(parsed) !== null) return null;
+  const entry = (parsed as ChainsFileChain[]).find((e) => e.chain_id === chainId);
+  const token = entry?.tokens?.find((t) => t.currency === TEST_USDC_SYMBOL);
+  const feeProxy = entry?.fee_proxy;
+  if (!token || !feeProxy || !isAddress(feeProxy) || !isAddress(token.address)) return null;
+  const manager = entry.subscription_manager;
   return {
     feeProxy: getAddress(feeProxy),
-    token: getAddress(address),
-    tokenDecimals: decimals,
-    subscriptionManager: typeof manager === 'string' && isAddress(manager) ? getAddress(manager) : null,
+    token: getAddress(token.address),
+    tokenDecimals: token.decimals,
+    subscriptionManager: manager && isAddress(manager) ? getAddress(manager) : null,
   };
 }

@@ -1,17 +1,13 @@
 // The contracts of a local chain: Request Network's ERC20FeeProxy (ABI and creation bytecode
 // copied from @requestnetwork/smart-contracts 0.48.0), the test USDC and the SubscriptionManager
 // compiled from contracts/ (`npm run contracts:compile`; the manager's typed ABI is the service's,
-// src/chain/subscription-manager-abi.ts). The ABIs are typed here with parseAbi so
-// viem checks every call; test/unit/devchain-contracts.test.ts checks they equal the artifacts'.
+// src/chain/subscription-manager-abi.ts, the fee proxy's src/chain/abi.ts). The test USDC's ABI is
+// typed here with parseAbi so viem checks every call; test/unit/devchain.test.ts checks the typed
+// ABIs equal the artifacts'.
 import { erc20Abi, parseAbi, type Hex } from 'viem';
 import feeProxyArtifact from '../../contracts/artifacts/ERC20FeeProxy.json' with { type: 'json' };
 import subscriptionManagerArtifact from '../../contracts/artifacts/SubscriptionManager.json' with { type: 'json' };
 import testUsdcArtifact from '../../contracts/artifacts/TestUSDC.json' with { type: 'json' };
-
-export const ERC20_FEE_PROXY_ABI = parseAbi([
-  'function transferFromWithReferenceAndFee(address _tokenAddress, address _to, uint256 _amount, bytes _paymentReference, uint256 _feeAmount, address _feeAddress)',
-  'event TransferWithReferenceAndFee(address tokenAddress, address to, uint256 amount, bytes indexed paymentReference, uint256 feeAmount, address feeAddress)',
-]);
 
 export const TEST_USDC_ABI = [...erc20Abi, ...parseAbi(['function mint(address to, uint256 amount)'])] as const;
 

@@ -15,8 +15,8 @@ import {
 } from 'viem';
 import { SUBSCRIPTION_MANAGER_ABI } from '../chain/subscription-manager-abi.js';
 import { DEPLOYER_INDEX, PAYER_INDICES, WELL_KNOWN_ACCOUNTS } from './accounts.js';
+import { FEE_PROXY_ABI } from '../chain/abi.js';
 import {
-  ERC20_FEE_PROXY_ABI,
   ERC20_FEE_PROXY_BYTECODE,
   SUBSCRIPTION_MANAGER_BYTECODE,
   TEST_USDC_ABI,
@@ -51,7 +51,7 @@ export async function deployDevContracts(rpcUrl: string, opts: DeployOptions = {
   const chain = null;
 
   // All deployments are sent before any is mined, so on a chain with a block time they share a block.
-  const proxyHash = await wallet.deployContract({ abi: ERC20_FEE_PROXY_ABI, bytecode: ERC20_FEE_PROXY_BYTECODE, chain });
+  const proxyHash = await wallet.deployContract({ abi: FEE_PROXY_ABI, bytecode: ERC20_FEE_PROXY_BYTECODE, chain });
   const tokenHash = await wallet.deployContract({ abi: TEST_USDC_ABI, bytecode: TEST_USDC_BYTECODE, chain });
   const managerHash = await wallet.deployContract({ abi: SUBSCRIPTION_MANAGER_ABI, bytecode: SUBSCRIPTION_MANAGER_BYTECODE, chain });
   const [proxyReceipt, tokenReceipt, managerReceipt] = await Promise.all(

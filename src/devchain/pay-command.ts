@@ -19,7 +19,9 @@ import type { InvoiceStatus } from '../domain/invoice-rules.js';
 import { parseAmount, toAtomic } from '../domain/money.js';
 import { paymentInstructions, remainingAtomic, splitFee } from '../domain/payments.js';
 import { DEPLOYER_INDEX, WELL_KNOWN_ACCOUNTS } from './accounts.js';
-import { ERC20_FEE_PROXY_ABI, TEST_USDC_ABI } from './contracts.js';
+import { FEE_PROXY_ABI } from '../chain/abi.js';
+import { firstLine } from '../lib/first-line.js';
+import { TEST_USDC_ABI } from './contracts.js';
 
 export const PAY_USAGE = 'npm run pay -- <payment reference | invoice reference | payment page URL | invoice id> [amount] [--transfer] [--key <private key>]';
 
@@ -223,7 +225,7 @@ export async function sendPayment(plan: PaymentPlan, privateKey: Hex): Promise<S
   const wallet = createWalletClient({ account, chain, transport });
 
   const answered = await publicClient.getChainId().catch((err: unknown) => {
-    throw new PayCommandError(`no chain answers at ${plan.rpcUrl} (${shortMessage(err)}): is npm run chain running?`);
+    throw new PayCommandError(`no chain answers at ${plan.rpcUrl} (${firstLine(err)}): is npm run chain running?`);
   });
   if (answered !== plan.chainId) throw new PayCommandError(`${plan.rpcUrl} answers chain id ${answered}, the invoice is on chain ${plan.chainId}`);
   const balance = await publicClient.readContract({ address: plan.token, abi: TEST_USDC_ABI, functionName: 'balanceOf', args: [account.address] });
@@ -251,21 +253,15 @@ export async function sendPayment(plan: PaymentPlan, privateKey: Hex): Promise<S
   }
   const hash = await wallet.writeContract({
     address: plan.proxy,
-    abi: ERC20_FEE_PROXY_ABI,
+    abi: FEE_PROXY_ABI,
     functionName: 'transferFromWithReferenceAndFee',
     args: [plan.token, plan.to, plan.amountAtomic, plan.reference, plan.feeAtomic, plan.feeAddress],
   });
   const receipt = await mined(hash);
-  if (parseEventLogs({ abi: ERC20_FEE_PROXY_ABI, eventName: 'TransferWithReferenceAndFee', logs: receipt.logs }).length !== 1) {
+  if (parseEventLogs({ abi: FEE_PROXY_ABI, eventName: 'TransferWithReferenceAndFee', logs: receipt.logs }).length !== 1) {
     throw new PayCommandError(`transaction ${hash} emitted no TransferWithReferenceAndFee (is ${plan.proxy} the fee proxy?)`);
   }
   return { from: account.address, txHash: hash, blockNumber: receipt.blockNumber, approveTxHash };
-}
-
-/** viem's one-line message of an error (its full text spans many lines). */
-export function shortMessage(err: unknown): string {
-  if (err && typeof err === 'object' && 'shortMessage' in err && typeof err.shortMessage === 'string') return err.shortMessage;
-  return (err instanceof Error ? err.message : String(err)).split('\n')[0];
 }
 
 /** What `npm run pay` prints once the payment is mined. */

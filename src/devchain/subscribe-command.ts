@@ -10,7 +10,8 @@ import type { Chain } from '../domain/chains.js';
 import { LOCAL_CHAIN_ID } from '../domain/chains.js';
 import type { SubscriptionCheckoutAnswer } from '../http/schemas/payment-page.js';
 import { TEST_USDC_ABI } from './contracts.js';
-import { DEFAULT_PAYER, localRpcUrl, shortMessage } from './pay-command.js';
+import { firstLine } from '../lib/first-line.js';
+import { DEFAULT_PAYER, localRpcUrl } from './pay-command.js';
 
 export const SUBSCRIBE_USAGE = 'npm run subscribe -- <payment link id | payment page URL> [--email <address>] [--key <private key>]';
 
@@ -98,7 +99,7 @@ export async function startCheckout(target: LinkTarget, email: string): Promise<
       body: JSON.stringify({ customer_email: email }),
     });
   } catch (err) {
-    throw new SubscribeCommandError(`no API answers at ${target.origin} (${shortMessage(err)}): is npm start running?`);
+    throw new SubscribeCommandError(`no API answers at ${target.origin} (${firstLine(err)}): is npm start running?`);
   }
   const body = (await res.json().catch(() => null)) as (SubscriptionCheckoutAnswer & { error?: { message?: string } }) | null;
   if (!res.ok || !body?.terms) {
@@ -150,7 +151,7 @@ export async function sendSubscription(plan: SubscriptionPlan, privateKey: Hex):
   const publicClient = createPublicClient({ chain, transport, pollingInterval: RECEIPT_POLL_MS, cacheTime: 0 });
   const wallet = createWalletClient({ account, chain, transport });
   const answered = await publicClient.getChainId().catch((err: unknown) => {
-    throw new SubscribeCommandError(`no chain answers at ${plan.rpcUrl} (${shortMessage(err)}): is npm run chain running?`);
+    throw new SubscribeCommandError(`no chain answers at ${plan.rpcUrl} (${firstLine(err)}): is npm run chain running?`);
   });
   if (answered !== answer.chain_id) throw new SubscribeCommandError(`${plan.rpcUrl} answers chain id ${answered}, the subscription is on chain ${answer.chain_id}`);
   const terms = answer.terms;

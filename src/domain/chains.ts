@@ -2,7 +2,9 @@
 // where it is deployed, and how many confirmations make a payment final), and those a deployment
 // adds or overrides with CHAINS_FILE / RPC_URL_<chainId> (src/chains-config.ts). Test chains serve
 // the sandbox, production chains serve live; a key of one environment never names a chain of the
-// other. Pure: the registry in use is installed once at start (`useChains`) and read everywhere.
+// other. Pure, and holds no registry of its own: the chains in use (`ChainRegistry`, the config's
+// `chains`, built once at start) are handed to whatever reads them, so two runtimes in one process
+// never overwrite each other's.
 import type { Environment } from './environment.js';
 
 export interface ChainToken {
@@ -138,19 +140,14 @@ function definedFields(o: ChainOverride): Partial<Chain> {
   return Object.fromEntries(Object.entries(o).filter(([k, v]) => v !== undefined && k !== 'tokens')) as Partial<Chain>;
 }
 
-let active: readonly Chain[] = BUILT_IN_CHAINS;
+/**
+ * The chains a deployment uses: the built-in ones joined with CHAINS_FILE and RPC_URL_<chainId>
+ * (`config.chains`, built once from the configuration at start), handed down to every reader.
+ */
+export type ChainRegistry = readonly Chain[];
 
-/** Installs the deployment's chains (the entrypoints do, once, from the configuration). */
-export function useChains(chains: readonly Chain[]): void {
-  active = chains;
-}
-
-export function allChains(): readonly Chain[] {
-  return active;
-}
-
-export function chainById(chainId: number): Chain | undefined {
-  return active.find((c) => c.chainId === chainId);
+export function chainById(chains: ChainRegistry, chainId: number): Chain | undefined {
+  return chains.find((c) => c.chainId === chainId);
 }
 
 /** A worker watches a chain when it has RPC URLs. */
@@ -201,9 +198,9 @@ export function reservedAddressUse(chains: readonly Chain[], address: string): R
   return reservedAddresses(chains).get(address.toLowerCase()) ?? null;
 }
 
-/** `<explorer>/tx/<hash>`, or null when the chain names no explorer. */
-export function explorerTxUrl(chainId: number, txHash: string): string | null {
-  const url = chainById(chainId)?.explorerUrl;
+/** `<explorer>/tx/<hash>`, or null when the chain names no explorer (or is not one of `chains`). */
+export function explorerTxUrl(chains: ChainRegistry, chainId: number, txHash: string): string | null {
+  const url = chainById(chains, chainId)?.explorerUrl;
   return url ? `${url.replace(/\/+$/, '')}/tx/${txHash}` : null;
 }
 

@@ -13,9 +13,12 @@ export function randomBase62(length: number): string {
   return out;
 }
 
-export type IdPrefix = 'acct' | 'cred' | 'cus' | 'prod' | 'price' | 'inv' | 'plink' | 'pay' | 'sub' | 'subco' | 'dlv' | 'evt' | 'we' | 'whd';
+export type IdPrefix = 'acct' | 'cred' | 'cus' | 'prod' | 'price' | 'inv' | 'plink' | 'pay' | 'simpay' | 'sub' | 'subco' | 'dlv' | 'evt' | 'we' | 'whd';
 
-/** Stripe-style id: `inv_` followed by 24 base62 characters. */
+/**
+ * Stripe-style id: `inv_` followed by 24 base62 characters. `pay_` is a payment seen on a chain,
+ * `simpay_` a sandbox link's simulated payment (never on a chain), so neither is taken for the other.
+ */
 export function newId(prefix: IdPrefix): string {
   return `${prefix}_${randomBase62(24)}`;
 }

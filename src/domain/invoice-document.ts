@@ -25,6 +25,8 @@ export interface InvoiceDocument {
   /** Total, decimal string in token units. */
   amount: string;
   currency: string;
+  /** The token's decimals as the invoice was issued with them (amounts are printed to at most these). */
+  tokenDecimals: number;
   /** Network name as in the API, e.g. "base-sepolia". */
   network: string;
   chainId: number;

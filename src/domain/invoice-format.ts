@@ -1,7 +1,6 @@
 // How amounts, quantities and dates of an invoice are written for people: shared by the PDF and
 // the email templates, so both say exactly the same thing. Pure functions.
 import { Decimal } from 'decimal.js';
-import { resolveToken } from './tokens.js';
 import type { InvoiceDocument } from './invoice-document.js';
 
 /**
@@ -32,18 +31,9 @@ function numberFormatFor(locale: string, decimals: number): Intl.NumberFormat {
 
 const dateLocale = (locale: string) => (locale === 'en' ? 'en-US' : locale);
 
-/** Decimals of the invoice's token per the registry; 18 (the widest) for a pair it does not know. */
-export function tokenDecimals(network: string, currency: string): number {
-  for (const env of ['sandbox', 'live'] as const) {
-    const found = resolveToken(env, network, currency);
-    if (found.ok) return found.token.decimals;
-  }
-  return 18;
-}
-
-/** An amount of this invoice's token, formatted as on the PDF. */
+/** An amount of this invoice's token, formatted as on the PDF (with the decimals the invoice was issued with). */
 export function formatInvoiceAmount(doc: InvoiceDocument, value: string): string {
-  return formatTokenAmount(value, tokenDecimals(doc.network, doc.currency), doc.locale);
+  return formatTokenAmount(value, doc.tokenDecimals, doc.locale);
 }
 
 /** Quantities are plain numbers in the view; printed without exponent and with separators. */

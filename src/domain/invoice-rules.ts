@@ -28,8 +28,8 @@ const no = (code: RuleCode, message: string): Verdict<never> => ({ ok: false, co
 
 /**
  * Where each event leads from each status; absent means refused. The conditional updates in
- * src/db (markSent, markPaid, markVoid, markOverdue, updateDraft) guard the same transitions in
- * SQL; test/integration/rules-parity.test.ts runs every event from every status against a real
+ * src/db (markSent, markVoid, markOverdue, updateDraft) and, for a payment, applyPaymentTo on the
+ * locked row guard the same transitions; test/integration/rules-parity.test.ts runs every event from every status against a real
  * database and checks both give the same answer.
  */
 export const TRANSITIONS: Readonly<Record<InvoiceEvent, Partial<Record<InvoiceStatus, InvoiceStatus>>>> = {

@@ -3,12 +3,10 @@
 // and which invoice a plain transfer pays. Amounts are atomic integers (bigint), never floats.
 import { randomBytes } from 'node:crypto';
 import { getAddress, isAddress, keccak256, stringToHex } from 'viem';
-import { chainById } from './chains.js';
+import { chainById, type ChainRegistry } from './chains.js';
 import type { InvoiceStatus } from './invoice-rules.js';
 import { feeAtomic } from './money.js';
 
-export const PAYMENT_KINDS = ['proxy', 'transfer'] as const;
-export type PaymentKind = (typeof PAYMENT_KINDS)[number];
 export const PAYMENT_STATUSES = ['pending', 'confirmed', 'removed'] as const;
 export type PaymentStatus = (typeof PAYMENT_STATUSES)[number];
 /**
@@ -119,11 +117,6 @@ export function countedAtomic(p: PaymentReceipt, feeRoom: bigint): { countedAtom
   return { countedAtomic: boundedAtomic(p.receivedAtomic) + feeCounted, feeCountedAtomic: feeCounted };
 }
 
-/** The fee the rule asks of a proxy payment of this size; a transfer collects none on-chain. */
-export function expectedFeeAtomic(kind: PaymentKind, counted: bigint, feeBps: number): bigint {
-  return kind === 'transfer' ? 0n : BigInt(feeAtomic(counted.toString(), feeBps));
-}
-
 export type Application =
   | { outcome: 'applied'; paidAtomic: bigint; status: InvoiceStatus; fullyPaid: boolean }
   | { outcome: 'invoice_already_paid' | 'invoice_void' };
@@ -141,18 +134,75 @@ export function applyPayment(inv: InvoiceBalance, counted: bigint): Application 
   return { outcome: 'applied', paidAtomic, status: fullyPaid ? 'paid' : inv.status, fullyPaid };
 }
 
+/** An invoice's balance with its fee: what applying a payment reads and changes. */
+export interface InvoiceLedger extends InvoiceBalance {
+  /** The invoice's own fee (of its whole amount). */
+  feeAtomic: bigint;
+  /** What of it applied payments counted so far. */
+  feeCountedAtomic: bigint;
+}
+
+export type PaymentApplication =
+  | {
+      outcome: 'applied';
+      /** What the payment adds to the invoice's paid amount (the payment row's counted_atomic). */
+      countedAtomic: bigint;
+      ledger: InvoiceLedger;
+      fullyPaid: boolean;
+      /** When it turned the invoice paid: the time of the payment's block. */
+      paidAt: Date | null;
+      /** It leaves the invoice open having counted more than dust: invoice.partially_paid. */
+      announcesPartial: boolean;
+    }
+  | { outcome: 'invoice_already_paid' | 'invoice_void' };
+
+/**
+ * The one rule for applying a confirmed payment to an invoice, whoever applies it (the detector,
+ * a merchant's POST /v1/payments/{id}/apply, the sandbox's simulated payment): what it counts
+ * (countedAtomic, the fee up to what of the invoice's fee is not counted yet), what that does to
+ * the invoice (applyPayment), when it was paid (its block's time), and whether the partial payment
+ * is announced (not dust, which anyone can repeat for the gas alone). `restored`: a payment that
+ * had counted toward this invoice, reorged out and back: it counts again, even toward the invoice
+ * it had paid (which stayed paid). The invoice's paid amount is written from `ledger` only.
+ */
+export function applyPaymentTo(
+  ledger: InvoiceLedger,
+  receipt: PaymentReceipt,
+  opts: { blockTime: Date; dustFloorAtomic: bigint; restored?: boolean },
+): PaymentApplication {
+  const c = countedAtomic(receipt, feeRoomAtomic(ledger.feeAtomic, ledger.feeCountedAtomic));
+  const application: Application =
+    opts.restored && ledger.status === 'paid'
+      ? { outcome: 'applied', paidAtomic: ledger.paidAtomic + c.countedAtomic, status: 'paid', fullyPaid: false }
+      : applyPayment(ledger, c.countedAtomic);
+  if (application.outcome !== 'applied') return application;
+  return {
+    outcome: 'applied',
+    countedAtomic: c.countedAtomic,
+    ledger: { ...ledger, paidAtomic: application.paidAtomic, status: application.status, feeCountedAtomic: ledger.feeCountedAtomic + c.feeCountedAtomic },
+    fullyPaid: application.fullyPaid,
+    paidAt: application.fullyPaid ? opts.blockTime : null,
+    announcesPartial: !application.fullyPaid && application.status !== 'paid' && c.countedAtomic >= opts.dustFloorAtomic,
+  };
+}
+
 /**
  * A plain transfer carries no reference: it pays the one open or overdue invoice sent to that
  * address in that token whose remaining amount is exactly its value. None or several: unmatched.
+ * `candidates`: the invoices of that address and token (or any superset: the rule filters).
  */
-export function matchTransfer<T extends { remainingAtomic: bigint }>(candidates: readonly T[], value: bigint): T | null {
-  const exact = candidates.filter((c) => c.remainingAtomic === value);
+export function matchTransfer<T extends { balance: InvoiceBalance }>(candidates: readonly T[], value: bigint): T | null {
+  const exact = candidates.filter((c) => (c.balance.status === 'open' || c.balance.status === 'overdue') && remainingAtomic(c.balance) === value);
   return exact.length === 1 ? exact[0] : null;
 }
 
-/** Confirmations of a log in `block` when the chain's head is `head`: its own block counts as the first. */
+/**
+ * Confirmations of a log in `block` when the chain's head is `head`: the blocks built on top of
+ * its block, the one meaning the word has here (a chain's `confirmations` is how many of them make
+ * a payment count), so a payment is confirmed exactly when this reaches its chain's confirmations.
+ */
 export function confirmationsAt(head: bigint, block: bigint): number {
-  return head < block ? 0 : Number(head - block + 1n);
+  return head < block ? 0 : Number(head - block);
 }
 
 /** The newest block whose payments count: `confirmations` blocks are built on top of it. */
@@ -243,8 +293,8 @@ export interface PayableColumns {
   fee_bps: number | null;
 }
 
-/** paymentInstructions() of an invoice row, on its chain as configured now. */
-export function instructionsOfRow(r: PayableColumns): PaymentInstructions | null {
+/** paymentInstructions() of an invoice row, on its chain as `chains` (the deployment's) configure it now. */
+export function instructionsOfRow(r: PayableColumns, chains: ChainRegistry): PaymentInstructions | null {
   if (r.amount_atomic === null) return null;
   return paymentInstructions(
     {
@@ -260,6 +310,6 @@ export function instructionsOfRow(r: PayableColumns): PaymentInstructions | null
       feeAtomic: BigInt(r.fee_atomic ?? '0'),
       feeBps: r.fee_bps ?? null,
     },
-    chainById(r.chain_id),
+    chainById(chains, r.chain_id),
   );
 }

@@ -1,7 +1,7 @@
 // The (network, token) pairs the service accepts, read from the chains in use (chains.ts). Test
 // chains serve the sandbox, production chains serve live; a key of one environment can never
 // name a chain of the other.
-import { allChains } from './chains.js';
+import type { ChainRegistry } from './chains.js';
 import type { Environment } from './environment.js';
 
 export interface Token {
@@ -15,8 +15,8 @@ export interface Token {
 }
 
 /** The tokens of the chains in use (chains.ts), one entry per (network, currency). */
-function tokensOf(environment: Environment): Token[] {
-  return allChains()
+function tokensOf(chains: ChainRegistry, environment: Environment): Token[] {
+  return chains
     .filter((c) => c.environment === environment)
     .flatMap((c) =>
       c.tokens.map((t) => ({
@@ -37,21 +37,21 @@ export type TokenLookup =
   | { ok: true; token: Token }
   | { ok: false; code: 'network_not_allowed' | 'unknown_network' | 'unsupported_token'; message: string };
 
-/** Resolves a (network, currency) pair for an environment, applying the defaults. */
-export function resolveToken(environment: Environment, network?: string, currency?: string): TokenLookup {
+/** Resolves a (network, currency) pair for an environment among `chains`, applying the defaults. */
+export function resolveToken(chains: ChainRegistry, environment: Environment, network?: string, currency?: string): TokenLookup {
   const net = network ?? DEFAULT_NETWORK[environment];
   const cur = (currency ?? DEFAULT_CURRENCY).toUpperCase();
-  const mine = tokensOf(environment).filter((t) => t.network === net);
+  const mine = tokensOf(chains, environment).filter((t) => t.network === net);
   if (mine.length === 0) {
     const other: Environment = environment === 'sandbox' ? 'live' : 'sandbox';
-    if (tokensOf(other).some((t) => t.network === net)) {
+    if (tokensOf(chains, other).some((t) => t.network === net)) {
       return {
         ok: false,
         code: 'network_not_allowed',
-        message: `Network ${net} is a ${other === 'live' ? 'production' : 'test'} chain; a ${environment} key can only use: ${networksOf(environment).join(', ')}.`,
+        message: `Network ${net} is a ${other === 'live' ? 'production' : 'test'} chain; a ${environment} key can only use: ${networksOf(chains, environment).join(', ')}.`,
       };
     }
-    return { ok: false, code: 'unknown_network', message: `Unknown network ${net}; expected one of: ${networksOf(environment).join(', ')}.` };
+    return { ok: false, code: 'unknown_network', message: `Unknown network ${net}; expected one of: ${networksOf(chains, environment).join(', ')}.` };
   }
   const token = mine.find((t) => t.currency === cur);
   if (!token) {
@@ -60,6 +60,6 @@ export function resolveToken(environment: Environment, network?: string, currenc
   return { ok: true, token };
 }
 
-export function networksOf(environment: Environment): string[] {
-  return [...new Set(tokensOf(environment).map((t) => t.network))];
+export function networksOf(chains: ChainRegistry, environment: Environment): string[] {
+  return [...new Set(tokensOf(chains, environment).map((t) => t.network))];
 }

@@ -1,6 +1,5 @@
 // Builds the HTTP API: plugins in a fixed order (parsers, error envelope, auth), then routes.
 // Every dependency is passed in, so tests build the same app over their own pool and queues.
-import { useChains } from '../domain/chains.js';
 import { randomUUID } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyReply, type FastifyRequest } from 'fastify';
@@ -116,8 +115,6 @@ function windowText(ms: number): string {
 }
 
 export async function buildApp(deps: AppDeps): Promise<Api> {
-  // The deployment's chains (CHAINS_FILE, RPC_URL_<chainId>) are the registry tokens resolve against.
-  useChains(deps.config.chains);
   // Typed as Fastify's logger interface (which pino's satisfies) so the instance is the `Api`
   // that plugins and route modules are written against.
   const loggerInstance: FastifyBaseLogger = deps.log;

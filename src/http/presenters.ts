@@ -10,6 +10,7 @@ import type { SubscriptionRow } from '../db/subscriptions.js';
 import type { EventRow } from '../db/events.js';
 import type { WebhookDeliveryRow } from '../db/webhook-deliveries.js';
 import type { WebhookEndpointRow } from '../db/webhook-endpoints.js';
+import type { ChainRegistry } from '../domain/chains.js';
 import { instructionsOfRow, remainingAtomic } from '../domain/payments.js';
 import type { Static } from 'typebox';
 import type { EventObject, WebhookDelivery, WebhookEndpoint } from './schemas/index.js';
@@ -17,7 +18,8 @@ import type { Credential, InvoiceObject, LinkPayment, PaymentLink, Price, Produc
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 
-export function presentInvoice(r: InvoiceRow): InvoiceObject {
+/** `chains`: the deployment's, which give the invoice's payment instructions as its chain is configured now. */
+export function presentInvoice(r: InvoiceRow, chains: ChainRegistry): InvoiceObject {
   return {
     id: r.id,
     code: r.code,
@@ -42,7 +44,7 @@ export function presentInvoice(r: InvoiceRow): InvoiceObject {
     metadata: r.metadata,
     amount_paid_atomic: r.amount_paid_atomic ?? '0',
     amount_remaining_atomic: r.amount_atomic === null ? null : remainingAtomic({ amountAtomic: BigInt(r.amount_atomic), paidAtomic: BigInt(r.amount_paid_atomic ?? '0') }).toString(),
-    payment_instructions: instructionsOfRow(r),
+    payment_instructions: instructionsOfRow(r, chains),
     created_at: r.created_at.toISOString(),
     updated_at: r.updated_at.toISOString(),
   };
@@ -142,8 +144,8 @@ export function presentCredential(c: CredentialRow, secret?: string): Static<typ
  * An event: data.object is the object as the API presents it. Invoice events hold the invoice
  * row as it was and go through the same presenter as GET /v1/invoices/{id}.
  */
-export function presentEvent(e: EventRow): EventObject {
-  const object = e.object ?? (e.invoice ? presentInvoice(e.invoice) : {});
+export function presentEvent(e: EventRow, chains: ChainRegistry): EventObject {
+  const object = e.object ?? (e.invoice ? presentInvoice(e.invoice, chains) : {});
   return { id: e.id, type: e.type, created_at: e.created_at.toISOString(), environment: e.environment, data: { object } };
 }
 

@@ -12,7 +12,7 @@ import { upsertCustomer } from '../db/customers.js';
 import { insertInvoice, replaceLines, type InvoiceRow, type Scope } from '../db/invoices.js';
 import { withTransaction, type Pool, type PoolClient } from '../db/pool.js';
 import type { PaymentLinkRow } from '../db/payment-links.js';
-import { chainById } from '../domain/chains.js';
+import { chainById, type ChainRegistry } from '../domain/chains.js';
 import { newId, newInvoiceReference } from '../domain/ids.js';
 import { feeAtomic, Money, toAtomic } from '../domain/money.js';
 import { resolveToken } from '../domain/tokens.js';
@@ -29,8 +29,8 @@ export interface CheckoutRequest {
 }
 
 /** Whether a link's checkout could be paid through the fee proxy: a settlement address and a chain with proxy and fee address. */
-export function linkPayableOnChain(chainId: number, settlementAddress: string | null): boolean {
-  const chain = chainById(chainId);
+export function linkPayableOnChain(chains: ChainRegistry, chainId: number, settlementAddress: string | null): boolean {
+  const chain = chainById(chains, chainId);
   return settlementAddress !== null && !!chain?.feeProxy && !!chain.feeAddress;
 }
 
@@ -46,7 +46,7 @@ export const CHECKOUT_LIMIT_WINDOW_MS = 3_600_000;
  */
 export async function createLinkCheckout(
   pool: Pool,
-  config: Pick<Config, 'checkouts'>,
+  config: Pick<Config, 'checkouts' | 'chains'>,
   scope: Scope,
   linkId: string,
   req: CheckoutRequest,
@@ -54,7 +54,7 @@ export async function createLinkCheckout(
   return withTransaction(pool, async (tx) => {
     const link = await lockChargeableLink(tx, scope, linkId);
     const amount = await linkChargeAmount(tx, scope, link, req.amount);
-    if (!linkPayableOnChain(link.chain_id, await findSettlementAddress(tx, scope))) {
+    if (!linkPayableOnChain(config.chains, link.chain_id, await findSettlementAddress(tx, scope))) {
       throw new DomainError('payment_link_not_payable', 'This payment link cannot be paid with a wallet yet: the merchant has no settlement address on its network.');
     }
     return { invoice: await insertCheckoutInvoice(tx, config, scope, link, amount, req, 'checkout') };
@@ -70,7 +70,7 @@ export async function createLinkCheckout(
  */
 export async function insertCheckoutInvoice(
   tx: PoolClient,
-  config: Pick<Config, 'checkouts'>,
+  config: Pick<Config, 'checkouts' | 'chains'>,
   scope: Scope,
   link: PaymentLinkRow,
   amount: string,
@@ -84,7 +84,7 @@ export async function insertCheckoutInvoice(
   if (recent.email >= config.checkouts.limitPerEmail) {
     throw new DomainError('checkout_limit_reached', 'This email address has too many unpaid checkouts right now; pay one of them or try again later.', 'customer_email');
   }
-  const token = resolveToken(scope.environment, link.network, link.currency);
+  const token = resolveToken(config.chains, scope.environment, link.network, link.currency);
   if (!token.ok) throw new DomainError('payment_link_not_payable', 'This payment link cannot be paid with a wallet: its token is not configured.');
   const account = await findAccount(tx, scope.accountId);
   const feeBps = account?.platform_fee_bps ?? 0;

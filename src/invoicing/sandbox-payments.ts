@@ -2,9 +2,11 @@
 // on a link. One implementation, used by the test-helper routes and by the payment page's
 // "Simulate payment" button, so both go through exactly the same path.
 import { randomBytes } from 'node:crypto';
-import { findInvoice, markPaid, type InvoiceRow, type Scope } from '../db/invoices.js';
+import { findInvoice, type InvoiceRow, type Scope } from '../db/invoices.js';
+import { lockPayableInvoice, writeInvoiceBalances } from '../db/payments.js';
 import { insertLinkPayment, type LinkPaymentRow } from '../db/payment-links.js';
-import { withTransaction, type Pool } from '../db/pool.js';
+import { withTransaction, type Pool, type Queryable } from '../db/pool.js';
+import { applyPaymentTo, dustFloorAtomic, remainingAtomic } from '../domain/payments.js';
 import { newId } from '../domain/ids.js';
 import { nextStatus } from '../domain/invoice-rules.js';
 import { Money, toAtomic } from '../domain/money.js';
@@ -22,7 +24,31 @@ interface Log {
 }
 
 /**
- * open|overdue -> paid, then the reminder schedule goes (the paid re-check in the reminder job
+ * A simulated payment of what remains, applied by the one rule every payment is applied by
+ * (applyPaymentTo) and written by the same statement (writeInvoiceBalances): open|overdue -> paid,
+ * the paid amount its total. No payment row: nothing moved on a chain. False when the invoice
+ * takes no payment (a draft, paid or void one, or none of that id).
+ */
+export async function settleSimulated(tx: Queryable, scope: Scope, invoiceId: string): Promise<boolean> {
+  const inv = await lockPayableInvoice(tx, scope, invoiceId);
+  if (!inv) return false;
+  const ledger = {
+    status: inv.status,
+    amountAtomic: BigInt(inv.amount_atomic ?? '0'),
+    paidAtomic: BigInt(inv.amount_paid_atomic),
+    feeAtomic: BigInt(inv.fee_atomic ?? '0'),
+    feeCountedAtomic: BigInt(inv.fee_counted_atomic),
+  };
+  const application = applyPaymentTo(ledger, { receivedAtomic: remainingAtomic(ledger), feeReceivedAtomic: 0n }, { blockTime: new Date(), dustFloorAtomic: dustFloorAtomic(inv.token_decimals) });
+  if (application.outcome !== 'applied') return false;
+  await writeInvoiceBalances(tx, [
+    { id: inv.id, amount_paid_atomic: application.ledger.paidAtomic.toString(), status: application.ledger.status, paid_at: application.paidAt?.toISOString() ?? null },
+  ]);
+  return true;
+}
+
+/**
+ * open|overdue -> paid (settleSimulated), then the reminder schedule goes (the paid re-check in the reminder job
  * and the database trigger stop every email even when Redis is away), and the receipt the
  * database queued is handed to BullMQ at once (the worker's outbox relay would otherwise).
  */
@@ -32,7 +58,7 @@ export async function payInvoice(
   invoiceId: string,
   log: Log,
 ): Promise<InvoiceRow> {
-  const paid = await markPaid(deps.pool, scope, invoiceId);
+  const paid = await withTransaction(deps.pool, async (tx) => ((await settleSimulated(tx, scope, invoiceId)) ? findInvoice(tx, scope, invoiceId) : null));
   if (!paid) {
     const inv = await findInvoice(deps.pool, scope, invoiceId);
     if (!inv) throw missing('invoice', invoiceId);
@@ -70,7 +96,7 @@ export async function recordLinkPayment(
     const link = await lockChargeableLink(tx, scope, linkId);
     const amount = await linkChargeAmount(tx, scope, link, body.amount);
     return insertLinkPayment(tx, {
-      id: newId('pay'),
+      id: newId('simpay'),
       linkId: link.id,
       amount,
       amountAtomic: toAtomic(new Money(amount), link.token_decimals),

@@ -11,7 +11,7 @@ import type { InvoiceRow, Scope } from '../db/invoices.js';
 import { withTransaction, type Pool } from '../db/pool.js';
 import { findPriceForUse } from '../db/products.js';
 import { insertSubscriptionCheckout, type SubscriptionCheckoutRow } from '../db/subscription-checkouts.js';
-import { chainById } from '../domain/chains.js';
+import { chainById, type ChainRegistry } from '../domain/chains.js';
 import { newId } from '../domain/ids.js';
 import { MAX_TERMS_AMOUNT_ATOMIC, MAX_TERMS_PERIOD_SECONDS, newCheckoutReference } from '../domain/subscription-checkout.js';
 import { DomainError } from '../errors.js';
@@ -45,8 +45,8 @@ export interface SubscriptionCheckout {
  * a fee address when the account takes a fee (the contract refuses a fee without one). The link
  * page asks it to show its button, the checkout to refuse.
  */
-export function subscriptionRefusal(chainId: number, settlementAddress: string | null, feeBps: number, operatorAddressOf: OperatorAddressOf): DomainError | null {
-  const chain = chainById(chainId);
+export function subscriptionRefusal(chains: ChainRegistry, chainId: number, settlementAddress: string | null, feeBps: number, operatorAddressOf: OperatorAddressOf): DomainError | null {
+  const chain = chainById(chains, chainId);
   const network = chain?.network ?? `chain ${chainId}`;
   if (!chain?.subscriptionManager) {
     return new DomainError('subscription_not_available', `Subscriptions are not offered on ${network}: no subscription contract is configured for it.`);
@@ -71,7 +71,7 @@ export function subscriptionRefusal(chainId: number, settlementAddress: string |
  */
 export async function createSubscriptionCheckout(
   pool: Pool,
-  config: Pick<Config, 'checkouts'>,
+  config: Pick<Config, 'checkouts' | 'chains'>,
   operatorAddressOf: OperatorAddressOf,
   scope: Scope,
   linkId: string,
@@ -92,9 +92,9 @@ export async function createSubscriptionCheckout(
     }
     const payee = await findSettlementAddress(tx, scope);
     const feeBps = (await findAccount(tx, scope.accountId))?.platform_fee_bps ?? 0;
-    const refusal = subscriptionRefusal(price.chain_id, payee, feeBps, operatorAddressOf);
+    const refusal = subscriptionRefusal(config.chains, price.chain_id, payee, feeBps, operatorAddressOf);
     if (refusal) throw refusal;
-    const chain = chainById(price.chain_id)!;
+    const chain = chainById(config.chains, price.chain_id)!;
     const operator = operatorAddressOf(chain.chainId)!;
     const invoice = await insertCheckoutInvoice(tx, config, scope, link, price.amount, req, 'subscription_checkout');
     const checkout = await insertSubscriptionCheckout(tx, scope, {

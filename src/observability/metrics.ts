@@ -20,6 +20,7 @@ export interface Metrics {
   webhookDeliveries: Counter<'outcome'>;
   webhookLatency: Histogram;
   chain: ChainMetrics;
+  relayer: RelayerMetrics;
   /** Outbox rows the relay set aside (a job the catalogue does not know), by reason. */
   outboxSetAside: Counter<'reason'>;
 }
@@ -36,6 +37,38 @@ export interface ChainMetrics {
   scanFailures: Counter<'chain_id' | 'cause'>;
   /** Token transfers to a settlement address that made no payment: zero_value, dust. */
   ignoredTransfers: Counter<'chain_id' | 'reason'>;
+}
+
+/** The relayer (src/chain/relayer.ts): its native balance per chain and key, what it sent. */
+export interface RelayerMetrics {
+  /** Native coin (ETH...) in whole units, read at each upkeep. */
+  nativeBalance: Gauge<'chain_id' | 'address'>;
+  /** 1 while the balance is below RELAYER_MIN_BALANCE. */
+  lowBalance: Gauge<'chain_id' | 'address'>;
+  transactions: Counter<'chain_id' | 'purpose' | 'outcome'>;
+}
+
+export function relayerMetrics(registry: Registry): RelayerMetrics {
+  return {
+    nativeBalance: new Gauge({
+      name: 'relayer_native_balance',
+      help: "The relayer's native coin balance (ETH, POL...) in whole units, by chain and address",
+      labelNames: ['chain_id', 'address'],
+      registers: [registry],
+    }),
+    lowBalance: new Gauge({
+      name: 'relayer_balance_low',
+      help: "1 while the relayer's native balance is below RELAYER_MIN_BALANCE (charges will soon fail for lack of gas)",
+      labelNames: ['chain_id', 'address'],
+      registers: [registry],
+    }),
+    transactions: new Counter({
+      name: 'relayer_transactions_total',
+      help: 'Relayer transactions by purpose (charge, cancel) and outcome (sent, rebroadcast, replaced, mined, reverted, dropped, out_of_gas, refused)',
+      labelNames: ['chain_id', 'purpose', 'outcome'],
+      registers: [registry],
+    }),
+  };
 }
 
 function chainMetrics(registry: Registry): ChainMetrics {
@@ -126,6 +159,7 @@ export function createMetrics(opts: { queues: AppQueue[]; db: Queryable; default
   return {
     registry,
     chain: chainMetrics(registry),
+    relayer: relayerMetrics(registry),
     httpDuration: new Histogram({
       name: 'http_request_duration_seconds',
       help: 'HTTP request duration by route and status',

@@ -25,6 +25,7 @@ import {
   queueSchedulerIds,
   QueueSchemaClaimError,
   readQueueMarker,
+  removeQueueJobSchedulers,
   writeQueueMarker,
 } from '../db/queue-schema.js';
 import { createRedisConnections, probeRedis, queuePrefix } from './redis.js';
@@ -62,6 +63,12 @@ export interface QueueBackend {
   readonly readiness: { name: string; probe(): Promise<unknown> };
   /** Every job scheduler id of the queue, in one read. */
   schedulerIds(queue: AppQueue): Promise<string[]>;
+  /**
+   * Removes these job schedulers and their pending delayed jobs, as removeJobScheduler does one
+   * by one: on Postgres in one statement (one commit instead of one per scheduler), on Redis one
+   * script call each, sent together.
+   */
+  removeSchedulers(queue: AppQueue, schedulerIds: string[]): Promise<void>;
   /** Which of these job ids exist in the queue (any state), in one round trip. */
   existingJobIds(queue: AppQueue, ids: string[]): Promise<Set<string>>;
   /** A small value kept with the queue's own data (gone when the queue store loses it). */
@@ -96,6 +103,9 @@ function redisBackend(config: Config, role: QueueRole): QueueBackend {
     readiness: { name: 'redis', probe: () => probeRedis(client) },
     // Scheduler ids are the members of the queue's `repeat` sorted set (one key).
     schedulerIds: (queue) => client.zrange(queue.keys.repeat, '0', '-1'),
+    async removeSchedulers(queue, schedulerIds) {
+      await Promise.all(schedulerIds.map((id) => queue.removeJobScheduler(id)));
+    },
     async existingJobIds(queue, ids) {
       if (ids.length === 0) return new Set();
       // One pipeline over one queue's keys: one hash tag, so one slot (and one node) on a cluster.
@@ -140,6 +150,7 @@ function postgresBackend(config: Config, role: QueueRole): QueueBackend {
     },
     readiness: { name: 'queue', probe: () => pingQueueSchema(pool) },
     schedulerIds: (queue) => queueSchedulerIds(pool, queue.name),
+    removeSchedulers: (queue, schedulerIds) => removeQueueJobSchedulers(pool, queue.name, schedulerIds),
     existingJobIds: (queue, ids) => existingQueueJobIds(pool, queue.name, ids),
     readMarker: (queue, name) => readQueueMarker(pool, queue.name, name),
     writeMarker: (queue, name, value) => writeQueueMarker(pool, queue.name, name, value),

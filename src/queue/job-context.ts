@@ -2,6 +2,7 @@
 // entrypoint hands to the worker runtime. The runtime builds the context; jobs/ implements the
 // handlers. Defined here, below both, so neither imports the other.
 import type { RenderPdf } from '../pdf/issued-invoice-pdf.js';
+import type { Relayer } from '../chain/relayer.js';
 import type { Config } from '../config.js';
 import type { Pool } from '../db/pool.js';
 import type { MailTransport } from '../mail/transport.js';
@@ -23,6 +24,8 @@ export interface JobContext {
   webhooks: WebhookServices;
   /** One scan of a watched chain (src/chain/watcher.ts); unset when the process watches none. */
   watchChain?(chainId: number): Promise<string>;
+  /** The relayer (src/chain/relayer.ts: simulate and send charges, cancels); unset when no chain has a relayer key. */
+  relayer?: Relayer;
 }
 
 /** What the webhook jobs need besides the pool: built by the worker runtime. */

@@ -49,6 +49,8 @@ export interface ReminderService {
   atDueDate(invoiceId: string): Promise<void>;
   /** Reminders turned off, invoice paid or void: remove its schedule, wherever it is. */
   stop(invoiceId: string): Promise<void>;
+  /** stop() for many invoices at once: one bulk removal per shard (one statement on Postgres). */
+  stopMany(invoiceIds: string[]): Promise<void>;
   /** Reminders turned on again: future slots only, no burst of missed ones. */
   resume(invoiceId: string): Promise<void>;
   /** The job's slot was planned under this process's policy (issue: policy changes at reconcile). */
@@ -69,7 +71,7 @@ const PENDING_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'waiting-
 export function createReminderService(
   db: Queryable,
   shards: ReminderShardSet,
-  store: Pick<QueueBackend, 'schedulerIds' | 'existingJobIds' | 'readMarker' | 'writeMarker'>,
+  store: Pick<QueueBackend, 'schedulerIds' | 'existingJobIds' | 'readMarker' | 'writeMarker' | 'removeSchedulers'>,
   policy: ReminderPolicy,
 ): ReminderService {
   const byShard = new Map<number, ReminderSchedulers>();
@@ -133,6 +135,19 @@ export function createReminderService(
     },
     async stop(invoiceId) {
       await cancelElsewhere(invoiceId, null);
+    },
+    async stopMany(invoiceIds) {
+      const layout = shards.layout();
+      const byShard = new Map<number, string[]>();
+      for (const id of invoiceIds) {
+        const schedulerId = reminderSchedulerId(id);
+        for (const s of placementsOf(id, layout)) {
+          const list = byShard.get(s);
+          if (list) list.push(schedulerId);
+          else byShard.set(s, [schedulerId]);
+        }
+      }
+      await Promise.all([...byShard].map(([s, ids]) => store.removeSchedulers(shards.queues.shard(s), ids)));
     },
     async resume(invoiceId) {
       const t = await findReminderTarget(db, invoiceId);

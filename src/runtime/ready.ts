@@ -14,8 +14,9 @@ export interface ReadyInput {
   /** How to reach the database with psql (src/runtime/database.ts). */
   psql: string;
   /**
-   * The chains this process watches for payments, one readable entry each (e.g. "Sepolia
-   * (11155111) via RPC_URL_11155111"). The chain watcher hands its list here; empty until then.
+   * The chains this process watches for payments, one readable entry each (e.g. "local (31337),
+   * 2 confirmations", followed by ", not answering at <url> (...)" when it did not answer at start:
+   * `describeWatchedNow` in src/chain/chain-answers.ts). Empty: none watched.
    */
   watchedChains: readonly string[];
 }

@@ -9,6 +9,8 @@ import type { ReminderService } from '../queue/reminder-service.js';
 
 /** The channel of the stop trigger (migration 1700000000001). */
 export const REMINDER_CHANNEL = 'invoice_reminders_stop';
+/** Invoices per bulk stop: one statement per shard each (bounded, so one lock set stays short). */
+const STOP_BATCH = 1000;
 
 export interface ReminderUpkeep {
   stop(): Promise<void>;
@@ -20,16 +22,43 @@ export function startReminderUpkeep(
   log: Logger,
   membership: { everyMs: number; /** Called with the shard count to consume after each refresh. */ consume: (shards: number) => void },
 ): ReminderUpkeep {
-  // Paid, void or reminders off, by whatever path: remove the schedulers within a second.
+  // Paid, void or reminders off, by whatever path: remove the schedulers within a second. The
+  // notifications are taken in batches: one arriving alone is removed at once; those arriving
+  // while a removal runs (one UPDATE paying thousands sends thousands) wait for it and go
+  // together in the next, one bulk removal per shard instead of one call each (on Postgres one
+  // commit per scheduler was most of the time of a bulk cancel, issue 28).
+  const pending = new Set<string>();
+  let draining: Promise<void> | null = null;
+  const stopOne = (invoiceId: string) =>
+    reminders.stop(invoiceId).then(
+      () => log.info({ invoice_id: invoiceId }, 'reminders stopped'),
+      (err: unknown) => log.warn({ err, invoice_id: invoiceId }, 'could not stop reminders now; the job re-check and reconciler will'),
+    );
+  const drain = async () => {
+    while (pending.size > 0) {
+      const batch: string[] = [];
+      for (const id of pending) {
+        batch.push(id);
+        if (batch.length === STOP_BATCH) break;
+      }
+      for (const id of batch) pending.delete(id);
+      try {
+        await reminders.stopMany(batch);
+        for (const invoiceId of batch) log.info({ invoice_id: invoiceId }, 'reminders stopped');
+      } catch (err) {
+        // One by one, so one invoice's failure is reported as its own and the others still go.
+        log.warn({ err, invoices: batch.length }, 'bulk reminder stop failed; stopping one by one');
+        for (let i = 0; i < batch.length; i += 50) await Promise.all(batch.slice(i, i + 50).map(stopOne));
+      }
+    }
+  };
   const stopListener = listen(
     databaseUrl,
     REMINDER_CHANNEL,
     (invoiceId) => {
       if (!invoiceId) return;
-      reminders.stop(invoiceId).then(
-        () => log.info({ invoice_id: invoiceId }, 'reminders stopped'),
-        (err) => log.warn({ err, invoice_id: invoiceId }, 'could not stop reminders now; the job re-check and reconciler will'),
-      );
+      pending.add(invoiceId);
+      draining ??= drain().finally(() => (draining = null));
     },
     log,
   );
@@ -51,6 +80,7 @@ export function startReminderUpkeep(
     async stop() {
       clearInterval(heartbeat);
       await stopListener.close();
+      await draining;
       await reminders.shards.leave().catch((err) => log.warn({ err }, 'could not leave the reminder shard membership'));
     },
   };

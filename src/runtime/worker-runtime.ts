@@ -23,7 +23,7 @@ import { createWebhookSender } from '../webhooks/sender.js';
 import { startWebhookDeliveryLoop, type WebhookDeliveryLoop } from './webhook-delivery-loop.js';
 import { startUpkeepSchedulers } from './guarded-schedulers.js';
 import { createChainWatcher } from '../chain/watcher.js';
-import { describeWatched, isWatched, useChains } from '../domain/chains.js';
+import { describeWatched, isWatched } from '../domain/chains.js';
 import { startOutboxRelayLoop } from './outbox-relay-loop.js';
 import { startQueueWorkers } from './queue-workers.js';
 import { startReminderUpkeep } from './reminder-upkeep.js';
@@ -31,6 +31,8 @@ import { startWorkerHttp } from './worker-http.js';
 import { createPdfRenderPool, type PdfRenderPool } from '../pdf/render-pool.js';
 import { describePolicy } from '../domain/reminder-schedule.js';
 import { claimRedisPrefix, claimRedisPrefixOrWait } from './redis-prefix.js';
+import { createRelayer, type Relayer } from '../chain/relayer.js';
+import { readRelayerKeys, startRelayerUpkeep } from './relayer-runtime.js';
 
 export interface WorkerRuntime {
   pool: Pool;
@@ -43,6 +45,8 @@ export interface WorkerRuntime {
   pdf: PdfRenderPool | null;
   /** The worker's health and metrics port. */
   http: FastifyInstance;
+  /** The relayer (subscription charges and cancels); null when no chain has a key. */
+  relayer: Relayer | null;
   /** Runs the outbox relay once now (also runs on its timer). */
   relayOutbox(): Promise<number>;
   close(): Promise<void>;
@@ -56,9 +60,10 @@ export interface WorkerRuntimeOptions {
 
 /** `handlers`: the job registry (jobs/index.ts), handed in by the entrypoint. */
 export async function createWorkerRuntime(config: Config, log: Logger, handlers: JobHandlers, opts: WorkerRuntimeOptions = {}): Promise<WorkerRuntime> {
-  useChains(config.chains);
   // Compile the email templates now: a missing or broken one fails the start, not a send.
   loadEmailTemplates();
+  // The relayer's keys, read once, before anything is opened: a key file others may read stops the start in one line.
+  const relayerKeys = readRelayerKeys(config);
   // Postgres queue backend: its bullmq schema must be this database's (a ConfigError otherwise).
   await claimQueueStorage(config);
   const pool = createPool(config.databaseUrl, config.workerConcurrency * 2 + 5);
@@ -115,9 +120,11 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
   let deliveryLoop: WebhookDeliveryLoop | null = null;
   const watched = config.chains.filter(isWatched);
   const chainWatcher = watched.length > 0 ? createChainWatcher({ pool, chains: config.chains, maxBlocks: config.chainGetLogsMaxBlocks, log, metrics: metrics.chain }) : null;
+  const relayer = relayerKeys.length > 0 ? createRelayer({ pool, chains: config.chains, keys: relayerKeys, stuckBlocks: config.relayerStuckBlocks, minBalance: config.relayerMinBalance, log, metrics: metrics.relayer }) : null;
   const ctx: JobContext = {
     config,
     pool,
+    ...(relayer ? { relayer } : {}),
     ...(chainWatcher ? { watchChain: (chainId: number) => chainWatcher.run(chainId) } : {}),
     mail,
     reminders,
@@ -169,7 +176,7 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
       db: pool,
       sender,
       retry: { baseMs: config.webhooks.backoffBaseMs, maxMs: config.webhooks.backoffMaxMs, windowMs: config.webhooks.retryWindowMs },
-      renderEvent: presentEvent,
+      renderEvent: (e) => presentEvent(e, config.chains),
       countDelivery: (outcome) => metrics.webhookDeliveries.inc({ outcome }),
       observeDeliveryLatency: (seconds) => metrics.webhookLatency.observe(seconds),
     },
@@ -179,6 +186,7 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
   const webhookLoop = deliveryLoop;
   // emit_event NOTIFYs at commit when it wrote deliveries, whoever wrote the event.
   const deliveriesListener = listen(config.databaseUrl, 'webhook_deliveries_due', () => webhookLoop.wake(), log);
+  const relayerUpkeep = relayer && relayer.describe().length > 0 ? startRelayerUpkeep(relayer, config.chainPollIntervalMs, log) : null;
   const relayLoop = startOutboxRelayLoop(pool, queues, config.outboxRelayIntervalMs, log, metrics);
   // Every insert into the outbox NOTIFYs at commit (a statement trigger): relay at once rather than at the
   // next tick, whoever wrote the row (the API, a worker, a trigger on plain SQL).
@@ -206,6 +214,8 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
       // What the schedules of this worker follow; a change moves open invoices at the next reconcile.
       reminder_policy: describePolicy(config.reminders),
       watched_chains: watched.length > 0 ? describeWatched(watched) : 'none (set CHAINS_FILE or RPC_URL_<chainId>)',
+      // Addresses and where each key came from; never a key.
+      relayer: relayer && relayer.describe().length > 0 ? relayer.describe() : 'none (set RELAYER_PRIVATE_KEY_FILE or RELAYER_PRIVATE_KEY_<chainId>)',
     },
     'worker started',
   );
@@ -216,12 +226,14 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
     queues,
     workers,
     reminders,
+    relayer,
     relayOutbox: relayLoop.relayNow,
     metrics,
     pdf,
     http,
     async close() {
       await relayLoop.stop();
+      await relayerUpkeep?.stop();
       await outboxListener.close();
       await deliveriesListener.close();
       // The batches in flight finish (bounded by WEBHOOK_TIMEOUT_MS) and record their outcomes.
@@ -241,3 +253,4 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
     },
   };
 }
+

@@ -24,7 +24,8 @@ import { FEE_ACCOUNT_INDEX, PAYER_INDICES, WELL_KNOWN_ACCOUNTS, type WellKnownAc
 import { startAnvil, type AnvilProcess } from '../../src/devchain/anvil.js';
 import { LOCAL_CHAIN_ID } from '../../src/domain/chains.js';
 import { localChainsFileEntry, writeChainsFile, type ChainsFileEntry } from '../../src/devchain/chains-file.js';
-import { ERC20_FEE_PROXY_ABI, TEST_USDC_ABI } from '../../src/devchain/contracts.js';
+import { FEE_PROXY_ABI } from '../../src/chain/abi.js';
+import { TEST_USDC_ABI } from '../../src/devchain/contracts.js';
 import { DEFAULT_MINT_ATOMIC, deployDevContracts } from '../../src/devchain/deploy.js';
 
 /** Receipts and filters are polled this often (viem's HTTP default is 4 s). */
@@ -161,13 +162,13 @@ async function prepareTestChain(anvil: AnvilProcess): Promise<TestChain> {
       account: from,
       chain: null,
       address: contracts.feeProxy,
-      abi: ERC20_FEE_PROXY_ABI,
+      abi: FEE_PROXY_ABI,
       functionName: 'transferFromWithReferenceAndFee',
       args: [token, input.to, input.amountAtomic, input.reference, input.feeAtomic, input.feeAddress ?? feeAddress],
       ...(approved ? { gas: PAY_GAS_AFTER_APPROVE } : {}),
     });
     const receipt = await receiptOf(hash);
-    const [log] = parseEventLogs({ abi: ERC20_FEE_PROXY_ABI, eventName: 'TransferWithReferenceAndFee', logs: receipt.logs });
+    const [log] = parseEventLogs({ abi: FEE_PROXY_ABI, eventName: 'TransferWithReferenceAndFee', logs: receipt.logs });
     if (!log) throw new Error(`payment ${hash}: no TransferWithReferenceAndFee log`);
     return { txHash: hash, blockNumber: receipt.blockNumber, logIndex: log.logIndex };
   };

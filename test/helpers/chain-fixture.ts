@@ -12,7 +12,7 @@ import type { WorkerRuntime } from '../../src/runtime/worker-runtime.js';
 import type { ChainsFileEntry } from '../../src/devchain/chains-file.js';
 import { startTestChain, type TestChain } from './anvil.js';
 import { startApiFixture, type ApiFixture } from './context.js';
-import { apiClient } from './http.js';
+import { apiClient, type ApiClient, type JsonBody } from './http.js';
 import { startSmtpSink, type SmtpSink } from './smtp-sink.js';
 import { startWorker } from './worker.js';
 
@@ -87,4 +87,13 @@ async function start(opts: ChainFixtureOptions, started: (() => Promise<unknown>
     origin,
     close: stopAll,
   };
+}
+
+/** A USDC invoice on the local chain, created and sent over the API (so it carries its payment instructions), to a fresh customer unless `email` is given. */
+export async function sendLocalInvoice(api: ApiClient, key: string, amount: string, email = `payer-${Math.random().toString(36).slice(2)}@example.test`): Promise<JsonBody> {
+  const created = await api.post('/v1/invoices', key, { customer_email: email, amount, network: 'local', currency: 'USDC' });
+  expect(created.status, created.raw).toBe(200);
+  const sent = await api.post(`/v1/invoices/${created.body.data.id}/send`, key);
+  expect(sent.status, sent.raw).toBe(200);
+  return sent.body.data;
 }

@@ -73,6 +73,8 @@ describe('create and retrieve', () => {
     expect(payment.body.data).toMatchObject({ payment_link_id: link.id, amount: '15', amount_atomic: '15000000' });
     expect(Object.keys(payment.body.data).sort()).toEqual(['amount', 'amount_atomic', 'created_at', 'customer_email', 'id', 'payment_link_id', 'tx_hash']);
     expect(payment.body.data.tx_hash).toMatch(/^0x[0-9a-f]{64}$/);
+    // Simulated, never seen on a chain: not a pay_ id, which is a chain payment's.
+    expect(payment.body.data.id).toMatch(/^simpay_[0-9A-Za-z]{24}$/);
     expectError(await pay(link.id, { amount: '14' }), 400, 'invalid_request_error', 'amount_mismatch');
   });
 

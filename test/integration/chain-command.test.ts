@@ -3,7 +3,7 @@
 // npm process alone leaves nothing running; a restart keeps addresses, balances and blocks;
 // `-- --fresh` starts over.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
@@ -12,7 +12,8 @@ import { createPublicClient, createWalletClient, http, type Address } from 'viem
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/lib/free-port.js';
 import { SUBSCRIPTION_MANAGER_ABI } from '../../src/chain/subscription-manager-abi.js';
-import { WELL_KNOWN_ACCOUNTS } from '../../src/devchain/accounts.js';
+import { WELL_KNOWN_ACCOUNTS, wellKnownAccount } from '../../src/devchain/accounts.js';
+import { RELAYER_ACCOUNT_INDEX, RELAYER_FUNDING_WEI } from '../../src/devchain/relayer-key.js';
 import { TEST_USDC_ABI } from '../../src/devchain/contracts.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
@@ -172,6 +173,13 @@ describe('npm run chain', () => {
     const manager = entry.subscription_manager!;
     expect(chain.output()).toContain(`Subscriptions      ${manager}`);
     expect(await client().readContract({ address: manager, abi: SUBSCRIPTION_MANAGER_ABI, functionName: 'MAX_FEE_BPS' })).toBe(1000);
+    // The relayer's key beside the chains file, for the owner only, its account given gas.
+    const relayer = wellKnownAccount(RELAYER_ACCOUNT_INDEX);
+    const keyFile = path.join(stateDir, 'relayer.key');
+    expect(statSync(keyFile).mode & 0o777).toBe(0o600);
+    expect(readFileSync(keyFile, 'utf8').trim()).toBe(relayer.privateKey);
+    expect(chain.output()).toContain(`Relayer            ${relayer.address}`);
+    expect(await client().getBalance({ address: relayer.address })).toBe(RELAYER_FUNDING_WEI);
     expect(await client().readContract({ address: token, abi: TEST_USDC_ABI, functionName: 'decimals' })).toBe(6);
     const payer = WELL_KNOWN_ACCOUNTS[1].address;
     expect(await balanceOf(token, payer)).toBe(1_000_000_000_000n);

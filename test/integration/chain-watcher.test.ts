@@ -111,7 +111,7 @@ describe('an unfriendly provider', () => {
     await watcher.run(chain.chainId);
     await watcher.run(chain.chainId);
     const [p] = (await api.get(`/v1/invoices/${inv.id}/payments`, key())).body.data as JsonBody[];
-    expect(p).toMatchObject({ tx_hash: paid.txHash, status: 'pending', confirmations: 4 });
+    expect(p).toMatchObject({ tx_hash: paid.txHash, status: 'pending', confirmations: 3 });
     expect(rpc.refusedLogRanges()).toBeGreaterThan(0);
   });
 

@@ -8,6 +8,7 @@ import { createPool, type Pool } from '../../src/db/pool.js';
 import { newId, newInvoiceReference } from '../../src/domain/ids.js';
 import { Money, toAtomic } from '../../src/domain/money.js';
 import { derivePaymentReference } from '../../src/domain/payments.js';
+import { BUILT_IN_CHAINS } from '../../src/domain/chains.js';
 import { resolveToken } from '../../src/domain/tokens.js';
 import { ApiError, DomainError } from '../../src/errors.js';
 import { issueInvoice, sendInvoice } from '../../src/invoicing/issue.js';
@@ -35,7 +36,7 @@ afterAll(async () => {
 
 /** A draft of 12.5 USDC on the sandbox's default network (null amount: a draft without one). */
 async function makeDraft(amount: string | null = '12.5'): Promise<string> {
-  const token = resolveToken('sandbox');
+  const token = resolveToken(BUILT_IN_CHAINS, 'sandbox');
   if (!token.ok) throw new Error(token.message);
   const customer = await upsertCustomer(pool, scope, 'subscriber@example.test', null, null);
   const atomic = amount === null ? null : toAtomic(new Money(amount), token.token.decimals);

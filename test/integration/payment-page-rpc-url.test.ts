@@ -83,7 +83,7 @@ describe('the RPC URL a payer may see', () => {
     const withoutProxy = await sentOn('base-sepolia');
     expect(withoutProxy.payment_instructions).toBeNull();
     const mail = async (id: string) => {
-      const loaded = await loadInvoiceForMail(ctx.fx.api.pool, id, 'https://pay.example.test/pay');
+      const loaded = await loadInvoiceForMail(ctx.fx.api.pool, id, { paymentPageBase: 'https://pay.example.test/pay', chains: loadChains(chainsFile, {}) });
       return renderEmail('invoice', loaded!.doc).text;
     };
     expect(await mail(withProxy.id)).toContain('Pay through the fee proxy with this reference (a wallet on the payment page does it)');

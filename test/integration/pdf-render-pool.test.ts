@@ -20,6 +20,7 @@ export function capSizeDocument(i = 0): InvoiceDocument {
     timeZone: 'Europe/Paris',
     amount: String(MAX_LINE_ITEMS * 3),
     currency: 'USDC',
+    tokenDecimals: 6,
     network: 'base',
     chainId: 8453,
     lines: Array.from({ length: MAX_LINE_ITEMS }, (_, n) => ({

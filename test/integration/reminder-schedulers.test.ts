@@ -308,6 +308,27 @@ describe('reminder schedulers on BullMQ', () => {
     await schedulers.cancel(invoices[0].id);
   }, 15_000);
 
+  it('removeSchedulers removes many schedulers and their pending jobs at once, and only those', async () => {
+    const queue = openQueue();
+    const policy: ReminderPolicy = { ...SECONDS, beforeStart: d('P3D'), beforeEvery: d('P1D') };
+    const schedulers = createReminderSchedulers(queue, policy);
+    const now = new Date();
+    const invoices = Array.from({ length: 60 }, (_, i) => ({
+      id: invoiceId(),
+      dueAt: new Date(now.getTime() + 10 * 86_400_000 + i * 60_000),
+      timeZone: 'Europe/Paris',
+    }));
+    await Promise.all(invoices.map((inv) => schedulers.schedule(inv, now)));
+    const [gone, kept] = [invoices.slice(0, 50), invoices.slice(50)];
+    // Duplicates and an id with no scheduler are harmless.
+    await backend.removeSchedulers(queue, [...gone, gone[0]].map((inv) => reminderSchedulerId(inv.id)).concat(reminderSchedulerId(invoiceId())));
+    for (const inv of gone) expect(await keysOf(queue, inv.id)).toEqual([]);
+    for (const inv of kept) expect(await keysOf(queue, inv.id)).toHaveLength(2);
+    expect(await queue.getJobSchedulersCount()).toBe(kept.length);
+    expect(await queue.getDelayedCount()).toBe(kept.length);
+    await backend.removeSchedulers(queue, []);
+  });
+
   it('refuses a queue built without the reminder repeat strategy', async () => {
     const queue = backend.queue(`reminders-${randomUUID().slice(0, 8)}`);
     opened.push({ close: () => queue.close() });

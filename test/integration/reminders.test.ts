@@ -364,6 +364,16 @@ describe('reminders on second-sized policies', () => {
     expect(await scheduler(inv.id)).toBeUndefined();
   }, 15_000);
 
+  it('one SQL UPDATE paying several invoices stops them all (their notifications removed in a batch)', async () => {
+    // Due in an hour: the schedules exist and nothing fires meanwhile, however slow the sends.
+    const invoices: Sent[] = [];
+    for (let i = 0; i < 6; i++) invoices.push(await createAndSend(`pay-many-${i}@example.test`, new Date(Date.now() + 3_600_000)));
+    for (const inv of invoices) expect(await scheduler(inv.id)).toBeDefined();
+    await fx.api.pool.query(`update invoices set status = 'paid', paid_at = now() where id = any($1)`, [invoices.map((inv) => inv.id)]);
+    await waitUntil(async () => (await Promise.all(invoices.map((inv) => scheduler(inv.id)))).every((s) => s === undefined), 5_000, 20);
+    for (const inv of invoices) expect(await statusOf(inv.id)).toBe('paid');
+  }, 30_000);
+
   it('off removes the schedule before the response; on resumes at the next slot with no burst of the missed ones', async () => {
     const inv = await createAndSend('off-on@example.test');
     const witness = await witnessOf(inv);

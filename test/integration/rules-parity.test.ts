@@ -5,7 +5,8 @@
 // delivery kinds (TS list vs the check constraint), and the ids (SQL new_id vs newId).
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deleteDraft, markPaid, markSent, markVoid, updateDraft, type InvoiceRow } from '../../src/db/invoices.js';
+import { deleteDraft, markSent, markVoid, updateDraft, type InvoiceRow } from '../../src/db/invoices.js';
+import { settleSimulated } from '../../src/invoicing/sandbox-payments.js';
 import { lockIfRemindersRun, markOverdue } from '../../src/db/reminders.js';
 import { DELIVERY_KINDS } from '../../src/domain/delivery-kinds.js';
 import { newId } from '../../src/domain/ids.js';
@@ -64,7 +65,7 @@ const scope = () => ({ accountId: fx.merchant.accountId, environment: 'sandbox' 
 /** Each event's conditional update in src/db: true when it applied. */
 const SQL_TRANSITIONS: Partial<Record<InvoiceEvent, (tx: pg.PoolClient) => Promise<boolean>>> = {
   send: async (tx) => (await markSent(tx, invoiceId, `PARITY-${newId('inv')}`)) !== null,
-  pay: async (tx) => (await markPaid(tx, scope(), invoiceId)) !== null,
+  pay: (tx) => settleSimulated(tx, scope(), invoiceId),
   void: async (tx) => (await markVoid(tx, invoiceId)) !== null,
   mark_overdue: (tx) => markOverdue(tx, invoiceId),
   edit: async (tx) => ((await updateDraft(tx, invoiceId, { memo: 'parity' })) as InvoiceRow | undefined) !== undefined,

@@ -8,11 +8,12 @@ import { createPublicClient, getAddress, http, keccak256, parseEventLogs, toEven
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SUBSCRIPTION_MANAGER_ABI } from '../../src/chain/subscription-manager-abi.js';
 import { MERCHANT_ACCOUNT_INDEX, WELL_KNOWN_ACCOUNTS } from '../../src/devchain/accounts.js';
-import { ERC20_FEE_PROXY_ABI, TEST_USDC_ABI } from '../../src/devchain/contracts.js';
+import { FEE_PROXY_ABI } from '../../src/chain/abi.js';
+import { TEST_USDC_ABI } from '../../src/devchain/contracts.js';
 import { startRpcProxy, startTestChain, type RpcProxy, type TestChain } from '../helpers/anvil.js';
 
 const MERCHANT: Address = '0x1111111111111111111111111111111111111111';
-const PAYMENT_EVENT = ERC20_FEE_PROXY_ABI.find((item) => item.type === 'event' && item.name === 'TransferWithReferenceAndFee');
+const PAYMENT_EVENT = FEE_PROXY_ABI.find((item) => item.type === 'event' && item.name === 'TransferWithReferenceAndFee');
 if (!PAYMENT_EVENT || PAYMENT_EVENT.type !== 'event') throw new Error('event missing from the ABI');
 
 async function rejectionOf(p: Promise<unknown>): Promise<unknown> {

@@ -265,6 +265,10 @@ describe('chain variables', () => {
     ['a new chain without tokens', JSON.stringify([{ chain_id: 5, network: 'goerli', environment: 'sandbox', confirmations: 1 }]), /chain 5 is not built in, so it needs tokens/],
     ['a network name taken', JSON.stringify([{ ...LOCAL_CHAIN, network: 'base' }]), /both use the network name base/],
     ['a bad RPC URL', JSON.stringify([{ ...LOCAL_CHAIN, rpc_urls: ['ftp://x'] }]), /rpc_urls\[0\] must be an absolute http\(s\) or ws\(s\) URL/],
+    ['a chain that is not an object', '[5]', /chains\.json\[0\] must be an object$/],
+    ['a token\'s decimals as a string', JSON.stringify([{ ...LOCAL_CHAIN, tokens: [{ ...LOCAL_CHAIN.tokens[0], decimals: '6' }] }]), /\[0\]\.tokens\[0\]\.decimals must be an integer between 0 and 36$/],
+    ['a chain id out of range', JSON.stringify([{ ...LOCAL_CHAIN, chain_id: 0 }]), /\[0\]\.chain_id must be an integer between 1 and 2147483647$/],
+    ['an RPC URL that is not a string', JSON.stringify([{ ...LOCAL_CHAIN, rpc_urls: [8545] }]), /\[0\]\.rpc_urls\[0\] must be a URL string$/],
   ])('refuses a CHAINS_FILE with %s, naming CHAINS_FILE and what is wrong', (_what, text, message) => {
     const dir = mkdtempSync(path.join(tmpdir(), 'chains-'));
     writeFileSync(path.join(dir, 'chains.json'), text);
@@ -315,6 +319,40 @@ describe('the local chain found without configuration', () => {
     mkdirSync(path.join(cwd, 'elsewhere'));
     writeFileSync(path.join(cwd, 'elsewhere/chains.json'), '[]');
     expect(useLocalChainsFile({ CHAIN_STATE_DIR: 'elsewhere' }, cwd).env.CHAINS_FILE).toBe('elsewhere/chains.json');
+  });
+});
+
+describe('relayer variables', () => {
+  const KEY = `0x${'ab'.repeat(32)}`;
+
+  it('default to no key file, no per-chain key, 12 blocks before a replacement and a 0.01 warning threshold', () => {
+    expect(loadConfig({})).toMatchObject({ relayerPrivateKeyFile: null, relayerPrivateKeys: {}, relayerStuckBlocks: 12, relayerMinBalance: '0.01' });
+  });
+
+  it('reads RELAYER_PRIVATE_KEY_<chainId> as the key itself, held as a secret that never prints; RELAYER_PRIVATE_KEY_FILE is a path, not one of the family', () => {
+    const c = loadConfig({ RELAYER_PRIVATE_KEY_8453: ` ${KEY.slice(2).toUpperCase()} `, RELAYER_PRIVATE_KEY_FILE: '/run/secrets/relayer', RELAYER_STUCK_BLOCKS: '3', RELAYER_MIN_BALANCE: '0.5' });
+    expect(c.relayerPrivateKeyFile).toBe('/run/secrets/relayer');
+    expect(Object.keys(c.relayerPrivateKeys)).toEqual(['8453']);
+    expect(c.relayerPrivateKeys[8453].reveal()).toBe(KEY);
+    expect(String(c.relayerPrivateKeys[8453])).toBe('[secret]');
+    expect(JSON.stringify(c)).not.toContain('abab');
+    expect(c).toMatchObject({ relayerStuckBlocks: 3, relayerMinBalance: '0.5' });
+  });
+
+  it('refuses a bad key without showing it, a key of an unknown chain, and a bad threshold', () => {
+    const bad = configError({ RELAYER_PRIVATE_KEY_8453: `${KEY}00` });
+    expect(bad.variable).toBe('RELAYER_PRIVATE_KEY_8453');
+    expect(bad.message).not.toContain('abab');
+    expect(configError({ RELAYER_PRIVATE_KEY_base: KEY }).variable).toBe('RELAYER_PRIVATE_KEY_base');
+    expect(configError({ RELAYER_PRIVATE_KEY_999: KEY }).message).toContain('names chain 999, which is neither built in nor in CHAINS_FILE');
+    expect(configError({ RELAYER_MIN_BALANCE: '-1' }).variable).toBe('RELAYER_MIN_BALANCE');
+    expect(configError({ RELAYER_MIN_BALANCE: '0.0000000000000000001' }).variable).toBe('RELAYER_MIN_BALANCE');
+    expect(configError({ RELAYER_STUCK_BLOCKS: '0' }).variable).toBe('RELAYER_STUCK_BLOCKS');
+  });
+
+  it('environmentOf gives a child process the key itself', () => {
+    const c = loadConfig({ RELAYER_PRIVATE_KEY_8453: KEY });
+    expect(environmentOf(c, ['relayerPrivateKeys'])).toEqual({ RELAYER_PRIVATE_KEY_8453: KEY });
   });
 });
 

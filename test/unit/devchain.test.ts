@@ -13,7 +13,8 @@ import { anvilArgs, anvilBinary } from '../../src/devchain/anvil.js';
 import { ChainCommandError, chainCommandOptions } from '../../src/devchain/chain-command.js';
 import { localChainsFileEntry, readLocalContracts, writeChainsFile } from '../../src/devchain/chains-file.js';
 import { SUBSCRIPTION_MANAGER_ABI } from '../../src/chain/subscription-manager-abi.js';
-import { ARTIFACT_ABIS, ERC20_FEE_PROXY_ABI, TEST_USDC_ABI } from '../../src/devchain/contracts.js';
+import { FEE_PROXY_ABI } from '../../src/chain/abi.js';
+import { ARTIFACT_ABIS, TEST_USDC_ABI } from '../../src/devchain/contracts.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
 
@@ -65,11 +66,11 @@ describe('contracts', () => {
   }, 90_000);
 
   it('the typed ABIs are the artifacts\' (the proxy entirely; the token for what is called)', () => {
-    expect(signatures(ERC20_FEE_PROXY_ABI)).toEqual(signatures(ARTIFACT_ABIS.feeProxy as Abi));
+    expect(signatures(FEE_PROXY_ABI)).toEqual(signatures(ARTIFACT_ABIS.feeProxy as Abi));
     const artifact = signatures(ARTIFACT_ABIS.testUsdc as Abi);
     for (const sig of signatures(TEST_USDC_ABI)) expect(artifact).toContain(sig);
     expect(artifact).toContain('function mint(address,uint256) -> ()');
-    expect(signatures(ERC20_FEE_PROXY_ABI)).toContain('event TransferWithReferenceAndFee(address,address,uint256,bytes indexed,uint256,address)');
+    expect(signatures(FEE_PROXY_ABI)).toContain('event TransferWithReferenceAndFee(address,address,uint256,bytes indexed,uint256,address)');
   });
 
   it('the service\'s SubscriptionManager ABI is the artifact\'s, whole: every name, type, struct field and indexed flag', () => {

@@ -25,6 +25,7 @@ function invoice(overrides: Partial<InvoiceDocument> = {}): InvoiceDocument {
     timeZone: 'Europe/Berlin',
     amount: '1234.5',
     currency: 'USDC',
+    tokenDecimals: 6,
     network: 'base-sepolia',
     chainId: 84532,
     lines: [{ description: 'Beratung', quantity: 1, unitAmount: '1234.5', lineTotal: '1234.5' }],

@@ -5,7 +5,8 @@
 // reads them. What observePayments and countedAtomic make of them must be what the chain moved.
 import { describe, expect, it } from 'vitest';
 import { InconsistentLogsError, observePayments, type ObservedPayment } from '../../src/chain/observe.js';
-import type { ProxyLog, TransferLog } from '../../src/chain/rpc.js';
+import type { TransferLog } from '../../src/chain/kinds/kind.js';
+import type { ProxyLog } from '../../src/chain/kinds/proxy.js';
 import { MAX_COUNTABLE_ATOMIC, countedAtomic, feeRoomAtomic } from '../../src/domain/payments.js';
 import { seededRandom, type Random } from '../helpers/seeded-random.js';
 
@@ -78,7 +79,7 @@ describe('observing payments (seeded random transactions)', () => {
             proxy.push(...logs.proxy);
             transfers.push(...logs.transfers);
           }
-          return observePayments(proxy, transfers, FEE);
+          return observePayments({ proxy: proxy, transfer: transfers }, FEE);
         };
         const seen = read(10n, 0);
 
@@ -139,17 +140,17 @@ describe('a node answering a log twice, or one transaction in two blocks', () =>
 
   it('the same log twice is one payment, not two', () => {
     const t = transfer('0x01', 3);
-    expect(observePayments([], [t, { ...t }], FEE)).toHaveLength(1);
+    expect(observePayments({ proxy: [], transfer: [t, { ...t }] }, FEE)).toHaveLength(1);
   });
 
   it('a proxy payment and its leg repeated: one proxy payment, no plain transfer beside it', () => {
     const leg = transfer('0x02', 0);
     const proxy: ProxyLog = { ...at('0x02', 1, '0xb7'), tokenAddress: TOKEN, to: MERCHANT, amount: 5_000_000n, referenceTopic: '0xref', feeAmount: 0n, feeAddress: ZERO };
-    const seen = observePayments([proxy, { ...proxy }], [leg, { ...leg }], FEE);
+    const seen = observePayments({ proxy: [proxy, { ...proxy }], transfer: [leg, { ...leg }] }, FEE);
     expect(seen.map((o) => o.kind)).toEqual(['proxy']);
   });
 
   it('one transaction in two blocks of one answer is refused (the run fails, nothing is recorded)', () => {
-    expect(() => observePayments([], [transfer('0x03', 0, '0xb7'), transfer('0x03', 0, '0xc7')], FEE)).toThrow(InconsistentLogsError);
+    expect(() => observePayments({ proxy: [], transfer: [transfer('0x03', 0, '0xb7'), transfer('0x03', 0, '0xc7')] }, FEE)).toThrow(InconsistentLogsError);
   });
 });

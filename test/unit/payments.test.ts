@@ -4,7 +4,9 @@
 import { keccak_256 } from '@noble/hashes/sha3.js';
 import { describe, expect, it } from 'vitest';
 import { observePayments } from '../../src/chain/observe.js';
-import type { ProxyLog, TransferLog } from '../../src/chain/rpc.js';
+import type { TransferLog } from '../../src/chain/kinds/kind.js';
+import { proxyKind, type ProxyLog } from '../../src/chain/kinds/proxy.js';
+import { transferKind } from '../../src/chain/kinds/transfer.js';
 import {
   MAX_COUNTABLE_ATOMIC,
   applyPayment,
@@ -13,7 +15,6 @@ import {
   dustFloorAtomic,
   feeRoomAtomic,
   derivePaymentReference,
-  expectedFeeAtomic,
   matchTransfer,
   parseAddress,
   paymentInstructions,
@@ -109,28 +110,38 @@ describe('applying a confirmed payment', () => {
   });
 
   it('expects the rule fee of a proxy payment, none of a transfer', () => {
-    expect(expectedFeeAtomic('proxy', 25_000_000n, 50)).toBe(125_000n);
-    expect(expectedFeeAtomic('transfer', 25_000_000n, 50)).toBe(0n);
+    expect(proxyKind.expectedFeeAtomic(25_000_000n, 50)).toBe(125_000n);
+    expect(transferKind.expectedFeeAtomic(25_000_000n, 50)).toBeNull();
   });
 });
 
 describe('matching a plain transfer', () => {
-  it('pays the one candidate whose remaining amount is exactly the value; none or several: unmatched', () => {
-    const a = { id: 'a', remainingAtomic: 5n };
-    const b = { id: 'b', remainingAtomic: 7n };
-    const c = { id: 'c', remainingAtomic: 7n };
+  it('pays the one open or overdue candidate whose remaining amount is exactly the value; none or several: unmatched', () => {
+    const owing = (id: string, status: 'open' | 'overdue' | 'paid' | 'void', amountAtomic: bigint, paidAtomic: bigint) => ({ id, balance: { status, amountAtomic, paidAtomic } });
+    const a = owing('a', 'open', 10n, 5n);
+    const b = owing('b', 'overdue', 7n, 0n);
+    const c = owing('c', 'open', 9n, 2n);
     expect(matchTransfer([a, b], 5n)).toBe(a);
+    expect(matchTransfer([a, b], 7n)).toBe(b);
     expect(matchTransfer([a, b], 6n)).toBeNull();
     expect(matchTransfer([a, b, c], 7n)).toBeNull();
     expect(matchTransfer([], 7n)).toBeNull();
+    // The rule, not the caller, decides: a paid or void invoice takes no transfer, whatever it has left.
+    expect(matchTransfer([owing('p', 'paid', 10n, 5n), owing('v', 'void', 5n, 0n)], 5n)).toBeNull();
   });
 });
 
 describe('confirmations', () => {
-  it('count the payment block as the first; the safe head is head - confirmations', () => {
-    expect(confirmationsAt(100n, 100n)).toBe(1);
-    expect(confirmationsAt(102n, 100n)).toBe(3);
+  it('count the blocks built on top of the payment block, as a chain\'s confirmations do; the safe head is head - confirmations', () => {
+    expect(confirmationsAt(100n, 100n)).toBe(0);
+    expect(confirmationsAt(102n, 100n)).toBe(2);
     expect(confirmationsAt(99n, 100n)).toBe(0);
+    // One meaning: a payment's confirmations reach its chain's exactly when its block is at or below the safe head.
+    for (const required of [0, 1, 2, 12]) {
+      for (let block = 90n; block <= 100n; block++) {
+        expect(confirmationsAt(100n, block) >= required).toBe(block <= safeHead(100n, required));
+      }
+    }
     expect(safeHead(102n, 2)).toBe(100n);
   });
 });
@@ -144,7 +155,7 @@ describe('observed payments', () => {
   const other: TransferLog = { ...at, txHash: '0x2', logIndex: 3, tokenAddress: token, from: '0xother', to, value: 995n };
 
   it("merges a proxy payment with its own Transfer log (one payment, the Transfer's sender as payer) and keeps other transfers", () => {
-    const seen = observePayments([proxyLog], [own, other]);
+    const seen = observePayments({ proxy: [proxyLog], transfer: [own, other] });
     expect(seen.map((p) => [p.kind, p.txHash, p.amountAtomic, p.feeAtomic, p.from])).toEqual([
       ['proxy', '0x1', 995n, 5n, '0xpayer'],
       ['transfer', '0x2', 995n, 0n, '0xother'],
@@ -152,20 +163,20 @@ describe('observed payments', () => {
   });
 
   it('keeps a transfer of another amount in the same transaction as a payment of its own', () => {
-    const seen = observePayments([proxyLog], [{ ...own, value: 1n }]);
+    const seen = observePayments({ proxy: [proxyLog], transfer: [{ ...own, value: 1n }] });
     expect(seen.map((p) => p.kind)).toEqual(['transfer', 'proxy']);
   });
 
   it("reads what moved from the Transfer logs: the fee counts as received only when its Transfer reached the chain's fee address", () => {
     const feeLeg: TransferLog = { ...at, txHash: '0x1', logIndex: 1, tokenAddress: token, from: '0xpayer', to: CHAIN.feeAddress.toLowerCase(), value: 5n };
-    expect(observePayments([proxyLog], [own, feeLeg], CHAIN.feeAddress)).toEqual([
+    expect(observePayments({ proxy: [proxyLog], transfer: [own, feeLeg] }, CHAIN.feeAddress)).toEqual([
       expect.objectContaining({ kind: 'proxy', receivedAtomic: 995n, feeReceivedAtomic: 5n, txPosition: 'proxy:0' }),
     ]);
     // Fee address zero: the proxy moved no fee, whatever feeAmount says.
     const zero = { ...proxyLog, feeAddress: '0x0000000000000000000000000000000000000000', feeAmount: 2n ** 256n - 2n };
-    expect(observePayments([zero], [own], CHAIN.feeAddress)).toEqual([expect.objectContaining({ receivedAtomic: 995n, feeReceivedAtomic: 0n })]);
+    expect(observePayments({ proxy: [zero], transfer: [own] }, CHAIN.feeAddress)).toEqual([expect.objectContaining({ receivedAtomic: 995n, feeReceivedAtomic: 0n })]);
     // No Transfer of the amount to the merchant: nothing received.
-    expect(observePayments([proxyLog], [], CHAIN.feeAddress)).toEqual([expect.objectContaining({ receivedAtomic: 0n, feeReceivedAtomic: 0n })]);
+    expect(observePayments({ proxy: [proxyLog], transfer: [] }, CHAIN.feeAddress)).toEqual([expect.objectContaining({ receivedAtomic: 0n, feeReceivedAtomic: 0n })]);
   });
 
   it("a fee leg to the merchant's own address is part of the proxy payment, never a plain transfer; a Transfer to the fee address alone is nobody's", () => {
@@ -174,10 +185,10 @@ describe('observed payments', () => {
       { ...own, logIndex: 0, value: 5n },
       { ...own, logIndex: 1, value: 5n },
     ];
-    const seen = observePayments([toMerchant], legs, CHAIN.feeAddress);
+    const seen = observePayments({ proxy: [toMerchant], transfer: legs }, CHAIN.feeAddress);
     expect(seen.map((p) => [p.kind, p.receivedAtomic, p.feeReceivedAtomic])).toEqual([['proxy', 5n, 0n]]);
     const stray: TransferLog = { ...other, to: CHAIN.feeAddress };
-    expect(observePayments([], [stray], CHAIN.feeAddress)).toEqual([]);
+    expect(observePayments({ proxy: [], transfer: [stray] }, CHAIN.feeAddress)).toEqual([]);
   });
 });
 

@@ -14,6 +14,7 @@ function invoice(overrides: Partial<InvoiceDocument> = {}): InvoiceDocument {
     timeZone: 'Asia/Tokyo',
     amount: '1234.5',
     currency: 'USDC',
+    tokenDecimals: 6,
     network: 'base-sepolia',
     chainId: 84532,
     lines: [{ description: 'Design work', quantity: 1, unitAmount: '1234.5', lineTotal: '1234.5' }],

@@ -23,6 +23,7 @@ function invoice(overrides: Partial<InvoiceDocument> = {}): InvoiceDocument {
     timeZone: 'Europe/Berlin',
     amount: '1234.5',
     currency: 'USDC',
+    tokenDecimals: 6,
     network: 'base-sepolia',
     chainId: 84532,
     lines: [

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_CURRENCY, DEFAULT_NETWORK, networksOf, resolveToken } from '../../src/domain/tokens.js';
+import { BUILT_IN_CHAINS } from '../../src/domain/chains.js';
+import type { Environment } from '../../src/domain/environment.js';
+import { DEFAULT_CURRENCY, DEFAULT_NETWORK, networksOf as networksAmong, resolveToken as resolveAmong } from '../../src/domain/tokens.js';
+
+// The built-in chains, handed in as every caller hands in its deployment's.
+const resolveToken = (environment: Environment, network?: string, currency?: string) => resolveAmong(BUILT_IN_CHAINS, environment, network, currency);
+const networksOf = (environment: Environment) => networksAmong(BUILT_IN_CHAINS, environment);
 
 const token = (...args: Parameters<typeof resolveToken>) => {
   const r = resolveToken(...args);

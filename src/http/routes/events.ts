@@ -28,7 +28,7 @@ export async function eventRoutes(app: Api, deps: AppDeps): Promise<void> {
       if (type !== null && !isEventType(type)) {
         throw new ApiError('validation_failed', `Unknown event type ${JSON.stringify(type)}.`, 'type');
       }
-      return listBody(await listEvents(pool, req.auth, type, pageRequest(req.query)), 'event', presentEvent);
+      return listBody(await listEvents(pool, req.auth, type, pageRequest(req.query)), 'event', (e) => presentEvent(e, deps.config.chains));
     },
   );
 
@@ -38,7 +38,7 @@ export async function eventRoutes(app: Api, deps: AppDeps): Promise<void> {
     async (req) => {
       const row = await findEvent(pool, req.auth, req.params.eventId);
       if (!row) throw notFound('event', req.params.eventId);
-      return { data: presentEvent(row) };
+      return { data: presentEvent(row, deps.config.chains) };
     },
   );
 }

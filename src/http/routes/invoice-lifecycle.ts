@@ -36,7 +36,7 @@ export async function invoiceLifecycleRoutes(app: Api, deps: AppDeps): Promise<v
     async (req) => {
       const q = req.query;
       const result = await listInvoices(pool, req.auth, { status: q.status, customerEmail: q.customer_email }, pageRequest(q));
-      return listBody(result, 'invoice', presentInvoice);
+      return listBody(result, 'invoice', (r) => presentInvoice(r, deps.config.chains));
     },
   );
 
@@ -72,7 +72,7 @@ export async function invoiceLifecycleRoutes(app: Api, deps: AppDeps): Promise<v
           req.log.warn({ err, invoice_id: row.id }, 'could not remove reminder schedules now; the void re-check still stops every email');
         }
       }
-      return { data: presentInvoice(row) };
+      return { data: presentInvoice(row, deps.config.chains) };
     },
   );
 
@@ -144,7 +144,7 @@ export async function invoiceLifecycleRoutes(app: Api, deps: AppDeps): Promise<v
     async (req, reply) => {
       const inv = await findInvoice(pool, req.auth, req.params.invoiceId);
       if (!inv) throw notFound('invoice', req.params.invoiceId);
-      const loaded = await loadInvoiceForMail(pool, inv.id, deps.config.paymentPageBase);
+      const loaded = await loadInvoiceForMail(pool, inv.id, deps.config);
       if (!loaded) throw notFound('invoice', req.params.invoiceId); // deleted meanwhile
       const stamp = stampFor(inv.status, { paidAt: inv.paid_at, voidedAt: inv.voided_at, updatedAt: inv.updated_at }, loaded.doc.timeZone);
       // Sent and unpaid: the kept document (rendered and kept here if the send job has not run

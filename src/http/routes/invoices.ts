@@ -66,7 +66,7 @@ export async function invoiceRoutes(app: Api, deps: AppDeps): Promise<void> {
     async (req) => {
       requireWrite(req.auth);
       const body = req.body;
-      const token = resolveToken(req.auth.environment, body.network, body.currency);
+      const token = resolveToken(deps.config.chains, req.auth.environment, body.network, body.currency);
       if (!token.ok) throw new ApiError(token.code, token.message);
       const timeZone = body.customer_time_zone === undefined ? null : canonicalTimeZone(body.customer_time_zone);
       if (body.customer_time_zone !== undefined && timeZone === null) {
@@ -101,7 +101,7 @@ export async function invoiceRoutes(app: Api, deps: AppDeps): Promise<void> {
         if (edit.lines) await replaceLines(tx, inv.id, linesForDb(edit.lines));
         return inv;
       });
-      return { data: presentInvoice(row) };
+      return { data: presentInvoice(row, deps.config.chains) };
     },
   );
 
@@ -116,7 +116,7 @@ export async function invoiceRoutes(app: Api, deps: AppDeps): Promise<void> {
       const row = await findInvoiceWithCredential(pool, req.presentedKey.hash, req.params.invoiceId);
       req.auth = authorize(req.presentedKey, row ?? undefined);
       if (!row?.invoice) throw notFound('invoice', req.params.invoiceId);
-      return { data: presentInvoice(row.invoice) };
+      return { data: presentInvoice(row.invoice, deps.config.chains) };
     },
   );
 
@@ -156,7 +156,7 @@ export async function invoiceRoutes(app: Api, deps: AppDeps): Promise<void> {
         await emitInvoiceEvent(tx, inv.id, 'invoice.updated');
         return updated;
       });
-      return { data: presentInvoice(row) };
+      return { data: presentInvoice(row, deps.config.chains) };
     },
   );
 
@@ -167,7 +167,7 @@ export async function invoiceRoutes(app: Api, deps: AppDeps): Promise<void> {
       requireWrite(req.auth);
       const { row, job } = await sendInvoice(pool, req.auth, req.params.invoiceId, deps.config.mailFrom);
       await publishQuietly(deps, [job], req.log);
-      return { data: presentInvoice(row) };
+      return { data: presentInvoice(row, deps.config.chains) };
     },
   );
 
@@ -203,7 +203,7 @@ export async function invoiceRoutes(app: Api, deps: AppDeps): Promise<void> {
           req.log.warn({ err, invoice_id: row.id }, 'could not update reminder schedules now; the reconciler will');
         }
       }
-      return { data: presentInvoice(row) };
+      return { data: presentInvoice(row, deps.config.chains) };
     },
   );
 

@@ -93,7 +93,7 @@ export async function paymentLinkRoutes(app: Api, deps: AppDeps): Promise<void> 
       }
 
       if (b.price_id) throw invalid('A custom_amount link has no price_id.', 'price_id');
-      const token = resolveToken(req.auth.environment, b.network, b.currency);
+      const token = resolveToken(deps.config.chains, req.auth.environment, b.network, b.currency);
       if (!token.ok) throw new ApiError(token.code, token.message);
       const d = token.token.decimals;
       const min = decimalOrThrow(b.min_amount, d, 'min_amount');

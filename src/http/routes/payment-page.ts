@@ -186,14 +186,14 @@ export async function paymentPageRoutes(app: Api, deps: AppDeps): Promise<void> 
         settlementAddress: inv.settlement_address,
         paymentReference: inv.payment_reference,
         paidAtomic: inv.amount_paid_atomic,
-        explorerUrl: chainById(inv.chain_id)?.explorerUrl ?? null,
+        explorerUrl: chainById(deps.config.chains, inv.chain_id)?.explorerUrl ?? null,
         payments: applied.map((p) => ({
           countedAtomic: p.counted_atomic,
           txHash: p.tx_hash,
         })),
         pageUrl: pageUrl(inv.reference),
         simulateAction: inv.environment === 'sandbox' ? simulatePath(inv.reference) : null,
-        wallet: instructionsOfRow(inv)
+        wallet: instructionsOfRow(inv, deps.config.chains)
           ? { scriptSrc: `${ASSETS_PATH}/${(await walletScript()).name}`, statusUrl: statusPath(inv.reference), checkoutUrl: null }
           : null,
         error,
@@ -204,7 +204,7 @@ export async function paymentPageRoutes(app: Api, deps: AppDeps): Promise<void> 
     async function linkPage(linkId: string, locale: string, paymentId: string | null, error: string | null): Promise<{ status: number; html: string }> {
       const link = await findLinkForPage(pool, linkId);
       if (!link) return { status: 404, html: renderNotFoundPage(locale) };
-      const token = resolveToken(link.environment, link.network, link.currency);
+      const token = resolveToken(deps.config.chains, link.environment, link.network, link.currency);
       const paid = paymentId ? await findLinkPayment(pool, link.id, paymentId) : null;
       const html = await renderLinkPage({
         locale,
@@ -230,7 +230,7 @@ export async function paymentPageRoutes(app: Api, deps: AppDeps): Promise<void> 
         pageUrl: pageUrl(link.id),
         simulateAction: link.environment === 'sandbox' ? simulatePath(link.id) : null,
         // The wallet pays a checkout (an invoice of the link), which needs an on-chain target.
-        wallet: linkPayableOnChain(link.chain_id, link.settlement_address)
+        wallet: linkPayableOnChain(deps.config.chains, link.chain_id, link.settlement_address)
           ? {
               scriptSrc: `${ASSETS_PATH}/${(await walletScript()).name}`,
               statusUrl: null,
@@ -247,13 +247,13 @@ export async function paymentPageRoutes(app: Api, deps: AppDeps): Promise<void> 
     /** A recurring price's link: its terms as the page shows them, and whether a subscription can start now. */
     async function subscriptionBlock(link: PageLink): Promise<SubscriptionBlock | null> {
       if (link.type !== 'fixed_price' || link.price_cadence === null || link.price_cadence === 'one_time' || link.price_interval_seconds === null) return null;
-      const available = subscriptionRefusal(link.chain_id, link.settlement_address, link.platform_fee_bps, deps.operatorAddress ?? (() => null)) === null;
+      const available = subscriptionRefusal(config.chains, link.chain_id, link.settlement_address, link.platform_fee_bps, deps.operatorAddress ?? (() => null)) === null;
       return {
         cadence: link.price_cadence,
         intervalSeconds: link.price_interval_seconds,
         amountAtomic: link.price_amount_atomic ?? '0',
         feeBps: link.platform_fee_bps,
-        contractAddress: chainById(link.chain_id)?.subscriptionManager ?? null,
+        contractAddress: chainById(config.chains, link.chain_id)?.subscriptionManager ?? null,
         allowanceAtomic: subscriptionAllowanceAtomic(BigInt(link.price_amount_atomic ?? '0')).toString(),
         allowancePeriods: SUBSCRIPTION_ALLOWANCE_PERIODS,
         available,
@@ -302,7 +302,7 @@ export async function paymentPageRoutes(app: Api, deps: AppDeps): Promise<void> 
             })
           : { inv: null, payments: [] };
         if (!inv || inv.status === 'draft' || inv.amount_atomic === null) throw notFound('payment page', id);
-        const chain = chainById(inv.chain_id);
+        const chain = chainById(deps.config.chains, inv.chain_id);
         reply.header('cache-control', 'no-store');
         return {
           status: inv.status,
@@ -312,10 +312,10 @@ export async function paymentPageRoutes(app: Api, deps: AppDeps): Promise<void> 
           amount_remaining_atomic: remainingAtomic({ amountAtomic: BigInt(inv.amount_atomic), paidAtomic: BigInt(inv.amount_paid_atomic) }).toString(),
           required_confirmations: chain?.confirmations ?? 0,
           payments: payments.map((p) => {
-            const o = presentPayment(p);
+            const o = presentPayment(p, deps.config.chains);
             return { tx_hash: o.tx_hash, status: o.status, confirmations: o.confirmations, explorer_url: o.explorer_url };
           }),
-          instructions: instructionsOfRow(inv),
+          instructions: instructionsOfRow(inv, deps.config.chains),
           chain: chain ? walletChain(chain) : null,
         };
       });
@@ -352,7 +352,7 @@ export async function paymentPageRoutes(app: Api, deps: AppDeps): Promise<void> 
             reference: invoice.reference,
             status_url: statusPath(invoice.reference),
             page_url: pageUrl(invoice.reference),
-            instructions: inv ? instructionsOfRow(inv) : null,
+            instructions: inv ? instructionsOfRow(inv, deps.config.chains) : null,
           };
         },
       );
@@ -383,7 +383,7 @@ export async function paymentPageRoutes(app: Api, deps: AppDeps): Promise<void> 
             link.id,
             { customerEmail: req.body.customer_email, locale: visitorLocale(req) },
           ));
-          const chain = chainById(checkout.chain_id);
+          const chain = chainById(config.chains, checkout.chain_id);
           const amount = BigInt(checkout.amount_atomic);
           reply.header('cache-control', 'no-store');
           return {
@@ -430,9 +430,9 @@ export async function paymentPageRoutes(app: Api, deps: AppDeps): Promise<void> 
           return {
             status: state.subscription_id !== null ? 'subscribed' : state.invoice_status === 'void' ? 'expired' : 'pending',
             invoice_status: state.invoice_status,
-            required_confirmations: chainById(state.chain_id)?.confirmations ?? 0,
+            required_confirmations: chainById(config.chains, state.chain_id)?.confirmations ?? 0,
             payments: payments.map((p) => {
-              const o = presentPayment(p);
+              const o = presentPayment(p, config.chains);
               return { tx_hash: o.tx_hash, status: o.status, confirmations: o.confirmations };
             }),
           };

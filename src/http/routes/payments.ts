@@ -1,18 +1,18 @@
 // The account (its settlement address) and the on-chain payments the detector records
 // (docs/payments.md): read them, list them, and attach an unmatched one to an invoice.
 import { addressHeldByAnother, findAccountView, setSettlementAddress } from '../../db/accounts.js';
-import { emitEvent } from '../../db/events.js';
 import { findInvoice } from '../../db/invoices.js';
-import { attachPayment, emitPartiallyPaid, findPayment, listPayments, lockPayableInvoice, paymentsOfInvoice, writeInvoiceBalances } from '../../db/payments.js';
+import { findPayment, listPayments, paymentsOfInvoice } from '../../db/payments.js';
 import { withTransaction } from '../../db/pool.js';
 import { reservedAddressUse } from '../../domain/chains.js';
-import { applyPayment, countedAtomic, expectedFeeAtomic, feeRoomAtomic, parseAddress, sameAddress } from '../../domain/payments.js';
+import { parseAddress } from '../../domain/payments.js';
 import { ApiError, notFound } from '../../errors.js';
 import { presentPayment } from '../../chain/payment-object.js';
 import { requireWrite } from '../auth.js';
 import { coerceLimit, listBody, pageRequest } from '../pagination.js';
 import { Account, ApplyPaymentBody, ListPaymentsQuery, Payment, PaymentIdParams, UpdateAccountBody, type AccountObject } from '../schemas/index.js';
-import { errorResponses } from '../route-helpers.js';
+import { errorResponses, refusalAsApiError } from '../route-helpers.js';
+import { applyUnmatchedPayment } from '../../invoicing/apply-payment.js';
 import { Data, ErrorEnvelope, InvoiceIdParams, ListOf } from '../schemas/index.js';
 import type { Api, AppDeps } from '../types.js';
 import type { AuthContext } from '../auth.js';
@@ -89,7 +89,7 @@ export async function paymentRoutes(app: Api, deps: AppDeps): Promise<void> {
     async (req) => {
       const inv = await findInvoice(pool, req.auth, req.params.invoiceId);
       if (!inv) throw notFound('invoice', req.params.invoiceId);
-      return { data: (await paymentsOfInvoice(pool, inv.id)).map((p) => presentPayment(p)), has_more: false };
+      return { data: (await paymentsOfInvoice(pool, inv.id)).map((p) => presentPayment(p, deps.config.chains)), has_more: false };
     },
   );
 
@@ -112,7 +112,7 @@ export async function paymentRoutes(app: Api, deps: AppDeps): Promise<void> {
         { unmatched: q.unmatched === undefined ? undefined : q.unmatched === 'true', invoiceId: q.invoice_id, status: q.status },
         pageRequest(q),
       );
-      return listBody(page, 'payment', (p) => presentPayment(p));
+      return listBody(page, 'payment', (p) => presentPayment(p, deps.config.chains));
     },
   );
 
@@ -122,7 +122,7 @@ export async function paymentRoutes(app: Api, deps: AppDeps): Promise<void> {
     async (req) => {
       const p = await findPayment(pool, req.auth, req.params.paymentId);
       if (!p) throw notFound('payment', req.params.paymentId);
-      return { data: presentPayment(p) };
+      return { data: presentPayment(p, deps.config.chains) };
     },
   );
 
@@ -139,47 +139,7 @@ export async function paymentRoutes(app: Api, deps: AppDeps): Promise<void> {
     },
     async (req) => {
       requireWrite(req.auth);
-      const payment = await withTransaction(pool, async (tx) => {
-        const p = await findPayment(tx, req.auth, req.params.paymentId, true);
-        if (!p) throw notFound('payment', req.params.paymentId);
-        if (p.status !== 'confirmed') {
-          throw new ApiError('payment_not_confirmed', `This payment is ${p.status}; only a confirmed payment can be applied.`);
-        }
-        // A payment that counted toward an invoice stays with it; one that changed nothing (no
-        // invoice, or recorded against a void or already paid one) may go to the invoice it pays.
-        if (p.outcome === 'applied') {
-          throw new ApiError('payment_already_applied', `This payment already counts toward invoice ${p.invoice_id}.`);
-        }
-        const inv = await lockPayableInvoice(tx, req.auth, req.body.invoice_id);
-        if (!inv) throw notFound('invoice', req.body.invoice_id);
-        if (inv.chain_id !== p.chain_id || !sameAddress(inv.token_address, p.token_address)) {
-          throw new ApiError('payment_invoice_mismatch', `This payment is in another token or on another chain than invoice ${inv.id}.`, 'invoice_id');
-        }
-        // What reached the merchant, and the fee that reached the fee address up to what of this invoice's fee is not counted yet.
-        const { countedAtomic: counted } = countedAtomic(
-          { receivedAtomic: BigInt(p.received_atomic), feeReceivedAtomic: BigInt(p.fee_received_atomic) },
-          feeRoomAtomic(BigInt(inv.fee_atomic ?? '0'), BigInt(inv.fee_counted_atomic)),
-        );
-        const application = applyPayment({ status: inv.status, amountAtomic: BigInt(inv.amount_atomic), paidAtomic: BigInt(inv.amount_paid_atomic) }, counted);
-        if (application.outcome !== 'applied') {
-          throw new ApiError('payment_invoice_mismatch', `Invoice ${inv.id} is ${inv.status}: it takes no payment.`, 'invoice_id');
-        }
-        const feeExpected =
-          p.kind === 'proxy' ? expectedFeeAtomic('proxy', BigInt(p.received_atomic) + BigInt(p.fee_received_atomic), inv.fee_bps ?? 0).toString() : null;
-        await attachPayment(tx, p.id, inv.id, 'applied', feeExpected, counted.toString());
-        await writeInvoiceBalances(tx, [
-          {
-            id: inv.id,
-            amount_paid_atomic: application.paidAtomic.toString(),
-            status: application.status,
-            paid_at: application.fullyPaid ? (p.block_time ?? new Date()).toISOString() : null,
-          },
-        ]);
-        if (!application.fullyPaid) await emitPartiallyPaid(tx, [inv.id]);
-        const applied = presentPayment((await findPayment(tx, req.auth, p.id))!);
-        await emitEvent(tx, req.auth, 'payment.applied', 'payment', p.id, applied);
-        return applied;
-      });
+      const payment = await refusalAsApiError(applyUnmatchedPayment(pool, deps.config.chains, req.auth, req.params.paymentId, req.body.invoice_id));
       return { data: payment };
     },
   );

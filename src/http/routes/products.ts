@@ -5,6 +5,7 @@ import { resolveCadence } from '../../domain/cadence.js';
 import type { Environment } from '../../domain/environment.js';
 import { newId } from '../../domain/ids.js';
 import { formatDecimal, parseAmount, toAtomic } from '../../domain/money.js';
+import type { ChainRegistry } from '../../domain/chains.js';
 import { resolveToken } from '../../domain/tokens.js';
 import { ApiError, notFound } from '../../errors.js';
 import type { AppDeps } from '../types.js';
@@ -16,8 +17,8 @@ import type { Api } from '../types.js';
 import { errorResponses } from '../route-helpers.js';
 
 /** Checks one price of a create request against the token registry and the cadence rules. */
-function priceFromInput(environment: Environment, productId: string, p: CreatePriceBody, i: number): NewPrice {
-  const token = resolveToken(environment, p.network, p.currency);
+function priceFromInput(chains: ChainRegistry, environment: Environment, productId: string, p: CreatePriceBody, i: number): NewPrice {
+  const token = resolveToken(chains, environment, p.network, p.currency);
   if (!token.ok) throw new ApiError(token.code, token.message, `prices[${i}]`);
   const amount = parseAmount(p.amount, token.token.decimals, `prices[${i}].amount`);
   if (!amount.ok) throw new ApiError(amount.code, amount.message, `prices[${i}].amount`);
@@ -48,7 +49,7 @@ export async function productRoutes(app: Api, deps: AppDeps): Promise<void> {
     async (req) => {
       requireWrite(req.auth);
       const id = newId('prod');
-      const prices = (req.body.prices ?? []).map((p, i) => priceFromInput(req.auth.environment, id, p, i));
+      const prices = (req.body.prices ?? []).map((p, i) => priceFromInput(deps.config.chains, req.auth.environment, id, p, i));
       const product = await withTransaction(pool, async (tx) => {
         await insertProduct(tx, { id, scope: req.auth, name: req.body.name, description: req.body.description ?? null, metadata: req.body.metadata ?? {} });
         for (const price of prices) await insertPrice(tx, req.auth, price);

@@ -67,7 +67,7 @@ export async function subscriptionRoutes(app: Api, deps: AppDeps): Promise<void>
       const sub = await findSubscription(pool, req.auth, req.params.subscriptionId);
       if (!sub) throw notFound('subscription', req.params.subscriptionId);
       const result = await listInvoices(pool, req.auth, { subscriptionId: sub.id }, pageRequest(req.query));
-      return listBody(result, 'invoice', presentInvoice);
+      return listBody(result, 'invoice', (r) => presentInvoice(r, deps.config.chains));
     },
   );
 

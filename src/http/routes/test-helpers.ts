@@ -27,7 +27,7 @@ export async function testHelperRoutes(app: Api, deps: AppDeps): Promise<void> {
     { schema: { ...opts, summary: 'Mark an open or overdue sandbox invoice paid', params: InvoiceIdParams, response: { 200: Data(Invoice), ...errorResponses } } },
     async (req) => {
       requireSandbox(req.auth);
-      return { data: presentInvoice(await payInvoice(deps, req.auth, req.params.invoiceId, req.log)) };
+      return { data: presentInvoice(await payInvoice(deps, req.auth, req.params.invoiceId, req.log), deps.config.chains) };
     },
   );
 

@@ -23,12 +23,12 @@ export const PaymentPageStatus = Type.Object({
   amount_atomic: AtomicAmount,
   amount_paid_atomic: AtomicAmount,
   amount_remaining_atomic: AtomicAmount,
-  required_confirmations: Type.Integer(),
+  required_confirmations: Type.Integer({ minimum: 0, description: "The chain's confirmations: blocks built on top of a payment's block before it counts" }),
   payments: Type.Array(
     Type.Object({
       tx_hash: Type.String(),
       status: literals(PAYMENT_STATUSES),
-      confirmations: Type.Integer(),
+      confirmations: Type.Integer({ minimum: 0, description: "Blocks built on top of the payment's block, from the chain head the service last saw: it is confirmed once they reach its chain's confirmations" }),
       explorer_url: Nullable(Type.String()),
     }),
   ),

@@ -2,7 +2,8 @@
 // the others are: Fastify validates and serialises with them, the OpenAPI document publishes them.
 import { Type, type Static } from 'typebox';
 import { ENVIRONMENTS } from '../../domain/environment.js';
-import { PAYMENT_KINDS, PAYMENT_OUTCOMES, PAYMENT_STATUSES } from '../../domain/payments.js';
+import { PAYMENT_KINDS } from '../../chain/kinds/index.js';
+import { PAYMENT_OUTCOMES, PAYMENT_STATUSES } from '../../domain/payments.js';
 import { Address, ATOMIC_AMOUNT_PATTERN, literals, Nullable } from './parts.js';
 import { PageQueryFields } from './common.js';
 
@@ -55,7 +56,7 @@ export const Payment = Type.Object({
   kind: literals(PAYMENT_KINDS),
   status: literals(PAYMENT_STATUSES),
   outcome: Type.Union([literals(PAYMENT_OUTCOMES), Type.Null()]),
-  confirmations: Type.Integer(),
+  confirmations: Type.Integer({ minimum: 0, description: "Blocks built on top of the payment's block, from the chain head the service last saw: it is confirmed once they reach its chain's confirmations" }),
   explorer_url: Type.Union([Type.String(), Type.Null()]),
   created_at: Type.String({ format: 'date-time' }),
   confirmed_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),

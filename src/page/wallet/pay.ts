@@ -13,26 +13,12 @@ import {
   type Hash,
   type Hex,
 } from 'viem';
+import { FEE_PROXY_ABI } from '../../chain/abi.js';
+import { firstLine } from '../../lib/first-line.js';
 import type { PaymentPageStatus, SubscriptionCheckoutAnswer, SubscriptionCheckoutStatus } from '../../http/schemas/payment-page.js';
 
-// Written out rather than parseAbi'd: the human-readable ABI parser would add its weight to the bundle.
-const PROXY_ABI = [
-  {
-    type: 'function',
-    name: 'transferFromWithReferenceAndFee',
-    stateMutability: 'nonpayable',
-    inputs: [
-      { name: '_tokenAddress', type: 'address' },
-      { name: '_to', type: 'address' },
-      { name: '_amount', type: 'uint256' },
-      { name: '_paymentReference', type: 'bytes' },
-      { name: '_feeAmount', type: 'uint256' },
-      { name: '_feeAddress', type: 'address' },
-    ],
-    outputs: [],
-  },
-] as const;
-// The SubscriptionManager's subscribe(Terms) (contracts/SubscriptionManager.sol), written out as above.
+// The SubscriptionManager's subscribe(Terms) (contracts/SubscriptionManager.sol), written out: the
+// human-readable ABI parser would add its weight to the bundle.
 const SUBSCRIBE_ABI = [
   {
     type: 'function',
@@ -126,11 +112,6 @@ function formatAmount(atomic: bigint, decimals: number): string {
   const format = new Intl.NumberFormat(document.documentElement.lang || 'en', { minimumFractionDigits: places, maximumFractionDigits: places });
   // Intl.NumberFormat v3 takes a decimal string and keeps every digit; the type says number.
   return format.format(plain as unknown as number);
-}
-
-function errorMessage(err: unknown): string {
-  const o = err as { shortMessage?: unknown; message?: unknown };
-  return String(o?.shortMessage ?? o?.message ?? err);
 }
 
 class Stop extends Error {}
@@ -341,7 +322,7 @@ function setUp(root: HTMLElement): void {
     const hash = await wallet.writeContract({
       chain: null,
       address: proxy,
-      abi: PROXY_ABI,
+      abi: FEE_PROXY_ABI,
       functionName: 'transferFromWithReferenceAndFee',
       args: [token, inst.to as Address, BigInt(inst.amount_atomic), inst.payment_reference as Hex, BigInt(inst.fee_atomic), inst.fee_address as Address],
     });
@@ -366,7 +347,9 @@ function setUp(root: HTMLElement): void {
         return;
       }
       if (mine.status === 'pending') {
-        const n = Math.min(mine.confirmations, status.required_confirmations);
+        // Pending means short of the chain's confirmations: a head a worker recorded ahead of the
+        // run that confirms it must not read "confirming 2 of 2" while it still waits.
+        const n = Math.min(mine.confirmations, Math.max(0, status.required_confirmations - 1));
         sayTx(t('wallet.confirming', { n, total: status.required_confirmations }), hash, explorer);
         continue;
       }
@@ -390,7 +373,7 @@ function setUp(root: HTMLElement): void {
         if (err instanceof Stop) return;
         if (errorCode(err) === USER_REJECTED) say(t('wallet.rejected'), 'rejected');
         else if (isShortOfGas(err)) say(t('wallet.gas', feeToken), 'error');
-        else say(t('wallet.failed', { message: errorMessage(err) }), 'error');
+        else say(t('wallet.failed', { message: firstLine(err) }), 'error');
       })
       .finally(() => {
         busy = false;
@@ -570,7 +553,7 @@ function setUpSubscription(root: HTMLElement): void {
         if (err instanceof Stop) return;
         if (errorCode(err) === USER_REJECTED) say(t('wallet.rejected'), 'rejected');
         else if (isShortOfGas(err)) say(t('wallet.gas', feeToken), 'error');
-        else say(t('wallet.failed', { message: errorMessage(err) }), 'error');
+        else say(t('wallet.failed', { message: firstLine(err) }), 'error');
       })
       .finally(() => {
         busy = false;

@@ -1,0 +1,655 @@
+// The relayer: the service's signer of SubscriptionManager charges and cancels (docs/subscriptions.md,
+// "The relayer"). It never holds customer funds: its key is only the subscriptions' operator, and
+// it pays the gas. One nonce sequence per chain and key, across processes: a sender takes the
+// sequence lock (src/db/relayer-transactions.ts), settles what is in flight, signs, records the
+// signed transaction, and only then broadcasts it. So a crash at any moment is safe: a recorded
+// transaction is broadcast again (never re-signed with a new nonce), and should both a transaction
+// and a second try of the same charge reach the chain, the contract refuses the second charge of a
+// period. A transaction not mined RELAYER_STUCK_BLOCKS after it was signed is replaced, same nonce,
+// fees at least 25% higher.
+import {
+  BaseError,
+  ContractFunctionRevertedError,
+  createPublicClient,
+  decodeErrorResult,
+  encodeFunctionData,
+  fallback,
+  formatEther,
+  formatUnits,
+  getAddress,
+  http,
+  HttpRequestError,
+  LimitExceededRpcError,
+  keccak256,
+  parseAbi,
+  parseEther,
+  parseTransaction,
+  SocketClosedError,
+  TimeoutError,
+  TransactionNotFoundError,
+  TransactionReceiptNotFoundError,
+  webSocket,
+  WebSocketRequestError,
+  type Address,
+  type Hex,
+  type PublicClient,
+  type Transport,
+} from 'viem';
+import { privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
+import type { Chain } from '../domain/chains.js';
+import type { Pool, PoolClient } from '../db/pool.js';
+import {
+  countBroadcast,
+  insertRelayerTransaction,
+  liveTransactionFor,
+  nextRecordedNonce,
+  openRelayerTransactions,
+  reopenRelayerTransaction,
+  setRelayerStatus,
+  settledRelayerTransactions,
+  withSequenceLock,
+  type RelayerPurpose,
+  type RelayerTransactionRow,
+} from '../db/relayer-transactions.js';
+import type { Logger } from '../log.js';
+import type { RelayerMetrics } from '../observability/metrics.js';
+import { classifyRpcError } from './rpc.js';
+import type { RelayerKey } from './relayer-keys.js';
+import { SUBSCRIPTION_MANAGER_ABI } from './subscription-manager-abi.js';
+
+const ERC20_READ_ABI = parseAbi([
+  'function balanceOf(address) view returns (uint256)',
+  'function allowance(address owner, address spender) view returns (uint256)',
+  'function decimals() view returns (uint8)',
+  'function symbol() view returns (string)',
+]);
+
+const TIMEOUT_MS = 15_000;
+/** A replacement's fees: at least the old ones + 25% (nodes ask for +10% at least, some more). */
+const BUMP_PERCENT = 125n;
+
+// ---------------------------------------------------------------------------------------------
+// What callers see
+
+export interface ChargeArgs {
+  /** The SubscriptionManager. */
+  contract: Address;
+  onchainId: bigint;
+  periodIndex: number;
+  /** The period invoice's 8-byte payment reference, `0x` + 16 hex. */
+  paymentReference: Hex;
+}
+
+export interface CancelArgs {
+  contract: Address;
+  onchainId: bigint;
+}
+
+/** Why a charge would fail, in the customer's terms (the lifecycle counts an attempt for the first four). */
+export type ChargeFailureCode =
+  | 'insufficient_balance'
+  | 'insufficient_allowance'
+  | 'subscription_canceled'
+  | 'subscription_ended'
+  | 'period_not_begun'
+  | 'period_already_charged';
+
+export type SimulateChargeResult =
+  | { ok: true }
+  | {
+      ok: false;
+      code: ChargeFailureCode;
+      /** Words a customer understands: what failed and by how much, in token units. */
+      message: string;
+      /** For insufficient_balance / insufficient_allowance: what is missing, atomic units. */
+      shortAtomic?: bigint;
+    };
+
+export interface SentTransaction {
+  txHash: Hex;
+  nonce: number;
+}
+
+/** The service's own fault, never the customer's: the RPC is down or rate-limited. Retry later without counting an attempt. */
+export class RelayerUnavailable extends Error {
+  readonly code = 'relayer_unavailable';
+}
+
+/** The relayer cannot pay the gas: the operator's problem (fund its address), never counted against the customer. */
+export class RelayerOutOfGas extends Error {
+  readonly code = 'relayer_out_of_gas';
+  constructor(
+    readonly chainId: number,
+    readonly address: Address,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** No key (or no RPC URL) for that chain: the service cannot charge there. */
+export class RelayerNotConfigured extends Error {
+  readonly code = 'relayer_not_configured';
+}
+
+/**
+ * The call would revert for a reason that is not the customer's (an unknown subscription, another
+ * operator, a token refusing for its own reasons) or a node refused the transaction: a bug or a
+ * setup to fix, reported loudly; `errorName` is the contract's error when decoded.
+ */
+export class RelayerCallRefused extends Error {
+  readonly code = 'relayer_call_refused';
+  constructor(
+    message: string,
+    readonly errorName: string | null,
+  ) {
+    super(message);
+  }
+}
+
+export interface Relayer {
+  /** The address new subscriptions on that chain name as their operator; null: no relayer there (no key or no RPC URL). */
+  operatorAddress(chainId: number): Address | null;
+  /** eth_call of the charge from the operator: would it succeed now, and if not, why (RelayerUnavailable when the RPC is down). */
+  simulateCharge(chainId: number, args: ChargeArgs): Promise<SimulateChargeResult>;
+  /**
+   * Signs, records, then broadcasts the charge. Asked again for the same period while its
+   * transaction is in flight or mined, returns that transaction (broadcast again if the node lost it).
+   */
+  sendCharge(chainId: number, args: ChargeArgs): Promise<SentTransaction>;
+  /** As sendCharge, for cancel(onchainId). */
+  sendCancel(chainId: number, args: CancelArgs): Promise<SentTransaction>;
+  /**
+   * One pass over every chain: settles transactions mined or dropped, broadcasts again those the
+   * node lost, replaces those stuck, reads the balance (metric, warning when low). A chain whose
+   * RPC fails is logged and skipped.
+   */
+  upkeep(): Promise<void>;
+  /** Chains with a sender, and their operator addresses (for the start line). */
+  describe(): { chain_id: number; operator: Address; key: string }[];
+}
+
+export interface RelayerOptions {
+  pool: Pool;
+  chains: readonly Chain[];
+  keys: readonly RelayerKey[];
+  /** RELAYER_STUCK_BLOCKS. */
+  stuckBlocks: number;
+  /** RELAYER_MIN_BALANCE, in whole native units ("0.01"). */
+  minBalance: string;
+  log: Logger;
+  metrics?: RelayerMetrics;
+  /**
+   * Runs after a transaction is recorded and before it is broadcast: a throw there stands for a
+   * process dying between the two (tests).
+   */
+  afterRecord?: (tx: SentTransaction) => Promise<void> | void;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+interface Sender {
+  chain: Chain;
+  client: PublicClient;
+  account: PrivateKeyAccount;
+  address: Address;
+  source: string;
+  low: boolean | null;
+}
+
+function transportOf(urls: readonly string[]): Transport {
+  const one = (url: string) => (url.startsWith('ws') ? webSocket(url, { retryCount: 0, timeout: TIMEOUT_MS }) : http(url, { retryCount: 0, timeout: TIMEOUT_MS }));
+  return urls.length === 1 ? one(urls[0]) : fallback(urls.map(one), { retryCount: 0 });
+}
+
+function noAnswer(err: unknown): boolean {
+  if (!(err instanceof BaseError)) return false;
+  return !!err.walk(
+    (e) =>
+      e instanceof HttpRequestError || e instanceof TimeoutError || e instanceof SocketClosedError || e instanceof WebSocketRequestError || e instanceof LimitExceededRpcError,
+  );
+}
+
+/** The revert data a node returned with an error (eth_estimateGas, eth_call), decoded against the manager's ABI. */
+function revertNameIn(err: unknown): string | null {
+  if (!(err instanceof BaseError)) return null;
+  let name: string | null = null;
+  err.walk((e) => {
+    const data = (e as { data?: unknown }).data;
+    const hex = typeof data === 'string' ? data : typeof data === 'object' && data !== null && typeof (data as { data?: unknown }).data === 'string' ? (data as { data: string }).data : null;
+    if (hex === null || !/^0x[0-9a-fA-F]{8}/.test(hex)) return false;
+    try {
+      name = decodeErrorResult({ abi: SUBSCRIPTION_MANAGER_ABI, data: hex as Hex }).errorName;
+    } catch {
+      return false;
+    }
+    return true;
+  });
+  return name;
+}
+
+const isRevert = (err: unknown): ContractFunctionRevertedError | null => {
+  if (!(err instanceof BaseError)) return null;
+  const found = err.walk((e) => e instanceof ContractFunctionRevertedError);
+  return found instanceof ContractFunctionRevertedError ? found : null;
+};
+
+/** The node's words for a failed call, first line only (never a key: nothing signed is in a message). */
+function wordsOf(err: unknown): string {
+  if (err instanceof BaseError) return `${err.shortMessage} ${err.details ?? ''}`.trim().split('\n')[0].slice(0, 300);
+  return err instanceof Error ? err.message.split('\n')[0].slice(0, 300) : String(err).slice(0, 300);
+}
+
+/** An RPC outage or rate limit becomes RelayerUnavailable; anything else goes on as it is. */
+function unavailableOr(err: unknown, chainId: number): unknown {
+  const failure = classifyRpcError(err);
+  if (failure === 'outage' || failure === 'rate_limit') return new RelayerUnavailable(`chain ${chainId} RPC unavailable: ${wordsOf(err)}`);
+  return err;
+}
+
+const chargeSubject = (a: ChargeArgs) => `charge:${a.contract.toLowerCase()}:${a.onchainId}:${a.periodIndex}`;
+const cancelSubject = (a: CancelArgs) => `cancel:${a.contract.toLowerCase()}:${a.onchainId}`;
+
+const max = (a: bigint, b: bigint) => (a > b ? a : b);
+const bump = (v: bigint) => (v * BUMP_PERCENT + 99n) / 100n + 1n;
+
+export function createRelayer(opts: RelayerOptions): Relayer {
+  const { pool, log } = opts;
+  const minBalanceWei = parseEther(opts.minBalance);
+  const senders = new Map<number, Sender>();
+  for (const k of opts.keys) {
+    const chain = opts.chains.find((c) => c.chainId === k.chainId);
+    if (!chain || chain.rpcUrls.length === 0) continue;
+    const account = privateKeyToAccount(k.key.reveal());
+    senders.set(chain.chainId, {
+      chain,
+      client: createPublicClient({ transport: transportOf(chain.rpcUrls) }) as PublicClient,
+      account,
+      address: getAddress(account.address),
+      source: k.source,
+      low: null,
+    });
+  }
+
+  const senderOf = (chainId: number): Sender => {
+    const s = senders.get(chainId);
+    if (!s) throw new RelayerNotConfigured(`no relayer on chain ${chainId}: set RELAYER_PRIVATE_KEY_FILE or RELAYER_PRIVATE_KEY_${chainId}, and an RPC URL`);
+    return s;
+  };
+  const count = (s: Sender, purpose: RelayerPurpose | 'any', outcome: string) =>
+    opts.metrics?.transactions.inc({ chain_id: String(s.chain.chainId), purpose, outcome });
+
+  /** Calls the node; an outage or rate limit is RelayerUnavailable. */
+  async function rpc<T>(s: Sender, call: () => Promise<T>): Promise<T> {
+    try {
+      return await call();
+    } catch (err) {
+      throw unavailableOr(err, s.chain.chainId);
+    }
+  }
+
+  /**
+   * Hands a recorded transaction to the node. Settled by the node's answer: accepted (or already
+   * known, or its nonce already used: the next settle says by what) -> true; refused for lack of
+   * funds -> RelayerOutOfGas; refused otherwise -> false (the caller decides); no answer ->
+   * RelayerUnavailable (the row stays pending and is broadcast again later).
+   */
+  async function broadcast(s: Sender, db: PoolClient, row: RelayerTransactionRow): Promise<boolean> {
+    try {
+      await s.client.request({ method: 'eth_sendRawTransaction', params: [row.raw_tx as Hex] });
+      await countBroadcast(db, row.id);
+      return true;
+    } catch (err) {
+      const words = wordsOf(err);
+      if (/already known|already imported|known transaction|nonce too low|nonce has already been used/i.test(words)) {
+        await countBroadcast(db, row.id);
+        return true;
+      }
+      if (/insufficient funds/i.test(words)) {
+        throw new RelayerOutOfGas(s.chain.chainId, s.address, `relayer ${s.address} on chain ${s.chain.chainId} cannot pay the gas: fund it (${words})`);
+      }
+      // No answer (HTTP failure, timeout, socket, rate limit): the node may or may not have it. An
+      // answer with a JSON-RPC error is the node's refusal.
+      if (noAnswer(err)) throw new RelayerUnavailable(`chain ${s.chain.chainId} RPC unavailable: ${words}`);
+      log.warn({ chain_id: s.chain.chainId, tx_hash: row.tx_hash, nonce: Number(row.nonce), reason: words }, 'relayer transaction refused by the node');
+      return false;
+    }
+  }
+
+  /**
+   * Under the sequence lock: settles the open transactions against the chain. A nonce the chain
+   * has used: the transaction of it that was mined is `mined` (or `reverted`), the others
+   * `dropped`. A nonce still open: broadcast again when the node does not know it; replaced with
+   * higher fees when stuck. Returns the chain head it read.
+   */
+  async function settle(s: Sender, db: PoolClient): Promise<bigint> {
+    const head = await rpc(s, () => s.client.getBlockNumber({ cacheTime: 0 }));
+    await refill(s, db, head);
+    const open = await openRelayerTransactions(db, s.chain.chainId, s.address);
+    if (open.length === 0) return head;
+    const used = BigInt(await rpc(s, () => s.client.getTransactionCount({ address: s.address, blockTag: 'latest' })));
+    const byNonce = new Map<string, RelayerTransactionRow[]>();
+    for (const row of open) byNonce.set(row.nonce, [...(byNonce.get(row.nonce) ?? []), row]);
+    for (const [nonce, rows] of byNonce) {
+      if (BigInt(nonce) < used) {
+        let minedId: string | null = null;
+        for (const row of rows) {
+          const receipt = await rpc(s, async () => {
+            try {
+              return await s.client.getTransactionReceipt({ hash: row.tx_hash as Hex });
+            } catch (err) {
+              if (err instanceof TransactionReceiptNotFoundError) return null;
+              throw err;
+            }
+          });
+          if (receipt === null) continue;
+          minedId = row.id;
+          const status = receipt.status === 'success' ? 'mined' : 'reverted';
+          await setRelayerStatus(db, row.id, status, { minedBlock: receipt.blockNumber });
+          count(s, row.purpose, status);
+          log.info({ chain_id: s.chain.chainId, tx_hash: row.tx_hash, nonce: Number(nonce), purpose: row.purpose, status, block: Number(receipt.blockNumber) }, 'relayer transaction settled');
+        }
+        for (const row of rows) {
+          if (row.id === minedId) continue;
+          await setRelayerStatus(db, row.id, 'dropped');
+          count(s, row.purpose, 'dropped');
+        }
+        continue;
+      }
+      const current = rows[rows.length - 1];
+      const known = await rpc(s, async () => {
+        try {
+          await s.client.getTransaction({ hash: current.tx_hash as Hex });
+          return true;
+        } catch (err) {
+          if (err instanceof TransactionNotFoundError) return false;
+          throw err;
+        }
+      });
+      if (head - BigInt(current.sent_at_block) >= BigInt(opts.stuckBlocks)) {
+        await replace(s, db, current, head);
+      } else if (!known) {
+        log.info({ chain_id: s.chain.chainId, tx_hash: current.tx_hash, nonce: Number(nonce), purpose: current.purpose }, 'relayer transaction unknown to the node: broadcast again');
+        // Refused now (its fees below what the node takes today, say): signed again at today's
+        // fees, same nonce. Never given up: a nonce left unused would hold every later one back.
+        if (await broadcast(s, db, current)) count(s, current.purpose, 'rebroadcast');
+        else await replace(s, db, current, head);
+      }
+    }
+    return head;
+  }
+
+  /**
+   * A nonce the records say is used but the node has neither mined nor pooled (a reorg took its
+   * block, and the node did not put the transaction back in its pool) is a hole: no later
+   * transaction of the key can be mined. Its recorded transaction is broadcast again, as it is (a
+   * charge reorged out is a charge still owed; the contract still refuses a second one).
+   */
+  async function refill(s: Sender, db: PoolClient, head: bigint): Promise<void> {
+    const pending = BigInt(await rpc(s, () => s.client.getTransactionCount({ address: s.address, blockTag: 'pending' })));
+    const recorded = await nextRecordedNonce(db, s.chain.chainId, s.address);
+    if (pending >= recorded) return;
+    for (const row of await settledRelayerTransactions(db, s.chain.chainId, s.address, pending, recorded)) {
+      const known = await rpc(s, () => s.client.getTransaction({ hash: row.tx_hash as Hex }).then(() => true, (err: unknown) => {
+        if (err instanceof TransactionNotFoundError) return false;
+        throw err;
+      }));
+      if (known) continue;
+      log.warn({ chain_id: s.chain.chainId, tx_hash: row.tx_hash, nonce: Number(row.nonce), purpose: row.purpose, was: row.status }, 'relayer transaction gone from the chain (a reorg): broadcast again');
+      await reopenRelayerTransaction(db, row.id, head);
+      if (await broadcast(s, db, row)) count(s, row.purpose, 'rebroadcast');
+    }
+  }
+
+  /** The same transaction (nonce, call, gas) with fees at least 25% higher, or the market's if higher. */
+  async function replace(s: Sender, db: PoolClient, old: RelayerTransactionRow, head: bigint): Promise<void> {
+    const tx = parseTransaction(old.raw_tx as Hex);
+    const fees = await rpc(s, () => s.client.estimateFeesPerGas());
+    const maxPriorityFeePerGas = max(bump(BigInt(old.max_priority_fee_per_gas)), fees.maxPriorityFeePerGas);
+    const maxFeePerGas = max(max(bump(BigInt(old.max_fee_per_gas)), fees.maxFeePerGas), maxPriorityFeePerGas);
+    const gas = BigInt(old.gas_limit);
+    const balance = await rpc(s, () => s.client.getBalance({ address: s.address }));
+    if (balance < gas * maxFeePerGas) {
+      count(s, old.purpose, 'out_of_gas');
+      log.warn({ chain_id: s.chain.chainId, address: s.address, tx_hash: old.tx_hash, balance: formatEther(balance) }, 'relayer transaction stuck and the relayer cannot pay higher fees: fund it');
+      return;
+    }
+    const raw = await s.account.signTransaction({
+      chainId: s.chain.chainId,
+      type: 'eip1559',
+      to: tx.to!,
+      data: tx.data,
+      nonce: Number(old.nonce),
+      gas,
+      maxFeePerGas,
+      maxPriorityFeePerGas,
+    });
+    const row = await insertRelayerTransaction(db, {
+      chainId: s.chain.chainId,
+      from: s.address,
+      nonce: BigInt(old.nonce),
+      txHash: keccak256(raw),
+      rawTx: raw,
+      purpose: old.purpose,
+      subject: old.subject,
+      contract: old.contract_address,
+      gasLimit: gas,
+      maxFeePerGas,
+      maxPriorityFeePerGas,
+      sentAtBlock: head,
+      replacesId: old.id,
+    });
+    await setRelayerStatus(db, old.id, 'replaced');
+    log.warn(
+      { chain_id: s.chain.chainId, nonce: Number(old.nonce), stuck_blocks: Number(head - BigInt(old.sent_at_block)), old_tx_hash: old.tx_hash, tx_hash: row.tx_hash, max_fee_per_gas: maxFeePerGas.toString() },
+      'relayer transaction stuck: replaced with higher fees',
+    );
+    if (await broadcast(s, db, row)) count(s, old.purpose, 'replaced');
+    else {
+      // Refused (underpriced for this node): the old one stays the current one of its nonce.
+      await setRelayerStatus(db, row.id, 'failed', { error: 'replacement refused' });
+      await setRelayerStatus(db, old.id, 'pending');
+    }
+  }
+
+  /** Settles, then signs, records and broadcasts `data` to `to` (or returns the live transaction of `subject`). */
+  async function send(chainId: number, purpose: RelayerPurpose, subject: string, to: Address, data: Hex): Promise<SentTransaction> {
+    const s = senderOf(chainId);
+    return withSequenceLock(pool, chainId, s.address, async (db) => {
+      const head = await settle(s, db);
+      const live = await liveTransactionFor(db, chainId, s.address, subject);
+      if (live !== null) return { txHash: live.tx_hash as Hex, nonce: Number(live.nonce) };
+
+      const gas = await rpc(s, async () => {
+        try {
+          return await s.client.estimateGas({ account: s.address, to, data });
+        } catch (err) {
+          const words = wordsOf(err);
+          if (/insufficient funds/i.test(words)) {
+            count(s, purpose, 'out_of_gas');
+            throw new RelayerOutOfGas(chainId, s.address, `relayer ${s.address} on chain ${chainId} cannot pay the gas: fund it`);
+          }
+          const decoded = isRevert(err)?.data?.errorName ?? revertNameIn(err);
+          if (decoded !== null || /revert/i.test(words)) throw new RelayerCallRefused(`${purpose} on chain ${chainId} would revert: ${decoded ?? words}`, decoded);
+          throw err;
+        }
+      });
+      // Headroom over the estimate: a charge's token calls may cost a little more when mined.
+      const gasLimit = (gas * 120n) / 100n;
+      const fees = await rpc(s, () => s.client.estimateFeesPerGas());
+      const balance = await rpc(s, () => s.client.getBalance({ address: s.address }));
+      if (balance < gasLimit * fees.maxFeePerGas) {
+        count(s, purpose, 'out_of_gas');
+        throw new RelayerOutOfGas(
+          chainId,
+          s.address,
+          `relayer ${s.address} on chain ${chainId} holds ${formatEther(balance)}, less than the ${formatEther(gasLimit * fees.maxFeePerGas)} this ${purpose} may cost: fund it`,
+        );
+      }
+      const pendingCount = BigInt(await rpc(s, () => s.client.getTransactionCount({ address: s.address, blockTag: 'pending' })));
+      const nonce = max(await nextRecordedNonce(db, chainId, s.address), pendingCount);
+      const raw = await s.account.signTransaction({
+        chainId,
+        type: 'eip1559',
+        to,
+        data,
+        nonce: Number(nonce),
+        gas: gasLimit,
+        maxFeePerGas: fees.maxFeePerGas,
+        maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
+      });
+      const row = await insertRelayerTransaction(db, {
+        chainId,
+        from: s.address,
+        nonce,
+        txHash: keccak256(raw),
+        rawTx: raw,
+        purpose,
+        subject,
+        contract: to,
+        gasLimit,
+        maxFeePerGas: fees.maxFeePerGas,
+        maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
+        sentAtBlock: head,
+      });
+      const sent = { txHash: row.tx_hash as Hex, nonce: Number(nonce) };
+      await opts.afterRecord?.(sent);
+      let accepted: boolean;
+      try {
+        accepted = await broadcast(s, db, row);
+      } catch (err) {
+        if (err instanceof RelayerOutOfGas) {
+          // The node refused it outright: its nonce was never used, the next transaction takes it.
+          await setRelayerStatus(db, row.id, 'failed', { error: 'insufficient funds' });
+          count(s, purpose, 'out_of_gas');
+        }
+        throw err;
+      }
+      if (!accepted) {
+        await setRelayerStatus(db, row.id, 'failed', { error: 'refused by the node' });
+        count(s, purpose, 'refused');
+        throw new RelayerCallRefused(`${purpose} on chain ${chainId}: the node refused the transaction`, null);
+      }
+      count(s, purpose, 'sent');
+      log.info({ chain_id: chainId, purpose, subject, tx_hash: sent.txHash, nonce: sent.nonce }, 'relayer transaction sent');
+      return sent;
+    });
+  }
+
+  async function tokenLabel(s: Sender, token: Address): Promise<{ symbol: string; decimals: number }> {
+    const known = s.chain.tokens.find((t) => t.address.toLowerCase() === token.toLowerCase());
+    if (known) return { symbol: known.currency, decimals: known.decimals };
+    const [symbol, decimals] = await Promise.all([
+      rpc(s, () => s.client.readContract({ address: token, abi: ERC20_READ_ABI, functionName: 'symbol' })).catch(() => 'tokens'),
+      rpc(s, () => s.client.readContract({ address: token, abi: ERC20_READ_ABI, functionName: 'decimals' })),
+    ]);
+    return { symbol, decimals };
+  }
+
+  async function simulateCharge(chainId: number, args: ChargeArgs): Promise<SimulateChargeResult> {
+    const s = senderOf(chainId);
+    try {
+      await s.client.simulateContract({
+        account: s.address,
+        address: args.contract,
+        abi: SUBSCRIPTION_MANAGER_ABI,
+        functionName: 'charge',
+        args: [args.onchainId, args.periodIndex, args.paymentReference],
+      });
+      return { ok: true };
+    } catch (err) {
+      const revert = isRevert(err);
+      if (!revert) throw unavailableOr(err, chainId);
+      const name = revert.data?.errorName ?? null;
+      switch (name) {
+        case 'SubscriptionCanceled':
+          return { ok: false, code: 'subscription_canceled', message: 'The subscription was canceled, so this period cannot be charged.' };
+        case 'SubscriptionEnded': {
+          const endsAt = Number(revert.data!.args![1]);
+          return { ok: false, code: 'subscription_ended', message: `The subscription ended on ${new Date(endsAt * 1000).toISOString().slice(0, 10)}, so this period cannot be charged.` };
+        }
+        case 'PeriodNotBegun': {
+          const beginsAt = Number(revert.data!.args![2] as bigint);
+          return { ok: false, code: 'period_not_begun', message: `This period has not begun yet: it begins at ${new Date(beginsAt * 1000).toISOString()}.` };
+        }
+        case 'PeriodAlreadyCharged':
+          return { ok: false, code: 'period_already_charged', message: 'This period was already charged.' };
+        case 'UnknownSubscription':
+        case 'NotOperator':
+          throw new RelayerCallRefused(`charge of subscription ${args.onchainId} on chain ${chainId} would revert ${name}: not a subscription this relayer operates`, name);
+        default:
+          // The token refused the transfer (SafeERC20FailedOperation, or the token's own error):
+          // the revert does not say whether the balance or the allowance is short; the chain does.
+          return classifyShortfall(s, args, name);
+      }
+    }
+  }
+
+  async function classifyShortfall(s: Sender, args: ChargeArgs, errorName: string | null): Promise<SimulateChargeResult> {
+    const chainId = s.chain.chainId;
+    const sub = await rpc(s, () => s.client.readContract({ address: args.contract, abi: SUBSCRIPTION_MANAGER_ABI, functionName: 'getSubscription', args: [args.onchainId] }));
+    const [balance, allowance, label] = await Promise.all([
+      rpc(s, () => s.client.readContract({ address: sub.token, abi: ERC20_READ_ABI, functionName: 'balanceOf', args: [sub.subscriber] })),
+      rpc(s, () => s.client.readContract({ address: sub.token, abi: ERC20_READ_ABI, functionName: 'allowance', args: [sub.subscriber, args.contract] })),
+      tokenLabel(s, sub.token),
+    ]);
+    const amount = BigInt(sub.amount);
+    const units = (v: bigint) => `${formatUnits(v, label.decimals)} ${label.symbol}`;
+    if (balance < amount) {
+      const short = amount - balance;
+      return {
+        ok: false,
+        code: 'insufficient_balance',
+        shortAtomic: short,
+        message: `Your wallet holds ${units(balance)} but this period costs ${units(amount)}: ${units(short)} short. Add at least ${units(short)} to the wallet you subscribed with.`,
+      };
+    }
+    if (allowance < amount) {
+      const short = amount - allowance;
+      return {
+        ok: false,
+        code: 'insufficient_allowance',
+        shortAtomic: short,
+        message: `Your wallet allows the subscription to take ${units(allowance)} but this period costs ${units(amount)}: the allowance is ${units(short)} short. Approve at least ${units(amount)} for the subscription again.`,
+      };
+    }
+    throw new RelayerCallRefused(`charge of subscription ${args.onchainId} on chain ${chainId} would revert${errorName ? ` ${errorName}` : ''} though balance and allowance cover it`, errorName);
+  }
+
+  async function upkeepOne(s: Sender): Promise<void> {
+    await withSequenceLock(pool, s.chain.chainId, s.address, (db) => settle(s, db));
+    const balance = await rpc(s, () => s.client.getBalance({ address: s.address }));
+    const labels = { chain_id: String(s.chain.chainId), address: s.address };
+    opts.metrics?.nativeBalance.set(labels, Number(formatEther(balance)));
+    const low = balance < minBalanceWei;
+    opts.metrics?.lowBalance.set(labels, low ? 1 : 0);
+    if (low && s.low !== true) {
+      log.warn(
+        { chain_id: s.chain.chainId, address: s.address, balance: formatEther(balance), min_balance: opts.minBalance },
+        'relayer balance is low: fund it, or charges will fail for lack of gas (RELAYER_MIN_BALANCE)',
+      );
+    } else if (!low && s.low === true) {
+      log.info({ chain_id: s.chain.chainId, address: s.address, balance: formatEther(balance) }, 'relayer balance is above its minimum again');
+    }
+    s.low = low;
+  }
+
+  return {
+    operatorAddress: (chainId) => senders.get(chainId)?.address ?? null,
+    simulateCharge,
+    sendCharge: (chainId, args) =>
+      send(chainId, 'charge', chargeSubject(args), args.contract, encodeFunctionData({ abi: SUBSCRIPTION_MANAGER_ABI, functionName: 'charge', args: [args.onchainId, args.periodIndex, args.paymentReference] })),
+    sendCancel: (chainId, args) =>
+      send(chainId, 'cancel', cancelSubject(args), args.contract, encodeFunctionData({ abi: SUBSCRIPTION_MANAGER_ABI, functionName: 'cancel', args: [args.onchainId] })),
+    async upkeep() {
+      for (const s of senders.values()) {
+        try {
+          await upkeepOne(s);
+        } catch (err) {
+          log.warn({ chain_id: s.chain.chainId, address: s.address, reason: wordsOf(err) }, 'relayer upkeep failed; retried at the next one');
+        }
+      }
+    },
+    describe: () => [...senders.values()].map((s) => ({ chain_id: s.chain.chainId, operator: s.address, key: s.source })),
+  };
+}
