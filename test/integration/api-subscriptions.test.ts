@@ -225,6 +225,17 @@ describe('POST /pay/<link id>/subscribe', () => {
     expect(rows[0].n).toBe(0);
   });
 
+  it('a recurring price\'s link takes no one-time checkout', async () => {
+    const res = await fx.api.app.inject({
+      method: 'POST',
+      url: `/pay/${monthlyLink}/checkout`,
+      headers: { 'content-type': 'application/json', origin: ORIGIN, 'sec-fetch-site': 'same-origin' },
+      payload: JSON.stringify({ customer_email: email() }),
+    });
+    expect(res.statusCode).toBe(409);
+    expect(res.json().error).toMatchObject({ code: 'payment_link_not_payable', message: expect.stringContaining('sells a subscription') });
+  });
+
   it('refuses bad input, another origin, an unknown link, and a fourth unpaid checkout of one email', async () => {
     expectError(await subscribe(monthlyLink, {}), 400, 'invalid_request_error', 'validation_failed');
     expectError(await subscribe(monthlyLink, { customer_email: 'not-an-email' }), 400, 'invalid_request_error', 'validation_failed');
