@@ -8,6 +8,7 @@ import path from 'node:path';
 import { expect } from 'vitest';
 import { freePort } from '../../src/lib/free-port.js';
 import type { Config } from '../../src/config.js';
+import type { AppDeps } from '../../src/http/types.js';
 import type { WorkerRuntime, WorkerRuntimeOptions } from '../../src/runtime/worker-runtime.js';
 import type { ChainsFileEntry } from '../../src/devchain/chains-file.js';
 import { startTestChain, type TestChain } from './anvil.js';
@@ -37,6 +38,8 @@ export interface ChainFixtureOptions {
   listen?: boolean;
   /** What the worker runtime is given besides its configuration (a relayer...). */
   worker?: (started: { chain: TestChain; fx: ApiFixture; config: Config }) => WorkerRuntimeOptions;
+  /** Dependencies handed to the API (the operator address of subscriptions...). */
+  deps?: Partial<AppDeps>;
 }
 
 export async function startChainFixture(opts: ChainFixtureOptions): Promise<ChainFixture> {
@@ -71,7 +74,7 @@ async function start(opts: ChainFixtureOptions, started: (() => Promise<unknown>
     ...(origin === null ? {} : { PORT: String(port), PAYMENT_PAGE_BASE: `${origin}/pay` }),
     ...opts.env,
   };
-  const fx = await startApiFixture(env);
+  const fx = await startApiFixture(env, opts.deps);
   started.push(() => fx.close());
   if (port !== null) await fx.api.app.listen({ port, host: '127.0.0.1' });
   const config = fx.env.config(env);
