@@ -54,9 +54,10 @@ describe('a subscription charge', () => {
       tokenAddress: TOKEN,
       referenceTopic: keccak256(REF),
       subscriptionPeriod: period,
+      checkout: null,
       balance: { status: 'open', amountAtomic: 10_000_000n, paidAtomic: 0n },
     });
-    const book = (inv: CandidateInvoice): InvoiceBook => ({ referenced: (t) => (t === inv.referenceTopic ? inv : undefined), owing: () => [] });
+    const book = (inv: CandidateInvoice): InvoiceBook => ({ referenced: (t) => (t === inv.referenceTopic ? inv : undefined), owing: () => [], checkout: () => undefined, claim: () => true });
     const right = invoice({ contractAddress: MANAGER.toUpperCase().replace('0X', '0x'), onchainId: '9', periodIndex: 2 });
     expect(chargeKind.match(p, book(right))).toBe(right);
     expect(chargeKind.match(p, book(invoice({ contractAddress: MANAGER, onchainId: '9', periodIndex: 3 })))).toBeNull();
