@@ -5,7 +5,7 @@
 // nothing and count to no invoice; a reference used twice makes one subscription; a cancel by the
 // subscriber is the customer's.
 import { randomBytes } from 'node:crypto';
-import { createWalletClient, http, parseEventLogs, type Address, type Hex } from 'viem';
+import { createWalletClient, getAddress, http, parseEventLogs, type Address, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SUBSCRIPTION_MANAGER_ABI } from '../../src/chain/subscription-manager-abi.js';
@@ -158,14 +158,14 @@ describe('a subscribe call', () => {
       interval_seconds: PERIOD,
       network: 'local',
       chain_id: chain.chainId,
-      contract_address: chain.subscriptionManager.toLowerCase(),
+      contract_address: getAddress(chain.subscriptionManager),
       onchain_id: id.toString(),
-      subscriber_address: payer.toLowerCase(),
-      payee_address: merchant,
-      token_address: chain.token.toLowerCase(),
+      subscriber_address: getAddress(payer),
+      payee_address: getAddress(merchant),
+      token_address: getAddress(chain.token),
       token_decimals: 6,
-      fee_address: chain.feeAddress.toLowerCase(),
-      operator_address: operator,
+      fee_address: getAddress(chain.feeAddress),
+      operator_address: getAddress(operator),
       platform_fee_bps: FEE_BPS,
       started_at: started,
       current_period_start: started,
@@ -228,7 +228,7 @@ describe('a subscribe call', () => {
     await waitUntil(async () => (await paymentsOfTx(second.tx)).length > 0 && (await paymentsOfTx(first.tx)).length > 0, 60_000);
     const subs = await subscriptionsOf(c.reference);
     expect(subs).toHaveLength(1);
-    expect(subs[0]).toMatchObject({ onchain_id: first.id.toString(), subscriber_address: chain.payers[3].address.toLowerCase() });
+    expect(subs[0]).toMatchObject({ onchain_id: first.id.toString(), subscriber_address: getAddress(chain.payers[3].address) });
     expect(await paymentsOfTx(first.tx)).toMatchObject([{ kind: 'subscribe', invoice_id: c.invoice.id, outcome: 'applied' }]);
     expect(await paymentsOfTx(second.tx)).toMatchObject([{ kind: 'subscribe', invoice_id: null, outcome: 'unmatched', counted_atomic: null }]);
     expect(await invoice(c.invoice.id)).toMatchObject({ status: 'paid', amount_paid_atomic: AMOUNT.toString() });

@@ -6,7 +6,7 @@
 // every term the log states is the checkout's and the checkout made no subscription yet; anything
 // else (terms changed by the payer, an unknown reference, a reference used twice) is unmatched and
 // counts to no invoice. Once confirmed, a matched one makes the subscription (confirmed below).
-import { getAbiItem } from 'viem';
+import { getAbiItem, getAddress } from 'viem';
 import { sameAddress } from '../../domain/payments.js';
 import { feeAtomic } from '../../domain/money.js';
 import { newId } from '../../domain/ids.js';
@@ -134,17 +134,19 @@ export const subscribeKind = defineKind<'subscribe', SubscribeLog>({
     for (const { payment } of matched) {
       const t = payment.subscribed;
       if (!t) continue;
+      // The row names addresses in EIP-55 form, as its checkout and the API's other objects do
+      // (the terms are compared lower-cased; every reader of the row compares case-insensitively).
       await createSubscriptionOfCheckout(tx, {
         id: newId('sub'),
         checkoutReference: t.checkoutReference,
         chainId: chain.chainId,
-        contractAddress: t.contractAddress,
+        contractAddress: getAddress(t.contractAddress),
         onchainId: t.onchainId,
-        subscriber: t.subscriber,
-        payee: t.payee,
-        token: t.token,
-        feeAddress: t.feeAddress,
-        operator: t.operator,
+        subscriber: getAddress(t.subscriber),
+        payee: getAddress(t.payee),
+        token: getAddress(t.token),
+        feeAddress: getAddress(t.feeAddress),
+        operator: getAddress(t.operator),
         feeBps: t.feeBps,
         periodSeconds: t.periodSeconds,
         startedAt: new Date(Number(t.startedAt) * 1000),
