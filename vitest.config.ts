@@ -14,6 +14,7 @@ const BOTH_BACKENDS = [
   'test/integration/reminder-shards.test.ts',
   'test/integration/chain-payments.test.ts',
   'test/integration/subscription-charges.test.ts',
+  'test/integration/subscription-e2e.test.ts',
 ];
 
 // The send and reminder end-to-end files run a third time, on the Redis backend over a throwaway
