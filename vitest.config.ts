@@ -13,6 +13,7 @@ const BOTH_BACKENDS = [
   'test/integration/deployment-isolation.test.ts',
   'test/integration/reminder-shards.test.ts',
   'test/integration/chain-payments.test.ts',
+  'test/integration/subscription-charges.test.ts',
 ];
 
 // The send and reminder end-to-end files run a third time, on the Redis backend over a throwaway

@@ -9,6 +9,7 @@
 // INVALID (and the run exits 1) when a delivery arrived twice, took more than one attempt or did
 // not end `succeeded`, or a raw POST was not answered 2xx. The worker runs with
 // WEBHOOK_ENDPOINT_CONCURRENCY = WEBHOOK_CONCURRENCY = the raw run's requests in flight.
+// BENCH_CPU_PROF=<dir>: the worker runs with node --cpu-prof, its profile written there at exit.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
@@ -190,7 +191,7 @@ async function main(): Promise<void> {
       WEBHOOK_CONCURRENCY: String(CONCURRENCY),
       // As many in flight to one endpoint as the raw run has to its one origin.
       WEBHOOK_ENDPOINT_CONCURRENCY: String(CONCURRENCY),
-    });
+    }, process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []);
 
     const eventTimes = async () => {
       const { rows } = await pool.query<{ id: string; t: string }>(`select id, (extract(epoch from created_at) * 1000)::float8::text as t from events`);
@@ -241,7 +242,8 @@ async function main(): Promise<void> {
         insertS: (committed - start) / 1000,
         fromCommit: (N * endpoints) / ((last - committed) / 1000),
       });
-      note(`${endpoints} endpoint(s): ${(N * endpoints / elapsed).toFixed(0)} deliveries/s`);
+      const first = Math.min(...receiver.arrivals.map((a) => a.at));
+      note(`${endpoints} endpoint(s): ${(N * endpoints / elapsed).toFixed(0)} deliveries/s; insert ${committed - start} ms, first arrival ${first - committed} ms after the commit, last ${last - committed} ms`);
     }
 
     // ---- half the measured maximum, one event per transaction ----

@@ -13,6 +13,9 @@ import { webhookDeliver } from './webhook-deliver.js';
 import { webhookFanout } from './webhook-fanout.js';
 import { chainWatch } from './chain-watch.js';
 import { checkoutsExpire } from './checkouts-expire.js';
+import { invoicePaymentFailed } from './invoice-payment-failed.js';
+import { subscriptionsCancel } from './subscriptions-cancel.js';
+import { subscriptionsCharge } from './subscriptions-charge.js';
 
 export const jobHandlers: JobHandlers = {
   'invoice.send': invoiceSend,
@@ -27,4 +30,7 @@ export const jobHandlers: JobHandlers = {
   'events.prune': eventsPrune,
   'chain.watch': chainWatch,
   'checkouts.expire': checkoutsExpire,
+  'invoice.payment_failed': invoicePaymentFailed,
+  'subscriptions.charge': subscriptionsCharge,
+  'subscriptions.cancel': subscriptionsCancel,
 };

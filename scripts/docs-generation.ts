@@ -42,6 +42,8 @@ function valuesOf(v: ConfigVariable): string {
       return '`true` or `false`';
     case 'duration':
       return 'ISO-8601 duration (`PT30S`, `P1D`)';
+    case 'durations':
+      return 'comma-separated ISO-8601 durations, increasing';
     case 'timeZone':
       return 'IANA time zone';
     case 'oneOf':

@@ -3,6 +3,7 @@
 // environment by walking it; the Config type is its Static; docs/configuration.md's table and
 // .env.example are generated from it (npm run docs:generate), and the tests read it for the names.
 import type { Chain } from './domain/chains.js';
+import { DEFAULT_DUNNING_SCHEDULE, DUNNING_FINAL_ACTIONS } from './domain/subscriptions.js';
 import { LOG_FORMATS } from './log.js';
 import type { Duration } from 'luxon';
 import { Type, type Static, type TSchema } from 'typebox';
@@ -12,7 +13,7 @@ export const CONFIG_GROUPS = ['Database and queues', 'API', 'Email', 'Workers', 
 export type ConfigGroup = (typeof CONFIG_GROUPS)[number];
 
 /** How a variable's text becomes its value (src/config.ts has one parser per kind). */
-export type VariableKind = 'integer' | 'string' | 'url' | 'boolean' | 'duration' | 'timeZone' | 'oneOf' | 'hostPorts' | 'rpcUrls' | 'privateKeys';
+export type VariableKind = 'integer' | 'string' | 'url' | 'boolean' | 'duration' | 'durations' | 'timeZone' | 'oneOf' | 'hostPorts' | 'rpcUrls' | 'privateKeys';
 
 /** What every variable carries beside its JSON Schema. */
 export interface VariableMeta {
@@ -43,6 +44,8 @@ const url = (m: Meta & { protocols: readonly string[] }) => Type.String({ ...m, 
 const optionalUrl = (m: Meta & { protocols: readonly string[] }) => Type.Union([Type.String(), Type.Null()], { ...m, kind: 'url' });
 const boolean = (m: Meta & { default: boolean }) => Type.Boolean({ ...m, kind: 'boolean' });
 const duration = (m: Meta & { default: string }) => Type.Unsafe<Duration>({ type: 'string', ...m, kind: 'duration' });
+/** Comma-separated ISO-8601 durations, increasing (DUNNING_SCHEDULE). */
+const durations = (m: Meta & { default: string }) => Type.Unsafe<Duration[]>({ type: 'string', ...m, kind: 'durations' });
 const timeZone = (m: Meta & { default: string }) => Type.String({ ...m, kind: 'timeZone' });
 const oneOf = <const V extends readonly string[]>(values: V, m: Meta) => Type.Unsafe<V[number]>({ type: 'string', enum: values, ...m, values, kind: 'oneOf' });
 /** Not a variable: set by the loader from others (documented with them). */
@@ -200,6 +203,28 @@ export const ConfigSchema = Type.Object({
       description: 'an unpaid checkout with no payment seen is voided this long after it was made (`checkouts.expire`)',
     }),
     expireEvery: duration({ env: 'CHECKOUT_EXPIRE_EVERY', group: 'Workers', default: 'PT5M', description: 'how often the worker voids expired checkouts' }),
+  }),
+  subscriptions: Type.Object({
+    pollIntervalMs: integer({
+      env: 'SUBSCRIPTION_POLL_INTERVAL_MS',
+      group: 'Workers',
+      default: 1000,
+      minimum: 50,
+      maximum: 3_600_000,
+      description: 'how often the worker looks for subscriptions due a charge, a dunning retry, an end or an on-chain cancel (`subscriptions.charge`, `subscriptions.cancel`)',
+    }),
+    dunningSchedule: durations({
+      env: 'DUNNING_SCHEDULE',
+      group: 'Workers',
+      default: DEFAULT_DUNNING_SCHEDULE,
+      description: "when a period's failed charge is tried again: ISO-8601 durations after the period's due time, increasing (sandbox may use seconds, `PT10S,PT30S`); one attempt at the due time plus one per entry",
+    }),
+    dunningFinalAction: oneOf(DUNNING_FINAL_ACTIONS, {
+      env: 'DUNNING_FINAL_ACTION',
+      group: 'Workers',
+      default: 'cancel',
+      description: 'after the last failed attempt: `cancel` the subscription (also on-chain, through the relayer), or `keep` it `past_due` and bill the next period',
+    }),
   }),
   metricsPort: integer({
     env: 'METRICS_PORT',

@@ -6,6 +6,7 @@ import { Duration } from 'luxon';
 import { ChainsConfigError, chainUrlProblem, loadChains } from './chains-config.js';
 import type { Chain } from './domain/chains.js';
 import { Secret } from './lib/secret.js';
+import { parseDurationList } from './domain/subscriptions.js';
 import { ConfigSchema, configVariables, type Config, type ConfigVariable, type QueueBackendKind, type RedisNode } from './config-schema.js';
 
 export { QUEUE_BACKENDS, type Config, type QueueBackendKind, type RedisNode, type WebhookConfig } from './config-schema.js';
@@ -56,6 +57,12 @@ function parseDuration(name: string, text: string): Duration {
     throw new ConfigError(name, `must be a positive ISO-8601 duration such as P1D or PT2S, got "${text}"`);
   }
   return d;
+}
+
+function parseDurations(name: string, text: string): Duration[] {
+  const parsed = parseDurationList(text);
+  if (!parsed.ok) throw new ConfigError(name, parsed.message);
+  return parsed.value;
 }
 
 function parseTimeZone(name: string, text: string): string {
@@ -135,7 +142,9 @@ function parseVariable(env: Env, v: ConfigVariable): unknown {
   const text = raw(env, v.env);
   if (text === null) {
     if (v.default === undefined) return v.defaultText === undefined ? null : undefined;
-    return v.kind === 'duration' ? parseDuration(v.env, String(v.default)) : v.default;
+    if (v.kind === 'duration') return parseDuration(v.env, String(v.default));
+    if (v.kind === 'durations') return parseDurations(v.env, String(v.default));
+    return v.default;
   }
   switch (v.kind) {
     case 'integer':
@@ -150,6 +159,8 @@ function parseVariable(env: Env, v: ConfigVariable): unknown {
       throw new ConfigError(v.env, `must be true or false, got "${text}"`);
     case 'duration':
       return parseDuration(v.env, text);
+    case 'durations':
+      return parseDurations(v.env, text);
     case 'timeZone':
       return parseTimeZone(v.env, text);
     case 'oneOf':
@@ -274,6 +285,7 @@ export function environmentOf(config: Config, paths: readonly (keyof Config)[]):
     if (value === null || value === undefined) continue;
     if (v.kind === 'hostPorts') env[v.env] = (value as RedisNode[]).map((n) => (n.host.includes(':') ? `[${n.host}]:${n.port}` : `${n.host}:${n.port}`)).join(',');
     else if (v.kind === 'duration') env[v.env] = (value as Duration).toISO() ?? '';
+    else if (v.kind === 'durations') env[v.env] = (value as Duration[]).map((d) => d.toISO()).join(',');
     else if (v.kind === 'rpcUrls') for (const [id, urls] of Object.entries(value as Record<number, string[]>)) env[`RPC_URL_${id}`] = urls.join(',');
     // A child process is given the key itself: the one place a Secret is revealed outside the signer.
     else if (v.kind === 'privateKeys') for (const [id, key] of Object.entries(value as Record<number, Secret<string>>)) env[`RELAYER_PRIVATE_KEY_${id}`] = key.reveal();

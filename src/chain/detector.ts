@@ -193,8 +193,9 @@ async function recordPayments(
   const keys = todo.map((o) => kindNamed(o.kind).invoiceKeys(o));
   const topics = [...new Set(keys.flatMap((k) => k.referenceTopics))];
   const targets = [...new Set(keys.flatMap((k) => k.settlementAddresses))];
+  const owing = [...new Map(keys.flatMap((k) => k.owing ?? []).map((o) => [`${o.address}|${o.remainingAtomic}`, o])).values()];
   const invoices = new Map<string, InvoiceState>(
-    (await lockPayableInvoices(tx, chain.chainId, topics, targets)).map((row) => [
+    (await lockPayableInvoices(tx, chain.chainId, topics, targets, owing)).map((row) => [
       row.id,
       {
         row,
@@ -215,6 +216,10 @@ async function recordPayments(
         settlementAddress: s.row.settlement_address,
         tokenAddress: s.row.token_address,
         referenceTopic: s.row.payment_reference_topic,
+        subscriptionPeriod:
+          s.row.subscription_contract !== null && s.row.subscription_onchain_id !== null && s.row.period_index !== null
+            ? { contractAddress: s.row.subscription_contract, onchainId: s.row.subscription_onchain_id, periodIndex: s.row.period_index }
+            : null,
         get balance() {
           return { status: s.status, amountAtomic: BigInt(s.row.amount_atomic), paidAtomic: s.paid };
         },

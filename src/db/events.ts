@@ -71,11 +71,49 @@ export async function findEvent(db: Queryable, scope: Scope, id: string): Promis
   return (await attachInvoices(db, rows))[0];
 }
 
-/** Events by id, whatever their account: for the delivery worker's batch (two statements). */
+// An event and, for an invoice event, its invoice as it was, in one row beside other columns:
+// the event's columns under `ev_`, the invoice's under `inv_` (it has columns of the same names).
+const EVENT_PREFIXED = ['id', 'account_id', 'environment', 'type', 'object_type', 'object_id', 'object', 'created_at'].map((c) => `e.${c} as ev_${c}`).join(', ');
+const INVOICE_PREFIXED = QUALIFIED_COLUMNS.split(', ')
+  .map((c) => {
+    const alias = / as (\w+)$/.exec(c);
+    return alias ? c.replace(/ as \w+$/, ` as inv_${alias[1]}`) : `${c} as inv_${c.slice('i.'.length)}`;
+  })
+  .join(', ');
+
+/** Select list of eventJoin's event and invoice (see eventOfRow). */
+export const EVENT_WITH_INVOICE_COLUMNS = `${EVENT_PREFIXED}, ${INVOICE_PREFIXED}`;
+
+/** Joins the event whose id is `eventId` (a column or expression) as `e`, its invoice snapshot as `i`. */
+export const eventJoin = (eventId: string) =>
+  `join events e on e.id = ${eventId} left join lateral jsonb_populate_record(null::invoices, e.snapshot) i on e.object is null`;
+
+/** The EventRow of a row selected with EVENT_WITH_INVOICE_COLUMNS. */
+export function eventOfRow(row: Record<string, unknown>): EventRow {
+  const invoice: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(row)) if (k.startsWith('inv_')) invoice[k.slice('inv_'.length)] = v;
+  const object = row.ev_object as EventRow['object'];
+  return {
+    id: row.ev_id as string,
+    account_id: row.ev_account_id as string,
+    environment: row.ev_environment as Environment,
+    type: row.ev_type as EventType,
+    object_type: row.ev_object_type as string,
+    object_id: row.ev_object_id as string,
+    object,
+    invoice: object === null ? (invoice as unknown as InvoiceRow) : null,
+    created_at: row.ev_created_at as Date,
+  };
+}
+
+/** Events by id, whatever their account: for the delivery worker's batch (one statement). */
 export async function loadEvents(db: Queryable, ids: string[]): Promise<Map<string, EventRow>> {
   if (ids.length === 0) return new Map();
-  const { rows } = await db.query<Omit<EventRow, 'invoice'>>(`select ${COLUMNS} from events e where e.id = any($1::text[])`, [ids]);
-  return new Map((await attachInvoices(db, rows)).map((e) => [e.id, e]));
+  const { rows } = await db.query<Record<string, unknown>>(
+    `select ${EVENT_WITH_INVOICE_COLUMNS} from unnest($1::text[]) as want(id) ${eventJoin('want.id')}`,
+    [ids],
+  );
+  return new Map(rows.map((r) => { const e = eventOfRow(r); return [e.id, e]; }));
 }
 
 /** Any event by id, whatever its account: for the delivery worker. */

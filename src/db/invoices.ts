@@ -49,6 +49,8 @@ export interface InvoiceRow {
   fee_bps: number | null;
   /** What applied on-chain payments add up to (integer string). */
   amount_paid_atomic: string;
+  /** A subscription's period invoice: when the relayer last sent its charge (null: never). */
+  charge_sent_at: Date | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -66,7 +68,7 @@ const COLUMNS = `id, account_id, environment, customer_id, code, reference, stat
   currency, network, chain_id, token_address, token_decimals, period_start, period_end,
   attempt_count, next_attempt_at, paid_at, sent_at, reminders_enabled, last_reminder_at,
   failure_code, failure_message, metadata, due_at, memo, footer, tax_id, customer_locale, voided_at,
-  settlement_address, payment_reference, fee_bps, amount_paid_atomic::text as amount_paid_atomic, created_at, updated_at`;
+  settlement_address, payment_reference, fee_bps, amount_paid_atomic::text as amount_paid_atomic, charge_sent_at, created_at, updated_at`;
 
 /**
  * The invoice and the presented key's credential in one statement, for the hot GET: the key is
@@ -313,4 +315,54 @@ export async function listInvoices(db: Queryable, scope: Scope, filters: Invoice
 export async function lockIfNotVoid(db: Queryable, invoiceId: string): Promise<boolean> {
   const { rows } = await db.query<{ ok: boolean }>(`select status <> 'void' as ok from invoices where id = $1 for share`, [invoiceId]);
   return rows[0]?.ok === true;
+}
+
+// --- period invoices of subscriptions (issue 26; jobs/subscriptions-charge.ts) ---
+
+/** Period k's invoice of a subscription, if made. */
+export async function findPeriodInvoice(db: Queryable, subscriptionId: string, periodIndex: number): Promise<InvoiceRow | null> {
+  const { rows } = await db.query<InvoiceRow>(
+    `select ${COLUMNS} from invoices where subscription_id = $1 and period_index = $2`,
+    [subscriptionId, periodIndex],
+  );
+  return rows[0] ?? null;
+}
+
+/** Makes a fresh draft period k of its subscription (the unique (subscription_id, period_index) refuses a second). */
+export async function setInvoicePeriod(db: Queryable, invoiceId: string, p: { subscriptionId: string; periodIndex: number; start: Date; end: Date }): Promise<void> {
+  await db.query(
+    `update invoices set subscription_id = $2, period_index = $3, period_start = $4, period_end = $5 where id = $1 and status = 'draft'`,
+    [invoiceId, p.subscriptionId, p.periodIndex, p.start, p.end],
+  );
+}
+
+/** The relayer sent a charge for this open period invoice (the watcher's Charged log pays it). */
+export async function recordChargeSent(db: Queryable, invoiceId: string, txHash: string): Promise<void> {
+  await db.query(
+    `update invoices set charge_tx_hash = $2, charge_sent_at = clock_timestamp(), updated_at = clock_timestamp()
+     where id = $1 and status in ('open', 'overdue')`,
+    [invoiceId, txHash],
+  );
+}
+
+/**
+ * Counts a failed attempt on an open period invoice (attempt_count + 1, why, when the next one
+ * happens, null after the last) and writes invoice.payment_failed with the invoice as it now
+ * stands, in the caller's transaction. Null when the invoice is no longer open (paid meanwhile).
+ */
+export async function recordFailedAttempt(
+  db: Queryable,
+  invoiceId: string,
+  f: { code: string; message: string; nextAttemptAt: Date | null },
+): Promise<InvoiceRow | null> {
+  const { rows } = await db.query<InvoiceRow>(
+    `update invoices set attempt_count = attempt_count + 1, failure_code = $2, failure_message = $3, next_attempt_at = $4,
+       updated_at = clock_timestamp()
+     where id = $1 and status in ('open', 'overdue')
+     returning ${COLUMNS}`,
+    [invoiceId, f.code, f.message, f.nextAttemptAt],
+  );
+  if (!rows[0]) return null;
+  await db.query(`select emit_invoice_event($1, 'invoice.payment_failed')`, [invoiceId]);
+  return rows[0];
 }

@@ -163,11 +163,23 @@ export async function pendingPaymentsBetween(
  * of its environment, and the address each open invoice on it was sent with. Lower case.
  */
 export async function watchedAddresses(db: Queryable, chainId: number, environment: Environment): Promise<string[]> {
+  // The open invoices' distinct addresses by a skip scan of invoices_open_by_address_idx: one
+  // index probe per address, not one row per open invoice (the watcher reads this every run).
   const { rows } = await db.query<{ address: string }>(
-    `select lower(address) as address from settlement_addresses where environment = $2
+    `with recursive a (address) as (
+       (select lower(settlement_address) from invoices
+        where chain_id = $1 and status in ('open', 'overdue') and settlement_address is not null
+        order by lower(settlement_address) limit 1)
+       union all
+       select (select lower(i.settlement_address) from invoices i
+               where i.chain_id = $1 and i.status in ('open', 'overdue') and i.settlement_address is not null
+                 and lower(i.settlement_address) > a.address
+               order by lower(i.settlement_address) limit 1)
+       from a where a.address is not null
+     )
+     select lower(address) as address from settlement_addresses where environment = $2
      union
-     select lower(settlement_address) from invoices
-     where chain_id = $1 and status in ('open', 'overdue') and settlement_address is not null`,
+     select address from a where address is not null`,
     [chainId, environment],
   );
   return rows.map((r) => r.address);
@@ -192,11 +204,17 @@ export interface PayableInvoiceRow {
   fee_atomic: string | null;
   /** The fees its applied payments counted so far (never above fee_atomic). */
   fee_counted_atomic: string;
+  /** A subscription's period invoice: the subscription's contract and on-chain id, and the period (else null). */
+  subscription_contract: string | null;
+  subscription_onchain_id: string | null;
+  period_index: number | null;
 }
 
 const PAYABLE = `i.id, i.account_id, i.environment, i.status, i.chain_id, i.token_address, i.token_decimals, i.settlement_address, i.payment_reference,
   i.payment_reference_topic, i.amount_atomic::text as amount_atomic, i.amount_paid_atomic::text as amount_paid_atomic, i.fee_bps,
-  i.fee_atomic::text as fee_atomic`;
+  i.fee_atomic::text as fee_atomic, i.period_index,
+  (select s.contract_address from subscriptions s where s.id = i.subscription_id) as subscription_contract,
+  (select s.onchain_id from subscriptions s where s.id = i.subscription_id) as subscription_onchain_id`;
 
 /**
  * The fees the locked invoices' applied payments counted, read by a statement of its own once the
@@ -216,23 +234,45 @@ async function withFeesCounted(db: Queryable, rows: Omit<PayableInvoiceRow, 'fee
   return rows.map((r) => ({ ...r, fee_counted_atomic: counted.get(r.id) ?? '0' }));
 }
 
+/** An open invoice a plain transfer may settle: sent to `address` (lower case), owing exactly `remainingAtomic`. */
+export interface OwingKey {
+  address: string;
+  remainingAtomic: bigint;
+}
+
 /**
  * The invoices a range's payments may concern, row-locked in id order (no deadlock with the API's
- * void): those whose reference topic appeared, and the open ones sent to an address that received
- * a plain transfer.
+ * void): those whose reference topic appeared; the open ones sent to an address and owing exactly
+ * what a plain transfer moved (`owing`: only those can it settle); and every open one sent to an
+ * address in `transferTargets` (a kind matching by address alone).
  */
-export async function lockPayableInvoices(db: Queryable, chainId: number, topics: string[], transferTargets: string[]): Promise<PayableInvoiceRow[]> {
-  if (topics.length === 0 && transferTargets.length === 0) return [];
+export async function lockPayableInvoices(
+  db: Queryable,
+  chainId: number,
+  topics: string[],
+  transferTargets: string[],
+  owing: OwingKey[] = [],
+): Promise<PayableInvoiceRow[]> {
+  if (topics.length === 0 && transferTargets.length === 0 && owing.length === 0) return [];
+  // A checkout (anyone can open one, naming any amount) is paid by its reference only: a plain
+  // transfer never matches it, so no stranger's checkout can take someone else's transfer.
   const { rows } = await db.query<Omit<PayableInvoiceRow, 'fee_counted_atomic'>>(
     `select ${PAYABLE} from invoices i
-     where i.chain_id = $1 and i.amount_atomic is not null
-       and (i.payment_reference_topic = any($2::text[])
-         -- A checkout (anyone can open one, naming any amount) is paid by its reference only: a
-         -- plain transfer never matches it, so no stranger's checkout can take someone else's transfer.
-         or (i.status in ('open', 'overdue') and lower(i.settlement_address) = any($3::text[]) and i.checkout_expires_at is null))
+     where i.amount_atomic is not null and i.id in (
+       select r.id from invoices r where r.chain_id = $1 and r.payment_reference_topic = any($2::text[])
+       union
+       select a.id from invoices a
+       where a.chain_id = $1 and a.status in ('open', 'overdue') and a.settlement_address is not null
+         and lower(a.settlement_address) = any($3::text[]) and a.checkout_expires_at is null
+       union
+       select o.id from unnest($4::text[], $5::numeric[]) as k (address, remaining)
+       join invoices o on o.chain_id = $1 and o.status in ('open', 'overdue') and o.settlement_address is not null
+         and o.checkout_expires_at is null and lower(o.settlement_address) = k.address
+         and o.amount_atomic - o.amount_paid_atomic = k.remaining
+     )
      order by i.id
      for update`,
-    [chainId, topics, transferTargets],
+    [chainId, topics, transferTargets, owing.map((k) => k.address), owing.map((k) => k.remainingAtomic.toString())],
   );
   return withFeesCounted(db, rows);
 }
@@ -248,15 +288,17 @@ export async function lockPayableInvoice(db: Queryable, scope: Scope, id: string
 /** Which account an address is the settlement address of (for payments no invoice claims). */
 export async function ownersOfAddresses(db: Queryable, chainId: number, environment: Environment, addresses: string[]): Promise<Map<string, string>> {
   if (addresses.length === 0) return new Map();
-  // The account whose current address it is first; else the latest invoice sent to it.
+  // The account whose current address it is first; else the latest invoice sent to it (one
+  // index probe each: an address may have had many invoices).
   const { rows } = await db.query<{ address: string; account_id: string }>(
-    `select distinct on (address) address, account_id from (
-       select lower(s.address) as address, s.account_id, 0 as rank, s.updated_at as at
-       from settlement_addresses s where s.environment = $2 and lower(s.address) = any($3::text[])
-       union all
-       select lower(i.settlement_address), i.account_id, 1, i.sent_at
-       from invoices i where i.chain_id = $1 and lower(i.settlement_address) = any($3::text[])
-     ) o order by address, rank, at desc, account_id`,
+    `select o.address, o.account_id from (
+       select a.address, coalesce(
+         (select s.account_id from settlement_addresses s where s.environment = $2 and lower(s.address) = a.address
+          order by s.updated_at desc, s.account_id limit 1),
+         (select i.account_id from invoices i where i.chain_id = $1 and i.settlement_address is not null and lower(i.settlement_address) = a.address
+          order by i.sent_at desc, i.account_id limit 1)) as account_id
+       from (select distinct unnest($3::text[]) as address) a
+     ) o where o.account_id is not null`,
     [chainId, environment, addresses],
   );
   return new Map(rows.map((r) => [r.address, r.account_id]));

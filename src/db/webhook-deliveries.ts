@@ -1,4 +1,5 @@
 // SQL of webhook deliveries: one row per (event, endpoint), with every attempt it took.
+import { eventJoin, eventOfRow, EVENT_WITH_INVOICE_COLUMNS, type EventRow } from './events.js';
 import type { Queryable } from './pool.js';
 
 export type WebhookDeliveryStatus = 'pending' | 'succeeded' | 'failed';
@@ -98,23 +99,17 @@ export interface ClaimedDelivery {
   secrets: string[];
 }
 
-/**
- * Claims up to `limit` due deliveries (oldest due first) in one statement and leases them to
- * `leaseId` for `leaseMs`: next_attempt_at moves to the lease's end, so they are due again if the
- * claimer never records them (a crash), and another worker's claim skips them meanwhile (SKIP
- * LOCKED while this one commits, not due after).
- *
- * The candidates are the oldest `scan` due rows of the endpoints not at their bound, cut per
- * endpoint to `perEndpoint`, or to what `busyEndpoints` (the claimer's endpoints with deliveries
- * in flight) have left in `busyRemaining`: an endpoint with a backlog takes at most its share,
- * and one at its bound (a slow one) is skipped, its backlog with it.
- */
-export async function claimDueDeliveries(
-  db: Queryable,
-  opts: { leaseId: string; leaseMs: number; limit: number; perEndpoint: number; busyEndpoints: string[]; busyRemaining: number[]; scan: number },
-): Promise<ClaimedDelivery[]> {
-  const { rows } = await db.query<ClaimedDelivery>(
-    `with busy as (
+export interface ClaimOptions {
+  leaseId: string;
+  leaseMs: number;
+  limit: number;
+  perEndpoint: number;
+  busyEndpoints: string[];
+  busyRemaining: number[];
+  scan: number;
+}
+
+const CLAIM_CTES = `with busy as (
        select * from unnest($6::text[], $7::int[]) as b(endpoint_id, remaining)
      ), due as (
        select id, endpoint_id, row_number() over (partition by endpoint_id order by due_at, id) as nth
@@ -127,18 +122,63 @@ export async function claimDueDeliveries(
        where due.nth <= coalesce(busy.remaining, $4) and d.status = 'pending' and coalesce(d.next_attempt_at, d.created_at) <= clock_timestamp()
        order by coalesce(d.next_attempt_at, d.created_at) limit $3
        for update of d skip locked
-     )
-     update webhook_deliveries d
+     )`;
+
+const CLAIM_UPDATE = `update webhook_deliveries d
      set next_attempt_at = clock_timestamp() + make_interval(secs => $2::double precision / 1000), lease_id = $1
      from picked, webhook_endpoints w
      where d.id = picked.id and w.id = d.endpoint_id
      returning d.id, d.event_id, d.endpoint_id, d.attempt_count, d.created_at,
        (select min(a.started_at) from webhook_attempts a where a.delivery_id = d.id) as first_attempt_at,
        w.url, w.status as endpoint_status,
-       array_remove(array[w.secret, case when w.previous_secret_expires_at > clock_timestamp() then w.previous_secret end], null) as secrets`,
-    [opts.leaseId, opts.leaseMs, opts.limit, opts.perEndpoint, opts.scan, opts.busyEndpoints, opts.busyRemaining],
-  );
+       array_remove(array[w.secret, case when w.previous_secret_expires_at > clock_timestamp() then w.previous_secret end], null) as secrets`;
+
+const claimParams = (opts: ClaimOptions) => [opts.leaseId, opts.leaseMs, opts.limit, opts.perEndpoint, opts.scan, opts.busyEndpoints, opts.busyRemaining];
+
+/**
+ * Claims up to `limit` due deliveries (oldest due first) in one statement and leases them to
+ * `leaseId` for `leaseMs`: next_attempt_at moves to the lease's end, so they are due again if the
+ * claimer never records them (a crash), and another worker's claim skips them meanwhile (SKIP
+ * LOCKED while this one commits, not due after).
+ *
+ * The candidates are the oldest `scan` due rows of the endpoints not at their bound, cut per
+ * endpoint to `perEndpoint`, or to what `busyEndpoints` (the claimer's endpoints with deliveries
+ * in flight) have left in `busyRemaining`: an endpoint with a backlog takes at most its share,
+ * and one at its bound (a slow one) is skipped, its backlog with it.
+ */
+export async function claimDueDeliveries(db: Queryable, opts: ClaimOptions): Promise<ClaimedDelivery[]> {
+  const { rows } = await db.query<ClaimedDelivery>(`${CLAIM_CTES}
+     ${CLAIM_UPDATE}`, claimParams(opts));
   return rows;
+}
+
+/**
+ * claimDueDeliveries, and the claimed deliveries' events (as loadEvents reads them) in the same
+ * statement: the worker can send as soon as the claim returns, with no round trip between.
+ */
+export async function claimDueDeliveriesWithEvents(db: Queryable, opts: ClaimOptions): Promise<{ claimed: ClaimedDelivery[]; events: Map<string, EventRow> }> {
+  const { rows } = await db.query<ClaimedDelivery & Record<string, unknown>>(
+    `${CLAIM_CTES}, claimed as (${CLAIM_UPDATE})
+     select claimed.*, ${EVENT_WITH_INVOICE_COLUMNS} from claimed left ${eventJoin('claimed.event_id')}`,
+    claimParams(opts),
+  );
+  const claimed: ClaimedDelivery[] = [];
+  const events = new Map<string, EventRow>();
+  for (const r of rows) {
+    claimed.push({
+      id: r.id,
+      event_id: r.event_id,
+      endpoint_id: r.endpoint_id,
+      attempt_count: r.attempt_count,
+      created_at: r.created_at,
+      first_attempt_at: r.first_attempt_at,
+      url: r.url,
+      endpoint_status: r.endpoint_status,
+      secrets: r.secrets,
+    });
+    if (r.ev_id !== null && !events.has(r.event_id)) events.set(r.event_id, eventOfRow(r));
+  }
+  return { claimed, events };
 }
 
 /** What became of one claimed delivery. */

@@ -60,6 +60,12 @@ export interface InvoiceDocument {
    * its transaction, and what remained to pay once it was applied.
    */
   partialPayment?: { amount: string; remaining: string; txHash: string; url: string | null };
+  /**
+   * A failed charge attempt of a subscription's period (the payment_failed email): the words the
+   * customer reads, the attempt's number, when the next one happens (ISO 8601; null after the
+   * last) and, after the last, whether the subscription was canceled or kept.
+   */
+  paymentFailure?: { message: string; attempt: number; nextAttemptAt: string | null; finalAction: 'cancel' | 'keep' | null };
   /** When the invoice was paid (ISO 8601), for receipts. */
   paidAt?: string | null;
   /**

@@ -24,8 +24,9 @@ export interface SentInvoice {
  * Issues a draft inside the caller's transaction (draft -> open): its code, and the settlement
  * address and payment reference fixed now. Owes no email: a payment link's checkout is issued
  * this way, since its address was typed by an anonymous visitor (the receipt goes there once paid).
+ * `payTo`: the address it is paid to, instead of the account's settlement address.
  */
-export async function issueInvoiceInTransaction(tx: PoolClient, scope: Scope, invoiceId: string): Promise<InvoiceRow> {
+export async function issueInvoiceInTransaction(tx: PoolClient, scope: Scope, invoiceId: string, payTo?: string): Promise<InvoiceRow> {
   const inv = await findInvoice(tx, scope, invoiceId, true);
   if (!inv) throw missing('invoice', invoiceId);
   accept(nextStatus(inv.status, 'send'));
@@ -35,7 +36,9 @@ export async function issueInvoiceInTransaction(tx: PoolClient, scope: Scope, in
   const code = formatInvoiceCode(scope.environment, await nextInvoiceNumber(tx, scope));
   // The address it is paid to and its payment reference are fixed now: a later change of
   // the settlement address concerns invoices sent after it.
-  const settlement = await findSettlementAddress(tx, scope);
+  // A subscription's period is paid to the payee its contract terms fixed (`payTo`), whatever the
+  // account's settlement address is today.
+  const settlement = payTo ?? (await findSettlementAddress(tx, scope));
   const sent = await markSent(tx, inv.id, code, settlement === null ? null : newPaymentTarget(inv.id, settlement));
   if (!sent) throw new DomainError('invoice_already_sent', 'This invoice was already sent.');
   return sent;

@@ -44,6 +44,8 @@ interface EmailView {
   payments: { amount: string; txHash: string; url: string | null }[];
   /** The acknowledgement of a partial payment: what arrived (and in which transaction), what remains. */
   partial: { amount: string; remaining: string; txHash: string; url: string | null } | null;
+  /** A failed charge attempt of a subscription's period: what failed, the attempt, the next one or what became of the subscription. */
+  failure: { message: string; attempt: number; nextAttemptDate: string | null; canceled: boolean } | null;
   /** Sandbox: the email says plainly that it is a test and no real funds move. */
   testMode: boolean;
   isReceipt: boolean;
@@ -96,6 +98,7 @@ function view(kind: EmailKind, doc: InvoiceDocument): EmailView & WithMessages {
   if (kind.startsWith('reminder') && doc.dueAt === null) throw new Error(`a ${kind} email needs a due date (invoice ${doc.invoiceId})`);
   if (kind === 'receipt' && !doc.paidAt) throw new Error(`a receipt needs a paid date (invoice ${doc.invoiceId})`);
   if (kind === 'partial_payment' && !doc.partialPayment) throw new Error(`a partial payment email needs the payment (invoice ${doc.invoiceId})`);
+  if (kind === 'payment_failed' && !doc.paymentFailure) throw new Error(`a payment failed email needs the failure (invoice ${doc.invoiceId})`);
   // The explorer links go into href="" too.
   for (const url of [...(doc.payments ?? []).map((p) => p.url), doc.partialPayment?.url ?? null]) {
     if (url !== null && !/^https?:$/.test(new URL(url).protocol)) throw new Error(`transaction url must be http(s), got ${url}`);
@@ -128,6 +131,14 @@ function view(kind: EmailKind, doc: InvoiceDocument): EmailView & WithMessages {
           remaining: formatInvoiceAmount(doc, doc.partialPayment.remaining),
           txHash: doc.partialPayment.txHash,
           url: doc.partialPayment.url,
+        }
+      : null,
+    failure: doc.paymentFailure
+      ? {
+          message: doc.paymentFailure.message,
+          attempt: doc.paymentFailure.attempt,
+          nextAttemptDate: doc.paymentFailure.nextAttemptAt === null ? null : formatDocumentDate(doc.paymentFailure.nextAttemptAt, doc.timeZone, locale),
+          canceled: doc.paymentFailure.finalAction === 'cancel',
         }
       : null,
     testMode: doc.testMode === true,

@@ -17,6 +17,10 @@ export interface Metrics {
   jobDuration: Histogram<'name' | 'outcome'>;
   emails: Counter<'kind' | 'outcome'>;
   reminderLateness: Histogram;
+  /** How late a period's first charge attempt came after the subscription's next_charge_at. */
+  chargeLateness: Histogram;
+  /** The subscription jobs' outcomes per subscription looked at (sent, failed_attempt, ended, ...). */
+  subscriptionWork: Counter<'job' | 'outcome'>;
   webhookDeliveries: Counter<'outcome'>;
   webhookLatency: Histogram;
   chain: ChainMetrics;
@@ -202,6 +206,18 @@ export function createMetrics(opts: { queues: AppQueue[]; db: Queryable; default
       name: 'invoice_reminder_lateness_seconds',
       help: 'How late a reminder fired against its planned slot',
       buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 5, 30, 60, 300],
+      registers: [registry],
+    }),
+    chargeLateness: new Histogram({
+      name: 'subscription_charge_lateness_seconds',
+      help: "How late a period's first charge attempt (the charge sent, or the failure counted) came after the subscription's next_charge_at",
+      buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300, 3600],
+      registers: [registry],
+    }),
+    subscriptionWork: new Counter({
+      name: 'subscription_work_total',
+      help: 'Subscriptions the worker looked at, by job (subscriptions.charge, subscriptions.cancel) and outcome',
+      labelNames: ['job', 'outcome'] as const,
       registers: [registry],
     }),
   };

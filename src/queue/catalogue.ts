@@ -64,6 +64,20 @@ export interface ChainWatchPayload {
   chainId: number;
 }
 
+/** The email of one failed charge attempt on a subscription's period invoice (jobs/subscriptions-charge.ts writes it). */
+export interface InvoicePaymentFailedPayload {
+  invoiceId: string;
+  deliveryId: string;
+  /** The attempt's number (the invoice's attempt_count after it). */
+  attempt: number;
+  failureCode: string;
+  failureMessage: string;
+  /** When the next attempt happens (ISO); null: that was the last. */
+  nextAttemptAt: string | null;
+  /** After the last attempt: what became of the subscription (DUNNING_FINAL_ACTION). */
+  finalAction: 'cancel' | 'keep' | null;
+}
+
 /** Backoff type of webhook deliveries: WEBHOOK_BACKOFF_BASE_MS doubling, capped (domain/webhooks.ts). */
 export const WEBHOOK_BACKOFF = 'webhook-backoff';
 
@@ -81,6 +95,9 @@ export interface JobPayloads {
   'events.prune': Record<string, never>;
   'checkouts.expire': Record<string, never>;
   'chain.watch': ChainWatchPayload;
+  'invoice.payment_failed': InvoicePaymentFailedPayload;
+  'subscriptions.charge': Record<string, never>;
+  'subscriptions.cancel': Record<string, never>;
 }
 export type JobName = keyof JobPayloads;
 
@@ -136,6 +153,8 @@ export const SCHEDULERS = {
   idempotencyPrune: 'idempotency-prune',
   eventsPrune: 'events-prune',
   checkoutsExpire: 'checkouts-expire',
+  subscriptionsCharge: 'subscriptions-charge',
+  subscriptionsCancel: 'subscriptions-cancel',
   reminderPrefix: 'rem-',
   chainWatchPrefix: 'chain-watch-',
 } as const;
@@ -283,6 +302,37 @@ export const JOBS: { readonly [N in JobName]: JobSpec<N> } = {
       // A chain no longer watched loses its scheduler.
       removeOthersWithPrefix: SCHEDULERS.chainWatchPrefix,
     },
+  },
+  // Emails the customer that a period's charge failed (what, by how much, the next attempt, the
+  // link to the period invoice's page). Its delivery and outbox row are written with the failed
+  // attempt, in its transaction (jobs/subscriptions-charge.ts): one per attempt. Retried like a send.
+  'invoice.payment_failed': {
+    queue: QUEUES.send,
+    producedBy: 'outbox',
+    options: EMAIL_JOB_OPTIONS,
+    jobId: (p) => `invoice.payment_failed-${p.invoiceId}-${p.deliveryId}`,
+  },
+  // Made by its own job scheduler every SUBSCRIPTION_POLL_INTERVAL_MS: claims the subscriptions
+  // whose next_work_at has come in Postgres (FOR UPDATE SKIP LOCKED, then a lease), makes the
+  // period's invoice, simulates and sends its charge through the relayer, counts failed attempts
+  // (dunning) and ends subscriptions past ends_at. Postgres is the truth: a lost queue store loses
+  // nothing (the guarded scheduler is put back and the rows are still due). On the chain queue, beside
+  // the watch whose Charged logs pay the invoices; each tick is its retry.
+  'subscriptions.charge': {
+    queue: QUEUES.chain,
+    producedBy: 'scheduler',
+    completedLogLevel: 'debug',
+    options: { attempts: 1, removeOnComplete: 100, removeOnFail: 100 },
+    schedule: { everyMs: (config) => config.subscriptions.pollIntervalMs, instances: single(SCHEDULERS.subscriptionsCharge, 'subscription charges') },
+  },
+  // Made by its own job scheduler every SUBSCRIPTION_POLL_INTERVAL_MS: sends the on-chain cancel
+  // of subscriptions the merchant (API) or dunning canceled, claimed as the charges are.
+  'subscriptions.cancel': {
+    queue: QUEUES.chain,
+    producedBy: 'scheduler',
+    completedLogLevel: 'debug',
+    options: { attempts: 1, removeOnComplete: 100, removeOnFail: 100 },
+    schedule: { everyMs: (config) => config.subscriptions.pollIntervalMs, instances: single(SCHEDULERS.subscriptionsCancel, 'subscription cancels') },
   },
 };
 

@@ -24,9 +24,21 @@ export interface JobContext {
   webhooks: WebhookServices;
   /** One scan of a watched chain (src/chain/watcher.ts); unset when the process watches none. */
   watchChain?(chainId: number): Promise<string>;
-  /** The relayer (src/chain/relayer.ts: simulate and send charges, cancels); unset when no chain has a relayer key. */
-  relayer?: Relayer;
+  /** The relayer (src/chain/relayer.ts): simulates and sends the subscriptions' charges and cancels; unset when no chain has a relayer key. */
+  relayer?: SubscriptionRelayer;
+  /** Records how late a period's first charge attempt came after its next_charge_at (metrics). */
+  observeChargeLateness?(seconds: number): void;
+  /** Counts one subscription looked at by a subscription job, by outcome (metrics). */
+  countSubscriptionWork?(job: 'subscriptions.charge' | 'subscriptions.cancel', outcome: string): void;
 }
+
+/**
+ * What the subscription jobs use of the relayer: simulate a charge (eth_call from the operator),
+ * send a charge or a cancel. Anything it throws (RelayerUnavailable, RelayerOutOfGas, ...) is the
+ * service's fault: retried, never counted against the customer.
+ */
+export type SubscriptionRelayer = Pick<Relayer, 'operatorAddress' | 'simulateCharge' | 'sendCharge' | 'sendCancel'>;
+export type { ChargeArgs as ChargeTarget, ChargeFailureCode as ChargeRefusal } from '../chain/relayer.js';
 
 /** What the webhook jobs need besides the pool: built by the worker runtime. */
 export interface WebhookServices {

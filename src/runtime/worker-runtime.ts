@@ -11,7 +11,7 @@ import { loadEmailTemplates } from '../mail/render-email.js';
 import { createMailRouter, type MailTransport } from '../mail/transport.js';
 import { createMetrics, type Metrics } from '../observability/metrics.js';
 import type { JobObserver } from '../queue/dispatcher.js';
-import type { JobContext, JobHandlers } from '../queue/job-context.js';
+import type { JobContext, JobHandlers, SubscriptionRelayer } from '../queue/job-context.js';
 import { allQueues, openQueues, queueNamed, type QueueSet } from '../queue/queues.js';
 import { claimQueueStorage, queueBackendOf, type AppQueue, type AppWorker } from '../queue/backend.js';
 import { createReminderService, type ReminderService } from '../queue/reminder-service.js';
@@ -56,6 +56,8 @@ export interface WorkerRuntimeOptions {
   observer?: JobObserver;
   /** A transport to use instead of the configured one. */
   mail?: MailTransport;
+  /** The relayer that charges and cancels subscriptions on-chain; unset: this process charges none. */
+  relayer?: SubscriptionRelayer;
 }
 
 /** `handlers`: the job registry (jobs/index.ts), handed in by the entrypoint. */
@@ -131,6 +133,9 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
     ...(pdf ? { renderPdf: (doc, kind) => pdf.render(doc, kind) } : {}),
     countEmail: (kind, outcome) => metrics.emails.inc({ kind, outcome }),
     observeReminderLateness: (seconds) => metrics.reminderLateness.observe(seconds),
+    ...(opts.relayer ? { relayer: opts.relayer } : {}),
+    observeChargeLateness: (seconds) => metrics.chargeLateness.observe(Math.max(0, seconds)),
+    countSubscriptionWork: (job, outcome) => metrics.subscriptionWork.inc({ job, outcome }),
     webhooks: {
       deliveriesDue: () => deliveryLoop?.wake(),
     },
@@ -144,7 +149,8 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
       lockDuration: config.workerLockDurationMs,
       stalledInterval: config.workerStalledIntervalMs,
       webhookConcurrency: config.webhooks.concurrency,
-      chainConcurrency: Math.max(1, watched.length),
+      // One scan per watched chain, beside the subscription charge and cancel runs.
+      chainConcurrency: watched.length + 2,
     },
     log,
     observer,

@@ -15,10 +15,10 @@
 // records nothing; its leases run out and the deliveries are claimed again, and the receiver may
 // get one twice, with the same webhook-id (the event id).
 import { randomUUID } from 'node:crypto';
-import { loadEvents, type EventRow } from '../db/events.js';
+import type { EventRow } from '../db/events.js';
 import type { Queryable } from '../db/pool.js';
 import {
-  claimDueDeliveries,
+  claimDueDeliveriesWithEvents,
   recordDeliveryOutcomes,
   type AttemptResult,
   type ClaimedDelivery,
@@ -116,7 +116,10 @@ export function createDeliveryPump(deps: DeliveryPumpDeps, opts: DeliveryPumpOpt
       if (free <= 0) return 0;
       const busy = [...perEndpoint.entries()];
       const leaseId = randomUUID();
-      const claimed = await claimDueDeliveries(deps.db, {
+      // The events come with the claim (one statement): a claimed delivery holds its slot only
+      // while it is sent, not for another round trip (with one endpoint every delivery is its own
+      // event, and reading them after the claim kept the slots, and so the next claim, waiting).
+      const { claimed, events } = await claimDueDeliveriesWithEvents(deps.db, {
         leaseId,
         leaseMs: opts.leaseMs,
         limit: free,
@@ -129,14 +132,6 @@ export function createDeliveryPump(deps: DeliveryPumpDeps, opts: DeliveryPumpOpt
       for (const d of claimed) {
         inFlight++;
         perEndpoint.set(d.endpoint_id, (perEndpoint.get(d.endpoint_id) ?? 0) + 1);
-      }
-      let events: Map<string, EventRow>;
-      try {
-        events = await loadEvents(deps.db, [...new Set(claimed.map((d) => d.event_id))]);
-      } catch (err) {
-        // Nothing was sent: the lease brings them back.
-        for (const d of claimed) finish(null, d.endpoint_id);
-        throw err;
       }
       // Rendered once per event and the host checked once per claim, whatever the endpoints.
       const bodies = new Map<string, string>();

@@ -8,7 +8,8 @@ import path from 'node:path';
 import { expect } from 'vitest';
 import { freePort } from '../../src/lib/free-port.js';
 import type { AppDeps } from '../../src/http/types.js';
-import type { WorkerRuntime } from '../../src/runtime/worker-runtime.js';
+import type { Config } from '../../src/config.js';
+import type { WorkerRuntime, WorkerRuntimeOptions } from '../../src/runtime/worker-runtime.js';
 import type { ChainsFileEntry } from '../../src/devchain/chains-file.js';
 import { startTestChain, type TestChain } from './anvil.js';
 import { startApiFixture, type ApiFixture } from './context.js';
@@ -37,6 +38,8 @@ export interface ChainFixtureOptions {
   listen?: boolean;
   /** Dependencies handed to the API (the operator address of subscriptions...). */
   deps?: Partial<AppDeps>;
+  /** What the worker runtime is given besides its configuration (a relayer...). */
+  worker?: (started: { chain: TestChain; fx: ApiFixture; config: Config }) => WorkerRuntimeOptions;
 }
 
 export async function startChainFixture(opts: ChainFixtureOptions): Promise<ChainFixture> {
@@ -74,7 +77,8 @@ async function start(opts: ChainFixtureOptions, started: (() => Promise<unknown>
   const fx = await startApiFixture(env, opts.deps);
   started.push(() => fx.close());
   if (port !== null) await fx.api.app.listen({ port, host: '127.0.0.1' });
-  const worker = await startWorker(fx.env.config(env));
+  const config = fx.env.config(env);
+  const worker = await startWorker(config, opts.worker?.({ chain, fx, config }));
   started.push(() => worker.close());
   const set = await apiClient(fx.api.app).patch('/v1/account', fx.merchant.keys.sandbox, { settlement_address: opts.settlementAddress });
   expect(set.status, set.raw).toBe(200);

@@ -1,15 +1,58 @@
-// Subscriptions for the tests of what follows them (the v1 API, cancel): the operator address the
-// API hands new checkouts until the relayer provides the real one, and a fixture that makes the
-// subscription of a checkout in SQL exactly as the watcher does on a confirmed Subscribed event
-// (docs/subscriptions.md: the row from the checkout's terms and price, the checkout and its first
-// invoice linked to it as period 0).
+// Subscriptions seeded as the watcher makes them (/work/coord/subscriptions-interface.md): every
+// chain field filled, started_at the subscribe block's time, next_charge_at one interval later.
+// Until the watcher's Subscribed kind makes them from a real log, the lifecycle tests insert them
+// so (with a real on-chain subscribe behind them where a chain is involved).
+// Also: the operator address the API hands new checkouts in tests, and a subscription made in SQL
+// from a real checkout (POST /pay/<link id>/subscribe) exactly as the watcher makes it.
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { Pool } from 'pg';
+import type { Pool } from '../../src/db/pool.js';
 import { wellKnownAccount } from '../../src/devchain/accounts.js';
+import { newId } from '../../src/domain/ids.js';
 import type { Api } from '../../src/http/types.js';
 import type { OperatorAddressOf } from '../../src/invoicing/subscription-checkout.js';
+
+export interface SeedSubscription {
+  accountId: string;
+  environment?: 'sandbox' | 'live';
+  priceId: string;
+  customerId: string;
+  chainId?: number;
+  network?: string;
+  contract: string;
+  onchainId: string;
+  subscriber: string;
+  payee: string;
+  token: string;
+  tokenDecimals?: number;
+  feeAddress: string;
+  operator: string;
+  amount: string;
+  amountAtomic: string;
+  feeBps?: number;
+  intervalSeconds: number;
+  startedAt: Date;
+  endsAt?: Date | null;
+}
+
+/** Inserts the subscription (its insert trigger writes subscription.created); returns its id. */
+export async function seedSubscription(pool: Pool, s: SeedSubscription): Promise<string> {
+  const id = newId('sub');
+  await pool.query(
+    `insert into subscriptions (id, account_id, environment, customer_id, price_id, status, mode, amount, amount_atomic, currency,
+       cadence, interval_seconds, network, chain_id, contract_address, onchain_id, platform_fee_bps, started_at, current_period_start,
+       next_charge_at, ends_at, subscriber_address, payee_address, token_address, token_decimals, fee_address, operator_address)
+     values ($1, $2, $3, $4, $5, 'active', 'pull', $6::numeric, $7::numeric, 'USDC', 'custom', $8::integer, $9, $10, $11, $12, $13, $14::timestamptz, $14::timestamptz,
+       $14::timestamptz + make_interval(secs => $8::integer), $15, $16, $17, $18, $19, $20, $21)`,
+    [
+      id, s.accountId, s.environment ?? 'sandbox', s.customerId, s.priceId, s.amount, s.amountAtomic, s.intervalSeconds,
+      s.network ?? 'local', s.chainId ?? 31337, s.contract, s.onchainId, s.feeBps ?? 0, s.startedAt, s.endsAt ?? null,
+      s.subscriber, s.payee, s.token, s.tokenDecimals ?? 6, s.feeAddress, s.operator,
+    ],
+  );
+  return id;
+}
 
 /**
  * The test operator: anvil's account 10 of the well-known mnemonic (the account the local chain's
@@ -20,7 +63,7 @@ export const TEST_OPERATOR = wellKnownAccount(10);
 /** Every chain has the test operator: the injected `operatorAddress` of the API in tests. */
 export const testOperatorAddress: OperatorAddressOf = () => TEST_OPERATOR.address;
 
-export interface SeedSubscription {
+export interface SeedFromCheckout {
   /** The wallet that subscribed. */
   subscriber: string;
   /** The contract's id (decimal). */
@@ -30,7 +73,7 @@ export interface SeedSubscription {
 }
 
 /** Makes the subscription of checkout `checkoutId` as the watcher does; returns its id. */
-export async function seedSubscriptionFromCheckout(pool: Pool, checkoutId: string, s: SeedSubscription): Promise<string> {
+export async function seedSubscriptionFromCheckout(pool: Pool, checkoutId: string, s: SeedFromCheckout): Promise<string> {
   const id = `sub_${checkoutId.slice('subco_'.length)}`;
   const client = await pool.connect();
   try {

@@ -39,7 +39,7 @@ describe('renderEmail', () => {
     expect(renderEmail('reminder_after', invoice()).subject).toBe('Overdue: invoice INV-000042 was due on 2 Dec 2026');
   });
 
-  it.each(EMAIL_KINDS.filter((k) => k !== 'receipt' && k !== 'partial_payment'))('%s: text body has amount, network, pay link and memo, unescaped', (kind) => {
+  it.each(EMAIL_KINDS.filter((k) => k !== 'receipt' && k !== 'partial_payment' && k !== 'payment_failed'))('%s: text body has amount, network, pay link and memo, unescaped', (kind) => {
     const { text } = renderEmail(kind, invoice());
     expect(text).toContain('1,234.50 USDC on base-sepolia');
     expect(text).toContain('Pay online: https://pay.example.com/pay/ref_8f3k2?utm=a&x=1');
@@ -87,6 +87,7 @@ describe('renderEmail', () => {
       code: 'INV-1\r\nBcc: victim@example.com',
       merchant: { name: 'Acme\nX-Injected: yes\r', email: null },
       partialPayment: { amount: '1', remaining: '2', txHash: `0x${'ab'.repeat(32)}`, url: null },
+      paymentFailure: { message: 'short', attempt: 1, nextAttemptAt: null, finalAction: 'cancel' },
     });
     for (const kind of EMAIL_KINDS) {
       const { subject } = renderEmail(kind, doc);
@@ -140,6 +141,23 @@ describe('renderEmail', () => {
     expect(html).toContain('>Pay the rest</a>');
     for (const body of [text, html]) expect(body).not.toContain('attached');
     expect(() => renderEmail('partial_payment', invoice())).toThrow(/needs the payment/);
+  });
+
+  it('a failed charge attempt: what failed and by how much, the attempt, the next one or the end, the link to pay; no attachment line', () => {
+    const message = "Your wallet's balance is 6.50 USDC short of this period's 10.00 USDC.";
+    const retry = renderEmail('payment_failed', invoice({ paidAt: null, paymentFailure: { message, attempt: 1, nextAttemptAt: '2026-03-02T09:00:00Z', finalAction: null } }));
+    expect(retry.subject).toMatch(/^Payment failed: .* USDC for invoice /);
+    expect(retry.text).toContain(`What failed: ${message}`);
+    expect(retry.text).toContain('Attempt: 1');
+    expect(retry.text).toMatch(/We will try again on .*2026/);
+    expect(retry.text).toMatch(/Pay invoice: https?:\/\//);
+    expect(retry.html).toContain('6.50 USDC short');
+    for (const body of [retry.text, retry.html]) expect(body).not.toContain('attached');
+    const last = renderEmail('payment_failed', invoice({ paidAt: null, paymentFailure: { message, attempt: 5, nextAttemptAt: null, finalAction: 'cancel' } }));
+    expect(last.text).toContain('That was the last attempt: the subscription is canceled.');
+    const kept = renderEmail('payment_failed', invoice({ paidAt: null, paymentFailure: { message, attempt: 5, nextAttemptAt: null, finalAction: 'keep' } }));
+    expect(kept.text).toContain('That was the last attempt for this period.');
+    expect(() => renderEmail('payment_failed', invoice())).toThrow(/needs the failure/);
   });
 
   it('says only what is true of paying on-chain: the fee proxy and the page\'s wallet only when the invoice has payment instructions', () => {

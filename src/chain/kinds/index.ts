@@ -2,10 +2,11 @@
 // that takes Transfer legs comes before the transfer kind, which takes what is left. A new kind is
 // a module (kind.ts says what it declares) and one line here.
 import type { LogOf, PaymentLogKind } from './kind.js';
+import { chargeKind } from './charge.js';
 import { proxyKind } from './proxy.js';
 import { transferKind } from './transfer.js';
 
-export const PAYMENT_LOG_KINDS = [proxyKind, transferKind] as const;
+export const PAYMENT_LOG_KINDS = [proxyKind, chargeKind, transferKind] as const;
 
 /** The kinds as the detector and the watcher use them: by what every kind declares, never by name. */
 export const KINDS: readonly PaymentLogKind[] = PAYMENT_LOG_KINDS;

@@ -90,6 +90,15 @@ export interface ObservedPayment {
   receivedAtomic: bigint;
   /** What a Transfer log shows reached the chain's own fee address as this payment's fee (else 0). */
   feeReceivedAtomic: bigint;
+  /** A subscription contract's charge: which subscription (the contract and its id there) and which period it says it pays. */
+  subscriptionPeriod?: SubscriptionPeriod;
+}
+
+export interface SubscriptionPeriod {
+  contractAddress: string;
+  /** The uint256 id, as a decimal string. */
+  onchainId: string;
+  periodIndex: number;
 }
 
 /** An invoice a payment may pay, as the detector holds it while it records a range. */
@@ -98,6 +107,8 @@ export interface CandidateInvoice {
   readonly settlementAddress: string | null;
   readonly tokenAddress: string;
   readonly referenceTopic: string | null;
+  /** A subscription's period invoice: its subscription's contract and id there, and the period. */
+  readonly subscriptionPeriod: SubscriptionPeriod | null;
   /** Its status and amounts as the payments recorded so far in this range left them. */
   readonly balance: InvoiceBalance;
 }
@@ -113,7 +124,10 @@ export interface InvoiceBook {
 /** Which invoices a payment may pay, to lock them before matching: by reference, or (plain transfers) by address. */
 export interface InvoiceKeys {
   referenceTopics: string[];
+  /** Every open invoice sent to these addresses (a kind matching by address alone). */
   settlementAddresses: string[];
+  /** The open invoices sent to `address` owing exactly `remainingAtomic`: all a plain transfer can settle (a range's cost stays independent of how many are open). */
+  owing?: { address: string; remainingAtomic: bigint }[];
 }
 
 export interface PaymentLogKind<Name extends string = string, L extends LogPosition = LogPosition> {

@@ -67,7 +67,7 @@ export const transferKind = defineKind<'transfer', TransferLog>({
     return out;
   },
 
-  invoiceKeys: (p) => ({ referenceTopics: [], settlementAddresses: [lower(p.to)] }),
+  invoiceKeys: (p) => ({ referenceTopics: [], settlementAddresses: [], owing: [{ address: lower(p.to), remainingAtomic: p.receivedAtomic }] }),
 
   match: (p, book) => matchTransfer(book.owing(p.to, p.tokenAddress, p.receivedAtomic), p.receivedAtomic),
 
