@@ -55,6 +55,8 @@ const CATALOGUE = {
   settlement_address_reserved: [409, 'invalid_request_error'],
   payment_not_confirmed: [409, 'invalid_request_error'],
   payment_invoice_mismatch: [409, 'invalid_request_error'],
+  subscription_not_active: [409, 'invalid_request_error'],
+  subscription_not_available: [409, 'invalid_request_error'],
   request_timeout: [408, 'invalid_request_error'],
   body_too_large: [413, 'invalid_request_error'],
   unsupported_media_type: [415, 'invalid_request_error'],
@@ -108,7 +110,7 @@ export const ERROR_WHEN: Record<ErrorCode, string> = {
   payment_link_invalid: 'contradictory link fields (e.g. `redirect` without `redirect_url`)',
   payment_link_inactive: 'a payment on a closed link',
   payment_link_exhausted: 'a payment past `max_payments`',
-  payment_link_not_payable: 'a wallet checkout of a link whose account has no settlement address in its environment, or whose chain has no fee proxy or fee address',
+  payment_link_not_payable: 'a wallet checkout of a link whose account has no settlement address in its environment, or whose chain has no fee proxy or fee address; a one-time checkout (`POST /pay/<link id>/checkout`) of a recurring price\'s link, which sells a subscription',
   webhook_url_invalid: 'a webhook URL that is not absolute http(s), carries credentials or a fragment, or is not https in live',
   webhook_url_not_public:
     'a webhook URL whose host resolves to a loopback, private, link-local or otherwise non-public address, or does not resolve; the message names the host, never what it resolves to',
@@ -126,6 +128,9 @@ export const ERROR_WHEN: Record<ErrorCode, string> = {
     "`PATCH /v1/account` with an address the deployment itself uses on one of its chains (any environment): a fee address, a fee proxy, a token contract or a subscription contract",
   payment_not_confirmed: '`POST /v1/payments/{id}/apply` of a payment that is still pending or was removed by a reorg',
   payment_invoice_mismatch: '`POST /v1/payments/{id}/apply` to an invoice of another chain or token, or one that is not open or overdue',
+  subscription_not_active: '`POST /v1/subscriptions/{id}/cancel` of a subscription already `canceled` or `ended`',
+  subscription_not_available:
+    'a subscription checkout (`POST /pay/<link id>/subscribe`) on a chain without a SubscriptionManager (`subscription_manager` in CHAINS_FILE), without a relayer (operator) for it, or without a fee address while the account takes a fee',
   request_timeout: "the request's headers and body did not arrive within `HTTP_REQUEST_TIMEOUT_MS`; the connection is closed",
   body_too_large: 'body over `BODY_LIMIT_BYTES`',
   unsupported_media_type: 'a body that is not `application/json`',

@@ -282,6 +282,8 @@ export interface InvoiceFilters {
   status?: InvoiceStatus;
   /** Matched case-insensitively, as customers are. */
   customerEmail?: string;
+  /** The invoices of one subscription (its periods'). */
+  subscriptionId?: string;
 }
 
 /** A page of the scope's invoices, newest first (see page.ts). */
@@ -298,6 +300,10 @@ export async function listInvoices(db: Queryable, scope: Scope, filters: Invoice
       `i.customer_id in (select c.id from customers c
          where c.account_id = $1 and c.environment = $2 and lower(c.email) = lower($${4 + values.length}))`,
     );
+  }
+  if (filters.subscriptionId !== undefined) {
+    values.push(filters.subscriptionId);
+    conditions.push(`i.subscription_id = $${4 + values.length}`);
   }
   return listPage<InvoiceRow>(db, scope, { table: 'invoices', alias: 'i', select: `select ${QUALIFIED_COLUMNS} from invoices i`, filters: conditions, values }, page);
 }

@@ -18,7 +18,7 @@ export interface PageRequest {
 export type PageResult<T> = { ok: true; rows: T[]; hasMore: boolean } | { ok: false; missingCursor: 'starting_after' | 'ending_before' };
 
 /** The tables that are listed; each has account_id, environment, created_at and id. */
-export type ListedTable = 'invoices' | 'products' | 'credentials' | 'events' | 'payments';
+export type ListedTable = 'invoices' | 'products' | 'credentials' | 'events' | 'payments' | 'subscriptions';
 
 export interface ListQuery {
   table: ListedTable;

@@ -75,6 +75,13 @@ export interface PageLink {
   account_time_zone: string;
   /** The account's settlement address in the link's environment: a checkout is payable on-chain only with one. */
   settlement_address: string | null;
+  /** A fixed-price link's price: its cadence (one_time or recurring), interval, atomic amount, and whether it and its product are on sale. */
+  price_cadence: string | null;
+  price_interval_seconds: number | null;
+  price_amount_atomic: string | null;
+  price_on_sale: boolean | null;
+  /** The account's fee rate, included in a subscription's amount per period. */
+  platform_fee_bps: number;
 }
 
 export async function findLinkForPage(db: Queryable, linkId: string): Promise<PageLink | null> {
@@ -85,7 +92,9 @@ export async function findLinkForPage(db: Queryable, linkId: string): Promise<Pa
          l.preset_amount::text as preset_amount, l.collect_email, l.max_payments,
          payment_link_payment_count(l.id) as payments,
          l.confirmation_message, l.redirect_url, l.after_completion, a.name as merchant_name, a.time_zone as account_time_zone,
-         s.address as settlement_address
+         s.address as settlement_address, p.cadence as price_cadence, p.interval_seconds as price_interval_seconds,
+         p.amount_atomic::text as price_amount_atomic,
+         (select p.active and pd.active from products pd where pd.id = p.product_id) as price_on_sale, a.platform_fee_bps
        from payment_links l join accounts a on a.id = l.account_id left join prices p on p.id = l.price_id
          left join settlement_addresses s on s.account_id = l.account_id and s.environment = l.environment
        where l.id = $1`,

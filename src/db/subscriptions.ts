@@ -1,9 +1,13 @@
-import type { Scope } from './invoices.js';
+// SQL of subscriptions: reading one or a page of them (the v1 API), and the merchant's cancel.
+// Subscriptions are made only by the watcher (a confirmed Subscribed event matching a checkout).
+import type { CanceledBy, SubscriptionStatus } from '../domain/subscription-statuses.js';
+import { listPage, type PageRequest, type PageResult } from './page.js';
 import type { Queryable } from './pool.js';
+import type { Scope } from './scope.js';
 
 export interface SubscriptionRow {
   id: string;
-  status: string;
+  status: SubscriptionStatus;
   mode: string;
   amount: string;
   amount_atomic: string;
@@ -19,52 +23,53 @@ export interface SubscriptionRow {
   current_period_start: Date;
   next_charge_at: Date | null;
   ends_at: Date | null;
+  // Beyond the spec's fields (docs/api.md "Subscriptions"):
+  customer_id: string;
+  customer_email: string;
+  price_id: string;
+  subscriber_address: string | null;
+  canceled_at: Date | null;
+  canceled_by: CanceledBy | null;
 }
 
-const COLUMNS = `id, status, mode, amount::text as amount, amount_atomic::text as amount_atomic, currency, cadence,
-  interval_seconds, network, chain_id, contract_address, onchain_id, platform_fee_bps, started_at,
-  current_period_start, next_charge_at, ends_at`;
+const COLUMNS = `s.id, s.status, s.mode, s.amount::text as amount, s.amount_atomic::text as amount_atomic, s.currency, s.cadence,
+  s.interval_seconds, s.network, s.chain_id, s.contract_address, s.onchain_id, s.platform_fee_bps, s.started_at,
+  s.current_period_start, s.next_charge_at, s.ends_at, s.customer_id,
+  (select c.email from customers c where c.id = s.customer_id) as customer_email, s.price_id, s.subscriber_address,
+  s.canceled_at, s.canceled_by`;
 
-export async function findSubscription(db: Queryable, scope: Scope, id: string): Promise<SubscriptionRow | null> {
+export async function findSubscription(db: Queryable, scope: Scope, id: string, forUpdate = false): Promise<SubscriptionRow | null> {
   const { rows } = await db.query<SubscriptionRow>(
-    `select ${COLUMNS} from subscriptions where id = $1 and account_id = $2 and environment = $3`,
+    `select ${COLUMNS} from subscriptions s where s.id = $1 and s.account_id = $2 and s.environment = $3${forUpdate ? ' for update of s' : ''}`,
     [id, scope.accountId, scope.environment],
   );
   return rows[0] ?? null;
 }
 
-export interface NewSubscription {
-  id: string;
-  customerId: string;
-  priceId: string;
-  amount: string;
-  amountAtomic: string;
-  currency: string;
-  cadence: string;
-  intervalSeconds: number;
-  network: string;
-  chainId: number;
-  contractAddress: string;
-  onchainId: string;
-  platformFeeBps: number;
+export interface SubscriptionFilters {
+  status?: SubscriptionStatus;
+  /** Case-insensitive. */
+  customerEmail?: string;
 }
 
-/** Starts an active subscription: its first period begins now, the next charge one interval later. */
-export async function insertSubscription(db: Queryable, scope: Scope, s: NewSubscription): Promise<SubscriptionRow> {
-  const { rows } = await db.query<SubscriptionRow>(
-    `insert into subscriptions (id, account_id, environment, customer_id, price_id, status, mode, amount, amount_atomic,
-       currency, cadence, interval_seconds, network, chain_id, contract_address, onchain_id, platform_fee_bps,
-       started_at, current_period_start, next_charge_at)
-     values ($1, $2, $3, $4, $5, 'active', 'pull', $6::numeric, $7::numeric, $8, $9, $10::integer, $11, $12, $13, $14, $15,
-       now(), now(), now() + make_interval(secs => $10::integer))
-     returning ${COLUMNS}`,
-    [
-      s.id, scope.accountId, scope.environment, s.customerId, s.priceId, s.amount, s.amountAtomic, s.currency, s.cadence,
-      s.intervalSeconds, s.network, s.chainId, s.contractAddress, s.onchainId, s.platformFeeBps,
-    ],
-  );
-  return rows[0];
+/** One page of the scope's subscriptions, newest first. */
+export async function listSubscriptions(db: Queryable, scope: Scope, filters: SubscriptionFilters, page: PageRequest): Promise<PageResult<SubscriptionRow>> {
+  const conditions: string[] = [];
+  const values: unknown[] = [];
+  if (filters.status !== undefined) {
+    values.push(filters.status);
+    conditions.push(`s.status = $${4 + values.length}`);
+  }
+  if (filters.customerEmail !== undefined) {
+    values.push(filters.customerEmail);
+    conditions.push(
+      `s.customer_id in (select c.id from customers c
+         where c.account_id = $1 and c.environment = $2 and lower(c.email) = lower($${4 + values.length}))`,
+    );
+  }
+  return listPage<SubscriptionRow>(db, scope, { table: 'subscriptions', alias: 's', select: `select ${COLUMNS} from subscriptions s`, filters: conditions, values }, page);
 }
+
 
 // --- the lifecycle (issue 26; jobs/subscriptions-charge.ts, jobs/subscriptions-cancel.ts) ---
 
@@ -230,8 +235,8 @@ export async function cancelSubscription(
   by: 'merchant' | 'dunning' | 'customer',
 ): Promise<CancelOutcome> {
   const { rows } = await tx.query<SubscriptionRow>(
-    `update subscriptions set status = 'canceled', canceled_by = $4, canceled_at = clock_timestamp(), updated_at = clock_timestamp()
-     where id = $1 and account_id = $2 and environment = $3 and status in ('active', 'past_due')
+    `update subscriptions s set status = 'canceled', canceled_by = $4, canceled_at = clock_timestamp(), updated_at = clock_timestamp()
+     where s.id = $1 and s.account_id = $2 and s.environment = $3 and s.status in ('active', 'past_due')
      returning ${COLUMNS}`,
     [id, scope.accountId, scope.environment, by],
   );

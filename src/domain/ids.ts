@@ -13,7 +13,7 @@ export function randomBase62(length: number): string {
   return out;
 }
 
-export type IdPrefix = 'acct' | 'cred' | 'cus' | 'prod' | 'price' | 'inv' | 'plink' | 'pay' | 'simpay' | 'sub' | 'dlv' | 'evt' | 'we' | 'whd';
+export type IdPrefix = 'acct' | 'cred' | 'cus' | 'prod' | 'price' | 'inv' | 'plink' | 'pay' | 'simpay' | 'sub' | 'subco' | 'dlv' | 'evt' | 'we' | 'whd';
 
 /**
  * Stripe-style id: `inv_` followed by 24 base62 characters. `pay_` is a payment seen on a chain,

@@ -100,11 +100,29 @@ export function presentLinkPayment(p: LinkPaymentRow): Static<typeof LinkPayment
 
 export function presentSubscription(s: SubscriptionRow): Static<typeof Subscription> {
   return {
-    ...s,
+    id: s.id,
+    status: s.status,
+    mode: s.mode,
+    amount: s.amount,
+    amount_atomic: s.amount_atomic,
+    currency: s.currency,
+    cadence: s.cadence,
+    interval_seconds: s.interval_seconds,
+    network: s.network,
+    chain_id: s.chain_id,
+    contract_address: s.contract_address,
+    onchain_id: s.onchain_id,
+    platform_fee_bps: s.platform_fee_bps,
     started_at: s.started_at.toISOString(),
     current_period_start: s.current_period_start.toISOString(),
     next_charge_at: iso(s.next_charge_at),
     ends_at: iso(s.ends_at),
+    customer_id: s.customer_id,
+    customer_email: s.customer_email,
+    price_id: s.price_id,
+    subscriber_address: s.subscriber_address,
+    canceled_at: iso(s.canceled_at),
+    canceled_by: s.canceled_by,
   };
 }
 

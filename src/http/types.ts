@@ -17,6 +17,7 @@ import type { RenderPdf } from '../pdf/issued-invoice-pdf.js';
 import type { OutboxPublisher } from '../queue/outbox.js';
 import type { ReminderControl } from '../queue/reminder-service.js';
 import type { Readiness } from './plugins/health.js';
+import type { OperatorAddressOf } from '../invoicing/subscription-checkout.js';
 
 /** The Fastify instance routes are registered on, typed by the TypeBox schemas. */
 export type Api = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, TypeBoxTypeProvider>;
@@ -37,6 +38,11 @@ export interface AppDeps {
   renderPdf?: RenderPdf;
   /** The queue store's readiness check; without it /healthz and /readyz are not served. */
   readiness?: Readiness;
+  /**
+   * The address new subscriptions on a chain name as operator (the relayer's, src/chain); unset or
+   * null for a chain: subscription checkouts there are refused (subscription_not_available).
+   */
+  operatorAddress?: OperatorAddressOf;
   /** Extra plugins (the queue dashboard) registered before the routes. */
   plugins?: FastifyPluginAsync[];
 }

@@ -10,7 +10,8 @@ import { findAccount, findSettlementAddress } from '../db/accounts.js';
 import { countRecentCheckouts, markCheckout } from '../db/checkouts.js';
 import { upsertCustomer } from '../db/customers.js';
 import { insertInvoice, replaceLines, type InvoiceRow, type Scope } from '../db/invoices.js';
-import { withTransaction, type Pool } from '../db/pool.js';
+import { withTransaction, type Pool, type PoolClient } from '../db/pool.js';
+import type { PaymentLinkRow } from '../db/payment-links.js';
 import { chainById, type ChainRegistry } from '../domain/chains.js';
 import { newId, newInvoiceReference } from '../domain/ids.js';
 import { feeAtomic, Money, toAtomic } from '../domain/money.js';
@@ -19,6 +20,7 @@ import { DomainError } from '../errors.js';
 import type { Config } from '../config.js';
 import { issueInvoiceInTransaction } from './issue.js';
 import { linkChargeAmount, lockChargeableLink } from './link-charge.js';
+import { findPriceForUse } from '../db/products.js';
 
 export interface CheckoutRequest {
   amount?: string;
@@ -52,50 +54,73 @@ export async function createLinkCheckout(
 ): Promise<{ invoice: InvoiceRow }> {
   return withTransaction(pool, async (tx) => {
     const link = await lockChargeableLink(tx, scope, linkId);
+    // A recurring price's link sells a subscription (subscription-checkout.ts), never a one-time payment.
+    if (link.price_id !== null && (await findPriceForUse(tx, scope, link.price_id))?.interval_seconds != null) {
+      throw new DomainError('payment_link_not_payable', 'This payment link sells a subscription: subscribe with the wallet on its page (POST /pay/<link id>/subscribe).');
+    }
     const amount = await linkChargeAmount(tx, scope, link, req.amount);
     if (!linkPayableOnChain(config.chains, link.chain_id, await findSettlementAddress(tx, scope))) {
       throw new DomainError('payment_link_not_payable', 'This payment link cannot be paid with a wallet yet: the merchant has no settlement address on its network.');
     }
-    const recent = await countRecentCheckouts(tx, scope, link.id, req.customerEmail, new Date(Date.now() - CHECKOUT_LIMIT_WINDOW_MS));
-    if (recent.link >= config.checkouts.limitPerLink) {
-      throw new DomainError('checkout_limit_reached', 'This payment link has too many unpaid checkouts right now; try again later.');
-    }
-    if (recent.email >= config.checkouts.limitPerEmail) {
-      throw new DomainError('checkout_limit_reached', 'This email address has too many unpaid checkouts right now; pay one of them or try again later.', 'customer_email');
-    }
-    const token = resolveToken(config.chains, scope.environment, link.network, link.currency);
-    if (!token.ok) throw new DomainError('payment_link_not_payable', 'This payment link cannot be paid with a wallet: its token is not configured.');
-    const account = await findAccount(tx, scope.accountId);
-    const feeBps = account?.platform_fee_bps ?? 0;
-    const atomic = toAtomic(new Money(amount), link.token_decimals);
-    const customer = await upsertCustomer(tx, scope, req.customerEmail, null, null, null);
-    const draft = await insertInvoice(tx, {
-      id: newId('inv'),
-      scope,
-      customerId: customer.id,
-      reference: newInvoiceReference(),
-      amount,
-      amountAtomic: atomic,
-      feeAtomic: feeAtomic(atomic, feeBps),
-      currency: link.currency,
-      network: link.network,
-      chainId: link.chain_id,
-      tokenAddress: token.token.address,
-      tokenDecimals: link.token_decimals,
-      // Paid now or abandoned: no due date, nothing to remind of.
-      remindersEnabled: false,
-      // Marked for the merchant: made by an anonymous visitor of the link, voided if never paid.
-      metadata: { payment_link_id: link.id, source: 'checkout' },
-      dueAt: null,
-      memo: null,
-      footer: null,
-      taxId: null,
-      customerLocale: customer.locale ?? req.locale,
-      feeBps,
-      paymentLinkId: link.id,
-    });
-    await replaceLines(tx, draft.id, [{ description: link.name, quantity: 1, unitAmount: amount }]);
-    await markCheckout(tx, draft.id, config.checkouts.expiry.toMillis());
-    return { invoice: await issueInvoiceInTransaction(tx, scope, draft.id) };
+    return { invoice: await insertCheckoutInvoice(tx, config, scope, link, amount, req, 'checkout') };
   });
+}
+
+/**
+ * The invoice of a checkout of `link` (locked by the caller) for `amount`, in the caller's
+ * transaction: the link and the email below their limits of unpaid checkouts, then the invoice
+ * (one line, the link's name) inserted, marked as a checkout with its expiry, and issued (code,
+ * payment reference) without the invoice email. A link's one-time checkout and a subscription
+ * checkout's first period (subscription-checkout.ts) are both made here, so they count together.
+ */
+export async function insertCheckoutInvoice(
+  tx: PoolClient,
+  config: Pick<Config, 'checkouts' | 'chains'>,
+  scope: Scope,
+  link: PaymentLinkRow,
+  amount: string,
+  req: Omit<CheckoutRequest, 'amount'>,
+  source: 'checkout' | 'subscription_checkout',
+): Promise<InvoiceRow> {
+  const recent = await countRecentCheckouts(tx, scope, link.id, req.customerEmail, new Date(Date.now() - CHECKOUT_LIMIT_WINDOW_MS));
+  if (recent.link >= config.checkouts.limitPerLink) {
+    throw new DomainError('checkout_limit_reached', 'This payment link has too many unpaid checkouts right now; try again later.');
+  }
+  if (recent.email >= config.checkouts.limitPerEmail) {
+    throw new DomainError('checkout_limit_reached', 'This email address has too many unpaid checkouts right now; pay one of them or try again later.', 'customer_email');
+  }
+  const token = resolveToken(config.chains, scope.environment, link.network, link.currency);
+  if (!token.ok) throw new DomainError('payment_link_not_payable', 'This payment link cannot be paid with a wallet: its token is not configured.');
+  const account = await findAccount(tx, scope.accountId);
+  const feeBps = account?.platform_fee_bps ?? 0;
+  const atomic = toAtomic(new Money(amount), link.token_decimals);
+  const customer = await upsertCustomer(tx, scope, req.customerEmail, null, null, null);
+  const draft = await insertInvoice(tx, {
+    id: newId('inv'),
+    scope,
+    customerId: customer.id,
+    reference: newInvoiceReference(),
+    amount,
+    amountAtomic: atomic,
+    feeAtomic: feeAtomic(atomic, feeBps),
+    currency: link.currency,
+    network: link.network,
+    chainId: link.chain_id,
+    tokenAddress: token.token.address,
+    tokenDecimals: link.token_decimals,
+    // Paid now or abandoned: no due date, nothing to remind of.
+    remindersEnabled: false,
+    // Marked for the merchant: made by an anonymous visitor of the link, voided if never paid.
+    metadata: { payment_link_id: link.id, source },
+    dueAt: null,
+    memo: null,
+    footer: null,
+    taxId: null,
+    customerLocale: customer.locale ?? req.locale,
+    feeBps,
+    paymentLinkId: link.id,
+  });
+  await replaceLines(tx, draft.id, [{ description: link.name, quantity: 1, unitAmount: amount }]);
+  await markCheckout(tx, draft.id, config.checkouts.expiry.toMillis());
+  return issueInvoiceInTransaction(tx, scope, draft.id);
 }

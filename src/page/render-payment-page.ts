@@ -13,6 +13,7 @@ import type { InvoiceStatus } from '../domain/invoice-rules.js';
 import { MESSAGES, messagesFor, type WithMessages } from '../i18n/messages.js';
 import { compileTemplate, readTemplate } from '../i18n/templates.js';
 import { formatDocumentDate, formatTokenAmount } from '../domain/invoice-format.js';
+import { feeAtomic } from '../domain/money.js';
 
 const CSS = readTemplate('pay-page.css').trim();
 
@@ -114,6 +115,30 @@ export interface InvoicePageData extends Common {
   payments: { countedAtomic: string; txHash: string }[];
 }
 
+/** A recurring price's link: the subscription's terms as the page states them, and its "Subscribe with wallet". */
+export interface SubscriptionBlock {
+  cadence: string;
+  intervalSeconds: number;
+  amountAtomic: string;
+  feeBps: number;
+  /** The SubscriptionManager of the chain; null: no subscriptions on it (the page says so). */
+  contractAddress: string | null;
+  allowanceAtomic: string;
+  allowancePeriods: number;
+  /** False: a subscription cannot start now (no contract, relayer or settlement address). */
+  available: boolean;
+  /** False: the price or its product is no longer on sale. */
+  onSale: boolean;
+  /** The wallet script and `POST .../subscribe`; null when nothing can start (no button). */
+  scriptSrc: string | null;
+  subscribeUrl: string;
+}
+
+/** The phrases the subscription part of the script shows (it reuses the wallet's for the common steps). */
+const SUBSCRIPTION_PHRASES = [
+  ...WALLET_PHRASES, 'sub.button', 'sub.preparing', 'sub.approve', 'sub.confirm', 'sub.subscribed', 'sub.expired',
+] as const;
+
 export interface LinkPageData extends Common {
   name: string;
   priceAmount: string | null;
@@ -127,6 +152,8 @@ export interface LinkPageData extends Common {
   paidAmount: string | null;
   confirmationMessage: string | null;
   redirectUrl: string | null;
+  /** Set for a fixed-price link whose price is recurring: the page offers a subscription, not a payment. */
+  subscription: SubscriptionBlock | null;
 }
 
 function root(locale: string, testMode: boolean, network: string, title: string) {
@@ -206,6 +233,41 @@ export async function renderLinkPage(d: LinkPageData): Promise<string> {
           ? m.t('page.link.max', values)
           : m.t('page.link.any');
   const open = d.active && !d.exhausted;
+  const sub = d.subscription;
+  const atomicText = (v: string) => formatTokenAmount(formatUnits(BigInt(v), d.tokenDecimals), d.tokenDecimals, d.locale);
+  const period = sub
+    ? sub.cadence === 'custom' || !['daily', 'weekly', 'monthly', 'yearly'].includes(sub.cadence)
+      ? m.t('page.sub.period.custom', { seconds: sub.intervalSeconds })
+      : m.t(`page.sub.period.${sub.cadence}`)
+    : null;
+  const subscription = sub
+    ? {
+        every: m.t('page.sub.every', { amount: amount(d.priceAmount ?? '0'), currency: d.currency, period }),
+        amount: amount(d.priceAmount ?? '0'),
+        period,
+        fee: `${atomicText(feeAtomic(sub.amountAtomic, sub.feeBps))} ${d.currency} (${(sub.feeBps / 100).toFixed(2)} %)`,
+        authorise: sub.contractAddress
+          ? m.t('page.sub.authorise', {
+              contract: sub.contractAddress,
+              allowance: atomicText(sub.allowanceAtomic),
+              periods: sub.allowancePeriods,
+              amount: amount(d.priceAmount ?? '0'),
+              currency: d.currency,
+            })
+          : null,
+        notice: !sub.onSale ? m.t('page.sub.productInactive') : !sub.available ? m.t('page.sub.unavailable') : null,
+        // The button only when a subscription can start now, on an open link.
+        wallet:
+          open && sub.onSale && sub.available && sub.scriptSrc
+            ? {
+                scriptSrc: sub.scriptSrc,
+                subscribeUrl: sub.subscribeUrl,
+                messages: JSON.stringify(Object.fromEntries(SUBSCRIPTION_PHRASES.map((k) => [k, m.raw(k)]))),
+                buttonLabel: m.t('sub.button'),
+              }
+            : null,
+      }
+    : null;
   const view: Record<string, unknown> & WithMessages = {
     ...root(d.locale, d.testMode, d.network, m.t('page.title.link', { name: d.name, merchantName: d.merchantName })),
     link: {
@@ -226,12 +288,14 @@ export async function renderLinkPage(d: LinkPageData): Promise<string> {
       paidAmount: d.paidAmount ? amount(d.paidAmount) : null,
       confirmationMessage: d.paidAmount ? d.confirmationMessage : null,
       redirectUrl: d.paidAmount ? d.redirectUrl : null,
-      simulateAction: open ? d.simulateAction : null,
-      wallet: open ? walletView(d.locale, d.wallet, null) : null,
+      subscription,
+      // A subscription's link takes no one-time payment: neither the simulated one nor the wallet's.
+      simulateAction: open && !sub ? d.simulateAction : null,
+      wallet: open && !sub ? walletView(d.locale, d.wallet, null) : null,
       // One form for both ways to pay (the wallet's button, the sandbox's simulate): one amount
       // field, one email field. The wallet's checkout needs the email; the simulate form asks
       // for it only when the link collects it.
-      payForm: open && (d.simulateAction !== null || d.wallet !== null),
+      payForm: open && !sub && (d.simulateAction !== null || d.wallet !== null),
       askEmail: d.wallet !== null || d.collectEmail,
       error: d.error,
       pageUrl: d.pageUrl,

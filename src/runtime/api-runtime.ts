@@ -17,6 +17,7 @@ import { createPdfRenderPool } from '../pdf/render-pool.js';
 import type { FastifyInstance } from 'fastify';
 import { claimRedisPrefix } from './redis-prefix.js';
 import { StartupError } from './startup-error.js';
+import { operatorAddressOf, readRelayerKeys } from './relayer-runtime.js';
 
 const FAST_PATH_TIMEOUT_MS = 2_000;
 
@@ -31,6 +32,9 @@ export interface ApiRuntime {
 }
 
 export async function createApiRuntime(config: Config, log: Logger, extra: Partial<AppDeps> = {}): Promise<ApiRuntime> {
+  // The relayer's addresses name the operator of new subscriptions (read first: a refused key file
+  // stops the start before anything is open). A test may hand its own.
+  const operatorAddress = extra.operatorAddress ?? operatorAddressOf(config, readRelayerKeys(config));
   // Postgres queue backend: its bullmq schema must be this database's (a ConfigError otherwise).
   await claimQueueStorage(config);
   const pool = createPool(config.databaseUrl);
@@ -95,6 +99,7 @@ export async function createApiRuntime(config: Config, log: Logger, extra: Parti
     ...(pdf ? { renderPdf: (doc, kind) => pdf.render(doc, kind) } : {}),
     readiness: backend.readiness,
     plugins,
+    operatorAddress,
     outbox: { publish: (jobs) => withTimeout(relay.publish(jobs), FAST_PATH_TIMEOUT_MS, 'enqueue') },
     reminders: {
       stop: (id) => withTimeout(reminders.stop(id), FAST_PATH_TIMEOUT_MS, 'reminder stop'),

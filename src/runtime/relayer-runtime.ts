@@ -2,9 +2,12 @@
 // exit 1), and the worker's upkeep: on a timer, every chain's in-flight transactions are settled,
 // broadcast again or replaced when stuck, and the relayer's balance is read (metric, warning when
 // low). Several workers may run it at once: each chain's pass holds that chain's sequence lock.
+import { privateKeyToAccount } from 'viem/accounts';
 import type { Relayer } from '../chain/relayer.js';
 import { loadRelayerKeys, RelayerKeyError, type RelayerKey } from '../chain/relayer-keys.js';
 import type { Config } from '../config.js';
+import { chainById } from '../domain/chains.js';
+import type { OperatorAddressOf } from '../invoicing/subscription-checkout.js';
 import type { Logger } from '../log.js';
 import { StartupError } from './startup-error.js';
 
@@ -21,6 +24,20 @@ export function readRelayerKeys(config: Config): RelayerKey[] {
     if (err instanceof RelayerKeyError) throw new StartupError(err.variable, err.message);
     throw err;
   }
+}
+
+/**
+ * The operator new subscriptions name on each chain, for the API's subscription checkouts: the
+ * relayer's address where it has a key and the chain an RPC URL (where the worker's relayer can
+ * send charges, createRelayer's rule), null elsewhere.
+ */
+export function operatorAddressOf(config: Pick<Config, 'chains'>, keys: readonly RelayerKey[]): OperatorAddressOf {
+  const operators = new Map<number, string>();
+  for (const k of keys) {
+    if ((chainById(config.chains, k.chainId)?.rpcUrls.length ?? 0) === 0) continue;
+    operators.set(k.chainId, privateKeyToAccount(k.key.reveal()).address);
+  }
+  return (chainId) => operators.get(chainId) ?? null;
 }
 
 export interface RelayerUpkeep {

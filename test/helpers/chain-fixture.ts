@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { expect } from 'vitest';
 import { freePort } from '../../src/lib/free-port.js';
+import type { AppDeps } from '../../src/http/types.js';
 import type { Config } from '../../src/config.js';
 import type { WorkerRuntime, WorkerRuntimeOptions } from '../../src/runtime/worker-runtime.js';
 import type { ChainsFileEntry } from '../../src/devchain/chains-file.js';
@@ -35,6 +36,8 @@ export interface ChainFixtureOptions {
   /** More configuration for the API and the worker. */
   env?: Record<string, string>;
   listen?: boolean;
+  /** Dependencies handed to the API (the operator address of subscriptions...). */
+  deps?: Partial<AppDeps>;
   /** What the worker runtime is given besides its configuration (a relayer...). */
   worker?: (started: { chain: TestChain; fx: ApiFixture; config: Config }) => WorkerRuntimeOptions;
 }
@@ -71,7 +74,7 @@ async function start(opts: ChainFixtureOptions, started: (() => Promise<unknown>
     ...(origin === null ? {} : { PORT: String(port), PAYMENT_PAGE_BASE: `${origin}/pay` }),
     ...opts.env,
   };
-  const fx = await startApiFixture(env);
+  const fx = await startApiFixture(env, opts.deps);
   started.push(() => fx.close());
   if (port !== null) await fx.api.app.listen({ port, host: '127.0.0.1' });
   const config = fx.env.config(env);

@@ -7,6 +7,7 @@ import { loadConfig, type Config, type RedisNode } from '../../src/config.js';
 import type { RedisTarget } from '../../src/queue/redis.js';
 import { newId } from '../../src/domain/ids.js';
 import { createLogger } from '../../src/log.js';
+import type { AppDeps } from '../../src/http/types.js';
 import { createApiRuntime, type ApiRuntime } from '../../src/runtime/api-runtime.js';
 import { provisionMerchant, type MerchantKeys } from '../../src/runtime/provision.js';
 import { withDatabase } from './global-setup.js';
@@ -157,10 +158,10 @@ export interface ApiFixture {
 }
 
 /** The API over a fresh database, with one merchant and its four keys. */
-export async function startApiFixture(overrides: Record<string, string> = {}): Promise<ApiFixture> {
+export async function startApiFixture(overrides: Record<string, string> = {}, deps: Partial<AppDeps> = {}): Promise<ApiFixture> {
   const env = await createTestEnv();
   const config = env.config(overrides);
-  const api = await createApiRuntime(config, createLogger('silent'));
+  const api = await createApiRuntime(config, createLogger('silent'), deps);
   await api.app.ready();
   const merchant = await provisionMerchant(api.pool, { id: newId('acct'), name: 'Acme Widgets Ltd', email: 'billing@acme.test', timeZone: 'Europe/Paris' });
   return {

@@ -1,6 +1,7 @@
 // HTTP helpers shared by the API integration tests (test/integration/api-*.test.ts): requests
 // through Fastify's inject, the error-envelope assertion, and the per-file fixture (the API over
 // a fresh database, its merchant and, by default, a second merchant "Other Co").
+import type { AppDeps } from '../../src/http/types.js';
 import { afterAll, beforeAll, expect } from 'vitest';
 import { newId } from '../../src/domain/ids.js';
 import type { Api } from '../../src/http/types.js';
@@ -130,6 +131,8 @@ export interface ApiFixtureOptions {
   overrides?: Record<string, string>;
   /** The second merchant "Other Co" (provisioned by default), or false for none. */
   otherMerchant?: { platformFeeBps?: number } | false;
+  /** Dependencies handed to the API (see startApiFixture). */
+  deps?: Partial<AppDeps>;
 }
 
 export interface ApiTestContext extends ApiClient {
@@ -153,7 +156,7 @@ export function useApiFixture(options: ApiFixtureOptions = {}): ApiTestContext &
   const other = {} as MerchantKeys;
   let started: ApiFixture | undefined;
   beforeAll(async () => {
-    started = await startApiFixture(options.overrides);
+    started = await startApiFixture(options.overrides, options.deps);
     Object.assign(fx, started);
     Object.assign(keys, started.merchant.keys);
     if (options.otherMerchant !== false) {

@@ -20,7 +20,7 @@ const TYPE_OF_STATUS: Record<number, string> = {
 // of them reaches validation and the handlers instead of stopping at 429.
 const { fx, keys } = useApiFixture({ overrides: { RATE_LIMIT_MAX: '1000000' }, otherMerchant: false });
 let key: string;
-let ids: { invoice: string; sentInvoice: string; link: string; product: string; price: string; subscription: string };
+let ids: { invoice: string; sentInvoice: string; link: string; product: string; price: string };
 
 /** A request with the file's key unless told otherwise; a response that is not JSON has a null body. */
 function send(
@@ -63,8 +63,7 @@ beforeAll(async () => {
   await ok('POST', `/v1/invoices/${sentInvoice.id}/send`);
   const link = await ok('POST', '/v1/payment-links', { name: 'Tips', min_amount: '1' });
   const product = await ok('POST', '/v1/products', { name: 'Plan', prices: [{ amount: '5', cadence: 'monthly' }] });
-  const subscription = await ok('POST', '/v1/test_helpers/subscriptions', { price_id: product.prices[0].id, customer_email: 's@example.test' });
-  ids = { invoice: invoice.id, sentInvoice: sentInvoice.id, link: link.id, product: product.id, price: product.prices[0].id, subscription: subscription.id };
+  ids = { invoice: invoice.id, sentInvoice: sentInvoice.id, link: link.id, product: product.id, price: product.prices[0].id };
 });
 
 describe('routing', () => {
@@ -333,7 +332,6 @@ describe('never a 5xx', () => {
       { method: 'POST', url: '/v1/products', base: { name: 'n', prices: [{ amount: '1' }] }, fields: ['name', 'description', 'metadata', 'prices'] },
       { method: 'PATCH', url: `/v1/products/${ids.product}`, base: { name: 'n' }, fields: ['name', 'description', 'active', 'metadata'] },
       { method: 'POST', url: '/v1/credentials', base: { name: 'n' }, fields: ['name', 'permission'] },
-      { method: 'POST', url: '/v1/test_helpers/subscriptions', base: { price_id: ids.price, customer_email: 'a@example.test' }, fields: ['price_id', 'customer_email'] },
       { method: 'POST', url: `/v1/test_helpers/payment-links/${ids.link}/payments`, base: { amount: '2' }, fields: ['amount', 'customer_email'] },
     ];
     let count = 0;

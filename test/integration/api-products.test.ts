@@ -2,6 +2,7 @@
 // product starts no new subscription and leaves the running ones untouched.
 import { describe, expect, it } from 'vitest';
 import { expectError, useApiFixture, type JsonBody } from '../helpers/http.js';
+import { postSubscriptionCheckout, seedSubscriptionFromCheckout, subscriptionChainsFile, testOperatorAddress } from '../helpers/subscriptions.js';
 
 // Spec 2.3 and 2.4, exactly.
 const PRODUCT_FIELDS = ['id', 'name', 'description', 'active', 'deletable', 'metadata', 'prices', 'created_at', 'updated_at'].sort();
@@ -10,15 +11,15 @@ const PRICE_FIELDS = [
   'token_address', 'token_decimals', 'active', 'metadata', 'created_at', 'updated_at',
 ].sort();
 
-const { fx, keys, other, call } = useApiFixture();
+const { fx, keys, other, call } = useApiFixture({ overrides: { CHAINS_FILE: subscriptionChainsFile() }, deps: { operatorAddress: testOperatorAddress } });
 
 async function createProduct(body: Record<string, unknown> = {}, key = keys.sandbox): Promise<JsonBody> {
   const res = await call('POST', '/v1/products', key, { name: 'Pro plan', prices: [{ amount: '9.99', cadence: 'monthly' }], ...body });
   expect(res.status, JSON.stringify(res.body)).toBe(200);
   return res.body.data;
 }
-const subscribe = (priceId: string, key = keys.sandbox, email = 'sub@example.test') =>
-  call('POST', '/v1/test_helpers/subscriptions', key, { price_id: priceId, customer_email: email });
+/** A subscription checkout on the price's payment link (the watcher's subscription is seeded where one must run). */
+const subscribe = (linkId: string, email = 'sub@example.test') => postSubscriptionCheckout(fx.api.app, linkId, email);
 
 describe('create and retrieve', () => {
   it('creates a product with its prices, exactly the spec fields', async () => {
@@ -95,17 +96,21 @@ describe('update', () => {
   });
 
   it('inactive refuses new subscriptions and leaves running ones untouched; active allows them again', async () => {
+    expect((await call('PATCH', '/v1/account', keys.sandbox, { settlement_address: '0x4444444444444444444444444444444444444444' })).status).toBe(200);
     const product = await createProduct();
     const priceId = product.prices[0].id;
-    const running = await subscribe(priceId);
+    const link = (await call('POST', '/v1/payment-links', keys.sandbox, { name: 'Pro', price_id: priceId })).body.data;
+    const running = await subscribe(link.id);
     expect(running.status).toBe(200);
-    const runningSub = running.body.data;
+    const runningId = await seedSubscriptionFromCheckout(fx.api.pool, running.body.checkout_id, { subscriber: '0x7777777777777777777777777777777777777777', onchainId: '1' });
+    const runningSub = (await call('GET', `/v1/subscriptions/${runningId}`, keys.sandbox)).body.data;
 
     const off = await call('PATCH', `/v1/products/${product.id}`, keys.sandbox, { active: false });
     expect(off.status).toBe(200);
     expect(off.body.data).toMatchObject({ active: false, deletable: false });
     expect(off.body.data.prices).toHaveLength(1);
-    expectError(await subscribe(priceId, keys.sandbox, 'late@example.test'), 400, 'invalid_request_error', 'product_inactive');
+    const late = await subscribe(link.id, 'late@example.test');
+    expect({ status: late.status, code: (late.body as { error?: { code?: string } }).error?.code }).toEqual({ status: 400, code: 'product_inactive' });
     // A fixed-price link cannot be made on it either.
     expectError(await call('POST', '/v1/payment-links', keys.sandbox, { name: 'x', price_id: priceId }), 400, 'invalid_request_error', 'product_inactive');
     expect((await call('GET', `/v1/subscriptions/${runningSub.id}`, keys.sandbox)).body).toEqual({ data: runningSub });
@@ -115,7 +120,7 @@ describe('update', () => {
 
     const on = await call('PATCH', `/v1/products/${product.id}`, keys.sandbox, { active: true });
     expect(on.body.data.active).toBe(true);
-    expect((await subscribe(priceId, keys.sandbox, 'again@example.test')).status).toBe(200);
+    expect((await subscribe(link.id, 'again@example.test')).status).toBe(200);
     expect((await call('GET', `/v1/subscriptions/${runningSub.id}`, keys.sandbox)).body).toEqual({ data: runningSub });
   });
 });
@@ -134,7 +139,8 @@ describe('permissions and visibility', () => {
       expectError(await call('GET', `/v1/products/${product.id}`, key), 404, 'invalid_request_error', 'resource_missing');
       expectError(await call('PATCH', `/v1/products/${product.id}`, key, { active: false }), 404, 'invalid_request_error', 'resource_missing');
     }
-    expectError(await subscribe(product.prices[0].id, other.sandbox), 400, 'invalid_request_error', 'price_not_found');
+    // Nor can another account link it.
+    expectError(await call('POST', '/v1/payment-links', other.sandbox, { name: 'x', price_id: product.prices[0].id }), 400, 'invalid_request_error', 'price_not_found');
     expect((await call('GET', `/v1/products/${product.id}`, keys.sandbox)).body.data).toEqual(product);
   });
 });

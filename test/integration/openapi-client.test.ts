@@ -11,8 +11,10 @@ import { createConfig, lintFromString } from '@redocly/openapi-core';
 import openapiTS, { astToString, type OpenAPI3 } from 'openapi-typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApiFixture, type ApiFixture } from '../helpers/context.js';
+import { postSubscriptionCheckout, seedSubscriptionFromCheckout, subscriptionChainsFile, testOperatorAddress } from '../helpers/subscriptions.js';
 
 type RunFlow = (baseUrl: string, apiKey: string, email: string) => Promise<{ invoiceId: string; sentCode: string | null } & Record<string, unknown>>;
+type RunSubscriptionFlow = (baseUrl: string, apiKey: string, subscriptionId: string, email: string) => Promise<Record<string, unknown>>;
 type Operation = { operationId?: string; parameters?: { in: string; name: string }[]; responses: Record<string, unknown> };
 type Doc = OpenAPI3 & { paths: Record<string, Record<string, Operation>>; servers?: { url: string }[] };
 
@@ -21,7 +23,8 @@ let baseUrl: string;
 let doc: Doc;
 
 beforeAll(async () => {
-  fx = await startApiFixture();
+  // A sandbox chain with a SubscriptionManager and a relayer, for the subscription flow.
+  fx = await startApiFixture({ CHAINS_FILE: subscriptionChainsFile() }, { operatorAddress: testOperatorAddress });
   await fx.api.app.listen({ port: 0, host: '127.0.0.1' });
   baseUrl = `http://127.0.0.1:${(fx.api.app.server.address() as AddressInfo).port}`;
   // Read the way a client would: over HTTP.
@@ -109,8 +112,8 @@ describe('a client generated from the document', () => {
     expect(checked.ok).toBe(true);
 
     // Imported by URL: the root type-check must not follow it into generated/ (absent there).
-    const flow = (await import(new URL('../openapi/client-flow.ts', import.meta.url).href)) as { runInvoiceFlow: RunFlow };
-    const { runInvoiceFlow } = flow;
+    const flow = (await import(new URL('../openapi/client-flow.ts', import.meta.url).href)) as { runInvoiceFlow: RunFlow; runSubscriptionFlow: RunSubscriptionFlow };
+    const { runInvoiceFlow, runSubscriptionFlow } = flow;
     const email = `typed-client-${Date.now()}@example.test`;
     const result = await runInvoiceFlow(baseUrl, fx.merchant.keys.sandbox, email);
     expect(result).toMatchObject({
@@ -133,5 +136,28 @@ describe('a client generated from the document', () => {
       applyMissingCode: 'resource_missing',
     });
     expect(result.sentCode).toMatch(/^TEST-INV-\d{6}$/);
+
+    // A subscription (its checkout through the page's endpoint, the watcher's part in SQL), then
+    // the merchant's calls on it through the generated client.
+    const key = fx.merchant.keys.sandbox;
+    const product = await fx.api.app.inject({ method: 'POST', url: '/v1/products', headers: { 'api-key': key, 'content-type': 'application/json' }, payload: { name: 'Plan', prices: [{ amount: '4', cadence: 'weekly' }] } });
+    const link = await fx.api.app.inject({ method: 'POST', url: '/v1/payment-links', headers: { 'api-key': key, 'content-type': 'application/json' }, payload: { name: 'Plan', price_id: product.json().data.prices[0].id } });
+    const subscriberEmail = `typed-subscriber-${Date.now()}@example.test`;
+    const checkout = await postSubscriptionCheckout(fx.api.app, link.json().data.id, subscriberEmail);
+    expect(checkout.status, JSON.stringify(checkout.body)).toBe(200);
+    const subscriptionId = await seedSubscriptionFromCheckout(fx.api.pool, checkout.body.checkout_id, { subscriber: '0x7777777777777777777777777777777777777777', onchainId: '7' });
+    const sub = await runSubscriptionFlow(baseUrl, key, subscriptionId, subscriberEmail);
+    expect(sub).toMatchObject({
+      retrievedStatus: 'active',
+      retrievedEmail: subscriberEmail,
+      listedIds: [subscriptionId],
+      invoiceCount: 1,
+      canceledStatus: 'canceled',
+      canceledBy: 'merchant',
+      refusedStatus: 409,
+      refusedCode: 'subscription_not_active',
+      missingCode: 'resource_missing',
+      badFilterStatus: 400,
+    });
   }, 120_000);
 });

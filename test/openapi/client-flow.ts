@@ -86,3 +86,47 @@ export async function runInvoiceFlow(baseUrl: string, apiKey: string, customerEm
     applyMissingCode: applyMissing.error?.error.code,
   };
 }
+
+export interface SubscriptionFlowResult {
+  retrievedStatus: string;
+  retrievedEmail: string;
+  listedIds: string[];
+  invoiceCount: number;
+  firstPeriodIndexStart: string | null;
+  canceledStatus: string;
+  canceledBy: string | null;
+  refusedStatus: number;
+  refusedCode: string | undefined;
+  missingCode: string | undefined;
+  badFilterStatus: number;
+}
+
+/** A merchant's look at a subscription through the generated client: retrieve, list, its invoices, cancel (twice). */
+export async function runSubscriptionFlow(baseUrl: string, apiKey: string, subscriptionId: string, customerEmail: string): Promise<SubscriptionFlowResult> {
+  const client = createClient<paths>({ baseUrl, headers: { 'Api-Key': apiKey } });
+  const retrieved = await client.GET('/v1/subscriptions/{subscriptionId}', { params: { path: { subscriptionId } } });
+  if (!retrieved.data) throw new Error(`retrieve failed: ${retrieved.response.status} ${JSON.stringify(retrieved.error)}`);
+  const listed = await client.GET('/v1/subscriptions', { params: { query: { status: 'active', customer_email: customerEmail, limit: 10 } } });
+  if (!listed.data) throw new Error(`list failed: ${listed.response.status} ${JSON.stringify(listed.error)}`);
+  const invoices = await client.GET('/v1/subscriptions/{subscriptionId}/invoices', { params: { path: { subscriptionId }, query: { limit: 10 } } });
+  if (!invoices.data) throw new Error(`invoices failed: ${invoices.response.status} ${JSON.stringify(invoices.error)}`);
+  const canceled = await client.POST('/v1/subscriptions/{subscriptionId}/cancel', { params: { path: { subscriptionId } } });
+  if (!canceled.data) throw new Error(`cancel failed: ${canceled.response.status} ${JSON.stringify(canceled.error)}`);
+  const refused = await client.POST('/v1/subscriptions/{subscriptionId}/cancel', { params: { path: { subscriptionId } } });
+  const missing = await client.GET('/v1/subscriptions/{subscriptionId}', { params: { path: { subscriptionId: 'sub_missing' } } });
+  // A value outside the documented enumeration: the type says no, the server says 400.
+  const badFilter = await client.GET('/v1/subscriptions', { params: { query: { status: 'paused' as 'active' } } });
+  return {
+    retrievedStatus: retrieved.data.data.status,
+    retrievedEmail: retrieved.data.data.customer_email,
+    listedIds: listed.data.data.map((s) => s.id),
+    invoiceCount: invoices.data.data.length,
+    firstPeriodIndexStart: invoices.data.data[0]?.period_start ?? null,
+    canceledStatus: canceled.data.data.status,
+    canceledBy: canceled.data.data.canceled_by,
+    refusedStatus: refused.response.status,
+    refusedCode: refused.error?.error.code,
+    missingCode: missing.error?.error.code,
+    badFilterStatus: badFilter.response.status,
+  };
+}

@@ -14,7 +14,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import rateLimit from '@fastify/rate-limit';
 import { Type } from 'typebox';
-import { appliedPaymentsOfInvoice, findInvoiceByReference, findLinkForPage, findLinkPayment } from '../../db/payment-page.js';
+import { appliedPaymentsOfInvoice, findInvoiceByReference, findLinkForPage, findLinkPayment, type PageLink } from '../../db/payment-page.js';
 import { paymentsOfInvoice } from '../../db/payments.js';
 import { withSnapshot } from '../../db/pool.js';
 import { presentPayment } from '../../chain/payment-object.js';
@@ -23,9 +23,20 @@ import { negotiateLocale } from '../../domain/locale.js';
 import { instructionsOfRow, remainingAtomic } from '../../domain/payments.js';
 import { resolveToken } from '../../domain/tokens.js';
 import { ApiError, errorEnvelope, notFound } from '../../errors.js';
-import { PAYMENT_PAGE_CSP, renderInvoicePage, renderLinkPage, renderNoticePage, renderNotFoundPage, type PageNotice } from '../../page/render-payment-page.js';
+import { PAYMENT_PAGE_CSP, renderInvoicePage, renderLinkPage, renderNoticePage, renderNotFoundPage, type PageNotice, type SubscriptionBlock } from '../../page/render-payment-page.js';
 import { walletScript } from '../../page/wallet-script.js';
-import { LinkCheckoutBody, LinkPaymentBody, PaymentPageStatus } from '../schemas/index.js';
+import {
+  LinkCheckoutBody,
+  LinkPaymentBody,
+  PaymentPageStatus,
+  SubscriptionCheckoutAnswer,
+  SubscriptionCheckoutBody,
+  SubscriptionCheckoutStatus,
+} from '../schemas/index.js';
+import { findSubscriptionCheckoutState } from '../../db/subscription-checkouts.js';
+import { feeAtomic } from '../../domain/money.js';
+import { SUBSCRIPTION_ALLOWANCE_PERIODS, subscriptionAllowanceAtomic } from '../../domain/subscription-checkout.js';
+import { createSubscriptionCheckout, subscriptionRefusal } from '../../invoicing/subscription-checkout.js';
 import { createLinkCheckout, linkPayableOnChain } from '../../invoicing/link-checkout.js';
 import { refusalAsApiError } from '../route-helpers.js';
 import { validationError } from '../validation-message.js';
@@ -65,6 +76,8 @@ const simulatePath = (id: string) => `${PAYMENT_PAGE_PREFIX}/${encodeURIComponen
 const pagePath = (id: string) => `${PAYMENT_PAGE_PREFIX}/${encodeURIComponent(id)}`;
 const statusPath = (id: string) => `${PAYMENT_PAGE_PREFIX}/${encodeURIComponent(id)}/status`;
 const checkoutPath = (id: string) => `${PAYMENT_PAGE_PREFIX}/${encodeURIComponent(id)}/checkout`;
+const subscribePath = (id: string) => `${PAYMENT_PAGE_PREFIX}/${encodeURIComponent(id)}/subscribe`;
+const subscribeStatusPath = (linkId: string, checkoutId: string) => `${subscribePath(linkId)}/${encodeURIComponent(checkoutId)}/status`;
 const ASSETS_PATH = `${PAYMENT_PAGE_PREFIX}/assets`;
 /** The script's name carries its hash: a new build is a new address, so it may be cached for good. */
 const IMMUTABLE = 'public, max-age=31536000, immutable';
@@ -213,6 +226,7 @@ export async function paymentPageRoutes(app: Api, deps: AppDeps): Promise<void> 
         paidAmount: paid?.amount ?? null,
         confirmationMessage: link.confirmation_message,
         redirectUrl: link.redirect_url,
+        subscription: await subscriptionBlock(link),
         pageUrl: pageUrl(link.id),
         simulateAction: link.environment === 'sandbox' ? simulatePath(link.id) : null,
         // The wallet pays a checkout (an invoice of the link), which needs an on-chain target.
@@ -228,6 +242,25 @@ export async function paymentPageRoutes(app: Api, deps: AppDeps): Promise<void> 
         error,
       });
       return { status: error ? 400 : 200, html };
+    }
+
+    /** A recurring price's link: its terms as the page shows them, and whether a subscription can start now. */
+    async function subscriptionBlock(link: PageLink): Promise<SubscriptionBlock | null> {
+      if (link.type !== 'fixed_price' || link.price_cadence === null || link.price_cadence === 'one_time' || link.price_interval_seconds === null) return null;
+      const available = subscriptionRefusal(config.chains, link.chain_id, link.settlement_address, link.platform_fee_bps, deps.operatorAddress ?? (() => null)) === null;
+      return {
+        cadence: link.price_cadence,
+        intervalSeconds: link.price_interval_seconds,
+        amountAtomic: link.price_amount_atomic ?? '0',
+        feeBps: link.platform_fee_bps,
+        contractAddress: chainById(config.chains, link.chain_id)?.subscriptionManager ?? null,
+        allowanceAtomic: subscriptionAllowanceAtomic(BigInt(link.price_amount_atomic ?? '0')).toString(),
+        allowancePeriods: SUBSCRIPTION_ALLOWANCE_PERIODS,
+        available,
+        onSale: link.price_on_sale === true,
+        scriptSrc: available ? `${ASSETS_PATH}/${(await walletScript()).name}` : null,
+        subscribeUrl: subscribePath(link.id),
+      };
     }
 
     // The wallet script: only under its current hashed name; any other name is a 404.
@@ -320,6 +353,88 @@ export async function paymentPageRoutes(app: Api, deps: AppDeps): Promise<void> 
             status_url: statusPath(invoice.reference),
             page_url: pageUrl(invoice.reference),
             instructions: inv ? instructionsOfRow(inv, deps.config.chains) : null,
+          };
+        },
+      );
+
+      /**
+       * A subscription checkout for the link page's "Subscribe with wallet": the first period's
+       * invoice and the exact terms (src/invoicing/subscription-checkout.ts), answered with what
+       * the script passes to approve and subscribe(terms). Posted by the link's own page only, as
+       * a checkout; the checkout's id in the answer is the page's handle to follow it.
+       */
+      json.post<{ Params: Params; Body: SubscriptionCheckoutBody; Reply: SubscriptionCheckoutAnswer }>(
+        '/:id/subscribe',
+        { schema: { hide: true, body: SubscriptionCheckoutBody, response: { 200: SubscriptionCheckoutAnswer } }, attachValidation: true },
+        async (req, reply) => {
+          const { id } = req.params;
+          if (isCrossSite(req) || !isSameOrigin(req)) {
+            req.log.info({ origin: req.headers.origin, fetchSite: req.headers['sec-fetch-site'] }, 'payment page refused a subscription checkout not from its own page');
+            throw new ApiError('permission_denied', 'A subscription is started from the payment link\'s own page.');
+          }
+          const link = PAGE_ID.test(id) && isLinkId(id) ? await findLinkForPage(pool, id) : null;
+          if (!link) throw notFound('payment link', id);
+          if (req.validationError) throw validationError(req.validationError.validation ?? [], 'body');
+          const { checkout, invoice } = await refusalAsApiError(createSubscriptionCheckout(
+            pool,
+            config,
+            deps.operatorAddress ?? (() => null),
+            { accountId: link.account_id, environment: link.environment },
+            link.id,
+            { customerEmail: req.body.customer_email, locale: visitorLocale(req) },
+          ));
+          const chain = chainById(config.chains, checkout.chain_id);
+          const amount = BigInt(checkout.amount_atomic);
+          reply.header('cache-control', 'no-store');
+          return {
+            checkout_id: checkout.id,
+            status_url: subscribeStatusPath(link.id, checkout.id),
+            invoice_page_url: pageUrl(invoice.reference),
+            chain_id: checkout.chain_id,
+            network: invoice.network,
+            currency: invoice.currency,
+            token_decimals: invoice.token_decimals,
+            contract_address: checkout.contract_address,
+            terms: {
+              payee: checkout.payee_address,
+              token: checkout.token_address,
+              amount: checkout.amount_atomic,
+              period: checkout.period_seconds,
+              fee_bps: checkout.fee_bps,
+              fee_address: checkout.fee_address,
+              operator: checkout.operator_address,
+              ends_at: checkout.ends_at === null ? 0 : Math.floor(checkout.ends_at.getTime() / 1000),
+              checkout_reference: checkout.checkout_reference,
+            },
+            allowance_atomic: subscriptionAllowanceAtomic(amount).toString(),
+            fee_atomic: feeAtomic(checkout.amount_atomic, checkout.fee_bps),
+            chain: chain ? walletChain(chain) : null,
+          };
+        },
+      );
+
+      /** A subscription checkout's progress, for its page: pending until the watcher made the subscription. */
+      json.get<{ Params: Params & { checkoutId: string }; Reply: SubscriptionCheckoutStatus }>(
+        '/:id/subscribe/:checkoutId/status',
+        { schema: { hide: true, response: { 200: SubscriptionCheckoutStatus } } },
+        async (req, reply) => {
+          const { id, checkoutId } = req.params;
+          const { state, payments } = PAGE_ID.test(id) && isLinkId(id) && PAGE_ID.test(checkoutId)
+            ? await withSnapshot(pool, async (db) => {
+                const found = await findSubscriptionCheckoutState(db, id, checkoutId);
+                return { state: found, payments: found ? await paymentsOfInvoice(db, found.invoice_id) : [] };
+              })
+            : { state: null, payments: [] };
+          if (!state) throw notFound('subscription checkout', checkoutId);
+          reply.header('cache-control', 'no-store');
+          return {
+            status: state.subscription_id !== null ? 'subscribed' : state.invoice_status === 'void' ? 'expired' : 'pending',
+            invoice_status: state.invoice_status,
+            required_confirmations: chainById(config.chains, state.chain_id)?.confirmations ?? 0,
+            payments: payments.map((p) => {
+              const o = presentPayment(p, config.chains);
+              return { tx_hash: o.tx_hash, status: o.status, confirmations: o.confirmations };
+            }),
           };
         },
       );

@@ -22,8 +22,8 @@ function priceFromInput(chains: ChainRegistry, environment: Environment, product
   if (!token.ok) throw new ApiError(token.code, token.message, `prices[${i}]`);
   const amount = parseAmount(p.amount, token.token.decimals, `prices[${i}].amount`);
   if (!amount.ok) throw new ApiError(amount.code, amount.message, `prices[${i}].amount`);
-  const cadence = resolveCadence(p.cadence, p.interval_seconds);
-  if (!cadence.ok) throw new ApiError('cadence_interval_mismatch', cadence.message, `prices[${i}]`);
+  const cadence = resolveCadence(p.cadence, p.interval_seconds, environment);
+  if (!cadence.ok) throw new ApiError(cadence.code, cadence.message, cadence.code === 'validation_failed' ? `prices[${i}].interval_seconds` : `prices[${i}]`);
   return {
     id: newId('price'),
     productId,

@@ -38,7 +38,7 @@ export const CreatePriceBody = Type.Object(
     currency: Type.Optional(Type.String({ minLength: 1, maxLength: 16 })),
     network: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
     cadence: Type.Optional(literals(CADENCES)),
-    interval_seconds: Type.Optional(Type.Integer({ minimum: 60, maximum: 10 * 366 * 86_400 })),
+    interval_seconds: Type.Optional(Type.Integer({ minimum: 10, maximum: 10 * 366 * 86_400, description: 'custom cadence: at least 10 in the sandbox, 3600 in live' })),
     metadata: Type.Optional(Metadata),
   },
   { additionalProperties: false },

@@ -15,8 +15,35 @@ import {
 } from 'viem';
 import { FEE_PROXY_ABI } from '../../chain/abi.js';
 import { firstLine } from '../../lib/first-line.js';
-import type { PaymentPageStatus } from '../../http/schemas/payment-page.js';
+import type { PaymentPageStatus, SubscriptionCheckoutAnswer, SubscriptionCheckoutStatus } from '../../http/schemas/payment-page.js';
 
+// The SubscriptionManager's subscribe(Terms) (contracts/SubscriptionManager.sol), written out: the
+// human-readable ABI parser would add its weight to the bundle.
+const SUBSCRIBE_ABI = [
+  {
+    type: 'function',
+    name: 'subscribe',
+    stateMutability: 'nonpayable',
+    inputs: [
+      {
+        name: 'terms',
+        type: 'tuple',
+        components: [
+          { name: 'payee', type: 'address' },
+          { name: 'token', type: 'address' },
+          { name: 'amount', type: 'uint96' },
+          { name: 'period', type: 'uint32' },
+          { name: 'feeBps', type: 'uint16' },
+          { name: 'feeAddress', type: 'address' },
+          { name: 'operator', type: 'address' },
+          { name: 'endsAt', type: 'uint40' },
+          { name: 'checkoutReference', type: 'bytes32' },
+        ],
+      },
+    ],
+    outputs: [{ name: 'id', type: 'uint256' }],
+  },
+] as const;
 /** How often the page asks its status while a payment confirms. */
 const STATUS_POLL_MS = 1500;
 /** How often viem asks the wallet for a receipt (its default for a custom transport is 4 s). */
@@ -28,7 +55,6 @@ const UNKNOWN_CHAIN = 4902;
 
 /** The status endpoint's answer, as its one schema says (src/http/schemas/payment-page.ts). */
 type Status = PaymentPageStatus;
-type Instructions = NonNullable<Status['instructions']>;
 type WalletChain = NonNullable<Status['chain']>;
 
 interface Announced {
@@ -89,6 +115,42 @@ function formatAmount(atomic: bigint, decimals: number): string {
 }
 
 class Stop extends Error {}
+
+type Say = (text: string, state?: string) => void;
+type Translate = (key: string, values?: Record<string, string | number>) => string;
+
+/**
+ * Moves the wallet to the target chain, adding it when the wallet does not know it and the
+ * deployment names a public RPC URL. `chain` null: the deployment does not describe the chain; the
+ * wallet may still know it.
+ */
+async function switchChain(provider: EIP1193Provider, target: { chain_id: number; network: string }, chain: WalletChain | null, say: Say, t: Translate): Promise<void> {
+  const current = Number(await provider.request({ method: 'eth_chainId' }));
+  if (current === target.chain_id) return;
+  const chainId = `0x${target.chain_id.toString(16)}` as Hex;
+  say(t('wallet.switching', { network: target.network }));
+  try {
+    await provider.request({ method: 'wallet_switchEthereumChain', params: [{ chainId }] });
+  } catch (err) {
+    if (errorCode(err) !== UNKNOWN_CHAIN) throw err;
+    if (!chain?.rpc_url) {
+      say(t('wallet.addNetwork', { network: target.network, chainId: target.chain_id }), 'error');
+      throw new Stop();
+    }
+    await provider.request({
+      method: 'wallet_addEthereumChain',
+      params: [
+        {
+          chainId,
+          chainName: chain.name,
+          rpcUrls: [chain.rpc_url],
+          nativeCurrency: { name: chain.native_symbol, symbol: chain.native_symbol, decimals: 18 },
+          blockExplorerUrls: chain.explorer_url ? [chain.explorer_url] : undefined,
+        },
+      ],
+    });
+  }
+}
 
 function setUp(root: HTMLElement): void {
   const button = root.querySelector<HTMLButtonElement>('#pay-with-wallet');
@@ -204,35 +266,6 @@ function setUp(root: HTMLElement): void {
     checkoutFor = key;
   }
 
-  /** `chain` null: the deployment does not describe the chain; the wallet may still know it. */
-  async function switchChain(provider: EIP1193Provider, inst: Instructions, chain: WalletChain | null): Promise<void> {
-    const current = Number(await provider.request({ method: 'eth_chainId' }));
-    if (current === inst.chain_id) return;
-    const chainId = `0x${inst.chain_id.toString(16)}` as Hex;
-    say(t('wallet.switching', { network: inst.network }));
-    try {
-      await provider.request({ method: 'wallet_switchEthereumChain', params: [{ chainId }] });
-    } catch (err) {
-      if (errorCode(err) !== UNKNOWN_CHAIN) throw err;
-      if (!chain?.rpc_url) {
-        say(t('wallet.addNetwork', { network: inst.network, chainId: inst.chain_id }), 'error');
-        throw new Stop();
-      }
-      await provider.request({
-        method: 'wallet_addEthereumChain',
-        params: [
-          {
-            chainId,
-            chainName: chain.name,
-            rpcUrls: [chain.rpc_url],
-            nativeCurrency: { name: chain.native_symbol, symbol: chain.native_symbol, decimals: 18 },
-            blockExplorerUrls: chain.explorer_url ? [chain.explorer_url] : undefined,
-          },
-        ],
-      });
-    }
-  }
-
   async function pay(): Promise<void> {
     const provider = discoverProvider();
     if (!provider) {
@@ -253,7 +286,7 @@ function setUp(root: HTMLElement): void {
     say(t('wallet.connecting'));
     const [account] = (await provider.request({ method: 'eth_requestAccounts' })) as Address[];
     if (!account) throw new Error('the wallet shared no account');
-    await switchChain(provider, inst, status.chain);
+    await switchChain(provider, inst, status.chain, say, t);
 
     const transport = custom(provider);
     const publicClient = createPublicClient({ transport, pollingInterval: RECEIPT_POLL_MS });
@@ -352,5 +385,185 @@ function setUp(root: HTMLElement): void {
   document.getElementById('link-pay')?.removeAttribute('hidden');
 }
 
+
+/**
+ * "Subscribe with wallet" (a recurring price's link): makes the subscription checkout (POST
+ * .../subscribe: the exact terms), approves the SubscriptionManager when the allowance is short of
+ * the first period, calls subscribe(terms) (which pays the first period), then follows the
+ * checkout until the service saw the subscription confirmed: "confirming n of N", "subscribed".
+ */
+function setUpSubscription(root: HTMLElement): void {
+  const button = root.querySelector<HTMLButtonElement>('#subscribe-with-wallet');
+  const line = root.querySelector<HTMLElement>('#subscription-status');
+  if (!button || !line) return;
+  const messages = JSON.parse(root.dataset.messages ?? '{}') as Record<string, string>;
+  const t: Translate = (key, values = {}) => (messages[key] ?? key).replace(/\{\{(\w+)\}\}/g, (_m, name: string) => String(values[name] ?? ''));
+  const subscribeUrl = root.dataset.subscribeUrl!;
+  let busy = false;
+  let feeToken = { symbol: 'ETH', network: '' };
+  const say: Say = (text, state = 'info') => {
+    line.textContent = text;
+    line.dataset.state = state;
+  };
+  const sayTx = (text: string, hash: Hash) => {
+    line.textContent = `${text} `;
+    line.dataset.state = 'info';
+    const code = document.createElement('code');
+    code.textContent = hash;
+    line.append(code);
+  };
+
+  async function checkout(): Promise<SubscriptionCheckoutAnswer> {
+    const emailInput = document.querySelector<HTMLInputElement>('#subscription-email');
+    const email = emailInput ? emailInput.value.trim() : '';
+    if (!emailInput || email === '' || !emailInput.checkValidity()) {
+      say(t('wallet.emailNeeded'), 'error');
+      emailInput?.focus();
+      throw new Stop();
+    }
+    say(t('sub.preparing'));
+    const res = await fetch(subscribeUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json' },
+      body: JSON.stringify({ customer_email: email }),
+    });
+    const body = (await res.json()) as SubscriptionCheckoutAnswer & { error?: { message?: string } };
+    if (!res.ok || !body.terms) {
+      say(body.error?.message ?? t('wallet.failed', { message: String(res.status) }), 'error');
+      throw new Stop();
+    }
+    return body;
+  }
+
+  async function fetchStatus(url: string): Promise<SubscriptionCheckoutStatus> {
+    const res = await fetch(url, { headers: { accept: 'application/json' }, cache: 'no-store' });
+    if (!res.ok) throw new Error(`status ${res.status}`);
+    return (await res.json()) as SubscriptionCheckoutStatus;
+  }
+
+  function subscribed(): void {
+    say(t('sub.subscribed'), 'paid');
+    button!.hidden = true;
+    const email = document.querySelector<HTMLInputElement>('#subscription-email');
+    if (email) email.disabled = true;
+  }
+
+  async function subscribe(): Promise<void> {
+    const provider = discoverProvider();
+    if (!provider) {
+      say(t('wallet.noWallet'), 'error');
+      return;
+    }
+    const answer = await checkout();
+    say(t('wallet.connecting'));
+    const [account] = (await provider.request({ method: 'eth_requestAccounts' })) as Address[];
+    if (!account) throw new Error('the wallet shared no account');
+    await switchChain(provider, answer, answer.chain, say, t);
+    const transport = custom(provider);
+    const publicClient = createPublicClient({ transport, pollingInterval: RECEIPT_POLL_MS });
+    const wallet = createWalletClient({ account, transport, pollingInterval: RECEIPT_POLL_MS });
+    const terms = answer.terms;
+    const amount = BigInt(terms.amount);
+    const token = terms.token as Address;
+    const contract = answer.contract_address as Address;
+    const fmt = (v: bigint) => formatAmount(v, answer.token_decimals);
+    const currency = answer.currency;
+    feeToken = { symbol: answer.chain?.native_symbol ?? 'ETH', network: answer.network };
+
+    say(t('wallet.checking'));
+    const balance = await publicClient.readContract({ address: token, abi: erc20Abi, functionName: 'balanceOf', args: [account] });
+    if (balance < amount) {
+      say(t('wallet.short', { balance: fmt(balance), amount: fmt(amount), currency }), 'error');
+      return;
+    }
+    if ((await publicClient.getBalance({ address: account })) === 0n) {
+      say(t('wallet.gas', feeToken), 'error');
+      return;
+    }
+    // Only when short: an allowance already there (an earlier subscription) is not asked again.
+    const allowance = await publicClient.readContract({ address: token, abi: erc20Abi, functionName: 'allowance', args: [account, contract] });
+    if (allowance < amount) {
+      const asked = BigInt(answer.allowance_atomic);
+      say(t('sub.approve', { amount: fmt(asked), currency }));
+      const approval = await wallet.writeContract({ chain: null, address: token, abi: erc20Abi, functionName: 'approve', args: [contract, asked] });
+      say(t('wallet.approving'));
+      const receipt = await publicClient.waitForTransactionReceipt({ hash: approval });
+      if (receipt.status !== 'success') throw new Error('the approval failed on-chain');
+    }
+    say(t('sub.confirm', { amount: fmt(amount), currency }));
+    // The terms exactly as the service gave them: the watcher makes a subscription only from these.
+    const hash = await wallet.writeContract({
+      chain: null,
+      address: contract,
+      abi: SUBSCRIBE_ABI,
+      functionName: 'subscribe',
+      args: [
+        {
+          payee: terms.payee as Address,
+          token,
+          amount,
+          period: terms.period,
+          feeBps: terms.fee_bps,
+          feeAddress: terms.fee_address as Address,
+          operator: terms.operator as Address,
+          endsAt: terms.ends_at,
+          checkoutReference: terms.checkout_reference as Hex,
+        },
+      ],
+    });
+    sayTx(t('wallet.sent'), hash);
+    const receipt = await publicClient.waitForTransactionReceipt({ hash });
+    if (receipt.status !== 'success') throw new Error('the subscription was refused on-chain');
+    const statusUrl = new URL(answer.status_url, window.location.href).href;
+    for (;;) {
+      let status: SubscriptionCheckoutStatus;
+      try {
+        status = await fetchStatus(statusUrl);
+      } catch {
+        await new Promise((resolve) => setTimeout(resolve, STATUS_POLL_MS));
+        continue;
+      }
+      if (status.status === 'subscribed') {
+        subscribed();
+        return;
+      }
+      if (status.status === 'expired') {
+        say(t('sub.expired'), 'error');
+        return;
+      }
+      // The service's view of the subscribe call once its watcher saw it; until then, the chain's.
+      const mine = status.payments.find((p) => p.tx_hash.toLowerCase() === hash.toLowerCase());
+      if (mine?.status === 'removed') {
+        say(t('wallet.removed'), 'error');
+        return;
+      }
+      const head = await publicClient.getBlockNumber().catch(() => receipt.blockNumber);
+      const seen = mine ? mine.confirmations : Number(head - receipt.blockNumber);
+      sayTx(t('wallet.confirming', { n: Math.max(0, Math.min(seen, status.required_confirmations)), total: status.required_confirmations }), hash);
+      await new Promise((resolve) => setTimeout(resolve, STATUS_POLL_MS));
+    }
+  }
+
+  button.addEventListener('click', () => {
+    if (busy) return;
+    busy = true;
+    button.disabled = true;
+    subscribe()
+      .catch((err: unknown) => {
+        if (err instanceof Stop) return;
+        if (errorCode(err) === USER_REJECTED) say(t('wallet.rejected'), 'rejected');
+        else if (isShortOfGas(err)) say(t('wallet.gas', feeToken), 'error');
+        else say(t('wallet.failed', { message: firstLine(err) }), 'error');
+      })
+      .finally(() => {
+        busy = false;
+        button.disabled = false;
+      });
+  });
+  root.hidden = false;
+}
+
 const root = document.getElementById('wallet-pay');
 if (root) setUp(root);
+const subscriptionRoot = document.getElementById('subscription-pay');
+if (subscriptionRoot) setUpSubscription(subscriptionRoot);
