@@ -70,20 +70,6 @@ export async function listSubscriptions(db: Queryable, scope: Scope, filters: Su
   return listPage<SubscriptionRow>(db, scope, { table: 'subscriptions', alias: 's', select: `select ${COLUMNS} from subscriptions s`, filters: conditions, values }, page);
 }
 
-/**
- * The merchant's cancel, in the caller's transaction: active or past_due -> canceled (by the
- * merchant, now). Returns null when the row was not in a cancelable status (the caller holds its
- * row lock, so that is what it read). The on-chain cancel follows from the status change (the
- * relayer sends it for every canceled subscription not yet canceled on-chain).
- */
-export async function markSubscriptionCanceledByMerchant(db: Queryable, id: string): Promise<boolean> {
-  const { rowCount } = await db.query(
-    `update subscriptions set status = 'canceled', canceled_by = 'merchant', canceled_at = clock_timestamp(), updated_at = clock_timestamp()
-     where id = $1 and status in ('active', 'past_due')`,
-    [id],
-  );
-  return rowCount === 1;
-}
 
 // --- the lifecycle (issue 26; jobs/subscriptions-charge.ts, jobs/subscriptions-cancel.ts) ---
 
@@ -249,8 +235,8 @@ export async function cancelSubscription(
   by: 'merchant' | 'dunning' | 'customer',
 ): Promise<CancelOutcome> {
   const { rows } = await tx.query<SubscriptionRow>(
-    `update subscriptions set status = 'canceled', canceled_by = $4, canceled_at = clock_timestamp(), updated_at = clock_timestamp()
-     where id = $1 and account_id = $2 and environment = $3 and status in ('active', 'past_due')
+    `update subscriptions s set status = 'canceled', canceled_by = $4, canceled_at = clock_timestamp(), updated_at = clock_timestamp()
+     where s.id = $1 and s.account_id = $2 and s.environment = $3 and s.status in ('active', 'past_due')
      returning ${COLUMNS}`,
     [id, scope.accountId, scope.environment, by],
   );

@@ -5,9 +5,6 @@
 export const SUBSCRIPTION_STATUSES = ['active', 'past_due', 'canceled', 'ended'] as const;
 export type SubscriptionStatus = (typeof SUBSCRIPTION_STATUSES)[number];
 
-/** The statuses a cancel (the merchant's, over the API) applies to. */
-export const CANCELABLE_SUBSCRIPTION_STATUSES: readonly SubscriptionStatus[] = ['active', 'past_due'];
-
 /** Who canceled: the customer on-chain, the merchant over the API, or dunning after the last attempt. */
 export const CANCELED_BY = ['customer', 'merchant', 'dunning'] as const;
 export type CanceledBy = (typeof CANCELED_BY)[number];

@@ -7,8 +7,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { expect } from 'vitest';
 import { freePort } from '../../src/lib/free-port.js';
-import type { Config } from '../../src/config.js';
 import type { AppDeps } from '../../src/http/types.js';
+import type { Config } from '../../src/config.js';
 import type { WorkerRuntime, WorkerRuntimeOptions } from '../../src/runtime/worker-runtime.js';
 import type { ChainsFileEntry } from '../../src/devchain/chains-file.js';
 import { startTestChain, type TestChain } from './anvil.js';
@@ -36,10 +36,10 @@ export interface ChainFixtureOptions {
   /** More configuration for the API and the worker. */
   env?: Record<string, string>;
   listen?: boolean;
-  /** What the worker runtime is given besides its configuration (a relayer...). */
-  worker?: (started: { chain: TestChain; fx: ApiFixture; config: Config }) => WorkerRuntimeOptions;
   /** Dependencies handed to the API (the operator address of subscriptions...). */
   deps?: Partial<AppDeps>;
+  /** What the worker runtime is given besides its configuration (a relayer...). */
+  worker?: (started: { chain: TestChain; fx: ApiFixture; config: Config }) => WorkerRuntimeOptions;
 }
 
 export async function startChainFixture(opts: ChainFixtureOptions): Promise<ChainFixture> {

@@ -2,6 +2,8 @@
 // chain field filled, started_at the subscribe block's time, next_charge_at one interval later.
 // Until the watcher's Subscribed kind makes them from a real log, the lifecycle tests insert them
 // so (with a real on-chain subscribe behind them where a chain is involved).
+// Also: the operator address the API hands new checkouts in tests, and a subscription made in SQL
+// from a real checkout (POST /pay/<link id>/subscribe) exactly as the watcher makes it.
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -51,12 +53,6 @@ export async function seedSubscription(pool: Pool, s: SeedSubscription): Promise
   );
   return id;
 }
-
-// Subscriptions for the tests of what follows them (the v1 API, cancel): the operator address the
-// API hands new checkouts until the relayer provides the real one, and a fixture that makes the
-// subscription of a checkout in SQL exactly as the watcher does on a confirmed Subscribed event
-// (docs/subscriptions.md: the row from the checkout's terms and price, the checkout and its first
-// invoice linked to it as period 0).
 
 /**
  * The test operator: anvil's account 10 of the well-known mnemonic (the account the local chain's

@@ -218,6 +218,24 @@ describe('plain transfers', () => {
     expect(p).toMatchObject({ kind: 'transfer', tx_hash: sent.txHash, amount_atomic: '11110000', fee_atomic: '0', fee_collected: false, fee_expected_atomic: null, payment_reference: inv.payment_instructions.payment_reference });
   });
 
+  it('a plain transfer waits on no open invoice of its address that it cannot settle (only those owing its value are locked)', async () => {
+    const other = await sentInvoice('13.57');
+    const inv = await sentInvoice('24.68');
+    // Another transaction holds the other invoice (a void, an apply by hand): the detector must not wait for it.
+    const holder = await fx.api.pool.connect();
+    try {
+      await holder.query('begin');
+      await holder.query('select id from invoices where id = $1 for update', [other.id]);
+      await chain.transfer({ to: merchant, amountAtomic: 24_680_000n });
+      await chain.mine(2);
+      await waitUntil(async () => (await invoice(inv.id)).status === 'paid', 20_000);
+    } finally {
+      await holder.query('rollback');
+      holder.release();
+    }
+    expect((await invoice(other.id)).status).toBe('open');
+  });
+
   it('an ambiguous amount stays unmatched until the merchant applies it; applying twice is 409', async () => {
     const a = await sentInvoice('12.34');
     const b = await sentInvoice('12.34');

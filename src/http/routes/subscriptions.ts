@@ -2,8 +2,7 @@
 // here they are read, listed with their period invoices, and canceled by the merchant.
 import { listInvoices } from '../../db/invoices.js';
 import { withTransaction } from '../../db/pool.js';
-import { findSubscription, listSubscriptions, markSubscriptionCanceledByMerchant } from '../../db/subscriptions.js';
-import { CANCELABLE_SUBSCRIPTION_STATUSES } from '../../domain/subscription-statuses.js';
+import { cancelSubscription, findSubscription, listSubscriptions } from '../../db/subscriptions.js';
 import { ApiError, notFound } from '../../errors.js';
 import type { AppDeps } from '../types.js';
 import { requireWrite } from '../auth.js';
@@ -83,19 +82,14 @@ export async function subscriptionRoutes(app: Api, deps: AppDeps): Promise<void>
     },
     async (req) => {
       requireWrite(req.auth);
-      const sub = await withTransaction(pool, async (tx) => {
-        const found = await findSubscription(tx, req.auth, req.params.subscriptionId, true);
-        if (!found) throw notFound('subscription', req.params.subscriptionId);
-        // Under the row lock: the status read is the one the update sees.
-        if (!CANCELABLE_SUBSCRIPTION_STATUSES.includes(found.status)) {
-          throw new ApiError('subscription_not_active', `This subscription is already ${found.status}.`);
-        }
-        // The status change is what the rest follows: the subscription.canceled event (the
-        // subscriptions trigger) and the on-chain cancel (the relayer, for every canceled
-        // subscription not yet canceled on-chain).
-        await markSubscriptionCanceledByMerchant(tx, found.id);
-        return (await findSubscription(tx, req.auth, found.id))!;
-      });
+      // One conditional update (src/db/subscriptions.ts): its triggers write subscription.canceled,
+      // stop the dunning and plan the relayer's on-chain cancel, in this same transaction.
+      const result = await withTransaction(pool, (tx) => cancelSubscription(tx, req.auth, req.params.subscriptionId, 'merchant'));
+      if (result.outcome === 'not_found') throw notFound('subscription', req.params.subscriptionId);
+      if (result.outcome === 'not_active') {
+        throw new ApiError('subscription_not_active', `This subscription is already ${result.subscription.status}.`);
+      }
+      const sub = result.subscription;
       return { data: presentSubscription(sub) };
     },
   );
