@@ -18,13 +18,16 @@ export interface CheckoutTermsRow {
   operator_address: string;
   ends_at: string | null;
   subscription_id: string | null;
+  /** The on-chain id of the subscription the checkout made (null: none yet). */
+  subscription_onchain_id: string | null;
 }
 
 /** The columns of PAYABLE (db/payments.ts) naming an invoice's checkout: null for any other invoice. */
 export const CHECKOUT_OF_INVOICE = `(select json_build_object('id', c.id, 'checkout_reference', c.checkout_reference,
     'contract_address', c.contract_address, 'payee_address', c.payee_address, 'token_address', c.token_address,
     'amount_atomic', c.amount_atomic::text, 'period_seconds', c.period_seconds, 'fee_bps', c.fee_bps,
-    'fee_address', c.fee_address, 'operator_address', c.operator_address, 'ends_at', c.ends_at, 'subscription_id', c.subscription_id)
+    'fee_address', c.fee_address, 'operator_address', c.operator_address, 'ends_at', c.ends_at, 'subscription_id', c.subscription_id,
+    'subscription_onchain_id', (select s.onchain_id from subscriptions s where s.id = c.subscription_id))
    from subscription_checkouts c where c.invoice_id = i.id) as checkout`;
 
 /** The chain's facts of a subscription a confirmed Subscribed log made. */
