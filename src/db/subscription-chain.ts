@@ -51,7 +51,7 @@ export interface SubscriptionFromChain {
 /**
  * Makes the subscription of a checkout that has none yet (its terms were checked against the log),
  * names it on the checkout, and makes the checkout's invoice its period 0. Null when the checkout
- * already has one (nothing written).
+ * already has one, or a subscription of that contract and id exists (nothing written).
  */
 export async function createSubscriptionOfCheckout(db: Queryable, s: SubscriptionFromChain): Promise<{ id: string; invoiceId: string } | null> {
   const { rows } = await db.query<{ id: string; invoice_id: string }>(
@@ -69,6 +69,9 @@ export async function createSubscriptionOfCheckout(db: Queryable, s: Subscriptio
          $12::timestamptz, $12::timestamptz, $12::timestamptz + make_interval(secs => $11::integer), $13::timestamptz,
          $6, $7, $8, p.token_decimals, $9, $14, $2
        from c join prices p on p.id = c.price_id
+       -- A row of that contract and id already (made by hand): never a failing range that would
+       -- hold the chain's cursor back for good; the checkout stays without one.
+       on conflict do nothing
        returning id
      ), named as (
        update subscription_checkouts sc set subscription_id = made.id from made, c where sc.id = c.id returning sc.invoice_id
