@@ -128,6 +128,10 @@ const subscriptionsOf = async (reference: string) =>
      where s.checkout_reference = $1 or s.id = (select subscription_id from subscription_checkouts where checkout_reference = $1)`,
     [reference],
   )).rows;
+const ignoredSubscribeLogs = async () => {
+  const values = (await fixture!.worker.metrics.registry.getSingleMetric('chain_ignored_logs_total')!.get()).values;
+  return values.filter((v) => v.labels.kind === 'subscribe' && v.labels.reason === 'unmatched').reduce((a, v) => a + v.value, 0);
+};
 const blockTime = async (block: bigint) => new Date(Number((await chain.publicClient.getBlock({ blockNumber: block })).timestamp) * 1000);
 
 describe('a subscribe call', () => {
@@ -209,6 +213,7 @@ describe('a subscribe call', () => {
     const c = await checkout();
     // An open invoice to the merchant owing exactly what the changed call moves to the merchant.
     const bait = await sentInvoice('1.00');
+    const ignoredBefore = await ignoredSubscribeLogs();
     const cheap = await subscribe(chain.payers[1].address, c.reference, { payee: merchant, amount: 1_000_000n, feeBps: 0, operator });
     const self = await subscribe(chain.payers[2].address, c.reference, { payee: chain.payers[2].address, amount: AMOUNT, feeBps: FEE_BPS, operator: chain.payers[2].address });
     await chain.mine(3);
@@ -222,6 +227,8 @@ describe('a subscribe call', () => {
     expect(await subscriptionsOf(c.reference)).toEqual([]);
     expect(await invoice(c.invoice.id)).toMatchObject({ status: 'open', amount_paid_atomic: '0' });
     expect(await invoice(bait.id)).toMatchObject({ status: 'open', amount_paid_atomic: '0' });
+    // The one that reached the merchant is counted as a subscribe log that made nothing.
+    expect(await ignoredSubscribeLogs()).toBeGreaterThanOrEqual(ignoredBefore + 1);
   });
 
   it('the same reference used twice: one subscription; the second call pays nothing', async () => {
