@@ -276,6 +276,9 @@ async function recordPayments(
     const kind = kindNamed(o.kind);
     const matched = kind.match(o, book);
     const inv = matched ? invoices.get(matched.id)! : null;
+    // A kind that makes something once confirmed (a subscription) and matched nothing: counted,
+    // whatever becomes of its row below.
+    if (range.final && kind.confirmed && !inv) unmatchedOf.set(o.kind, (unmatchedOf.get(o.kind) ?? 0) + 1);
     // Dust nobody's invoice claims is no payment: no unmatched row, no event (a referenced or an
     // exactly matching one is recorded against its invoice like any other).
     if (!inv && o.receivedAtomic + o.feeReceivedAtomic < (floors.get(lower(o.tokenAddress)) ?? 1n)) {
@@ -291,14 +294,10 @@ async function recordPayments(
     let result: PaymentOutcome | null = null;
     let counted: bigint | null = null;
     if (range.final) {
-      if (kind.confirmed) {
-        if (inv) {
-          const list = confirmedMatches.get(o.kind) ?? [];
-          list.push({ payment: o, invoiceId: inv.row.id, accountId: inv.row.account_id });
-          confirmedMatches.set(o.kind, list);
-        } else {
-          unmatchedOf.set(o.kind, (unmatchedOf.get(o.kind) ?? 0) + 1);
-        }
+      if (kind.confirmed && inv) {
+        const list = confirmedMatches.get(o.kind) ?? [];
+        list.push({ payment: o, invoiceId: inv.row.id, accountId: inv.row.account_id });
+        confirmedMatches.set(o.kind, list);
       }
       if (!inv) {
         result = 'unmatched';
@@ -417,6 +416,7 @@ function checkoutTerms(c: CheckoutTermsRow): CheckoutTerms {
     operator: c.operator_address,
     endsAt: c.ends_at === null ? null : new Date(c.ends_at),
     subscriptionId: c.subscription_id,
+    subscriptionOnchainId: c.subscription_onchain_id,
   };
 }
 

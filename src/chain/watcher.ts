@@ -194,7 +194,7 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
           const differs = describeScannedForDifference(scannedFor, mine);
           throw new Wait('watched_set', `refused: the cursor of chain ${chain.chainId} was scanned for another set (${differs})`, { differs }, 'error');
         }
-        if (verdict === 'wider') opts.log.warn({ chain_id: chain.chainId, scanned_for: mine }, 'this worker watches more tokens than the cursor was scanned for: it takes the cursor over (earlier blocks are not scanned for them)');
+        if (verdict === 'wider') opts.log.warn({ chain_id: chain.chainId, scanned_for: mine }, 'this worker watches more (tokens, or the subscription contract) than the cursor was scanned for: it takes the cursor over (earlier blocks are not scanned for them)');
       }
       const restarted = cursor.genesis_hash !== null && cursor.genesis_hash !== genesisHash;
       const unchanged = scannedFor !== null && compareScannedFor(scannedFor, mine) === 'same' && cursor.genesis_hash === genesisHash;

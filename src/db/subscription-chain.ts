@@ -18,13 +18,16 @@ export interface CheckoutTermsRow {
   operator_address: string;
   ends_at: string | null;
   subscription_id: string | null;
+  /** The on-chain id of the subscription the checkout made (null: none yet). */
+  subscription_onchain_id: string | null;
 }
 
 /** The columns of PAYABLE (db/payments.ts) naming an invoice's checkout: null for any other invoice. */
 export const CHECKOUT_OF_INVOICE = `(select json_build_object('id', c.id, 'checkout_reference', c.checkout_reference,
     'contract_address', c.contract_address, 'payee_address', c.payee_address, 'token_address', c.token_address,
     'amount_atomic', c.amount_atomic::text, 'period_seconds', c.period_seconds, 'fee_bps', c.fee_bps,
-    'fee_address', c.fee_address, 'operator_address', c.operator_address, 'ends_at', c.ends_at, 'subscription_id', c.subscription_id)
+    'fee_address', c.fee_address, 'operator_address', c.operator_address, 'ends_at', c.ends_at, 'subscription_id', c.subscription_id,
+    'subscription_onchain_id', (select s.onchain_id from subscriptions s where s.id = c.subscription_id))
    from subscription_checkouts c where c.invoice_id = i.id) as checkout`;
 
 /** The chain's facts of a subscription a confirmed Subscribed log made. */
@@ -48,7 +51,7 @@ export interface SubscriptionFromChain {
 /**
  * Makes the subscription of a checkout that has none yet (its terms were checked against the log),
  * names it on the checkout, and makes the checkout's invoice its period 0. Null when the checkout
- * already has one (nothing written).
+ * already has one, or a subscription of that contract and id exists (nothing written).
  */
 export async function createSubscriptionOfCheckout(db: Queryable, s: SubscriptionFromChain): Promise<{ id: string; invoiceId: string } | null> {
   const { rows } = await db.query<{ id: string; invoice_id: string }>(
@@ -66,6 +69,9 @@ export async function createSubscriptionOfCheckout(db: Queryable, s: Subscriptio
          $12::timestamptz, $12::timestamptz, $12::timestamptz + make_interval(secs => $11::integer), $13::timestamptz,
          $6, $7, $8, p.token_decimals, $9, $14, $2
        from c join prices p on p.id = c.price_id
+       -- A row of that contract and id already (made by hand): never a failing range that would
+       -- hold the chain's cursor back for good; the checkout stays without one.
+       on conflict do nothing
        returning id
      ), named as (
        update subscription_checkouts sc set subscription_id = made.id from made, c where sc.id = c.id returning sc.invoice_id

@@ -21,8 +21,10 @@ let chain: TestChain;
 let fx: ApiFixture;
 const api = apiClient(() => fx.api.app);
 const key = () => fx.merchant.keys.sandbox;
-const merchant = privateKeyToAccount(generatePrivateKey()).address.toLowerCase() as Address;
-const operator = privateKeyToAccount(generatePrivateKey()).address.toLowerCase() as Address;
+const merchantAccount = privateKeyToAccount(generatePrivateKey());
+const operatorAccount = privateKeyToAccount(generatePrivateKey());
+const merchant = merchantAccount.address.toLowerCase() as Address;
+const operator = operatorAccount.address.toLowerCase() as Address;
 const PERIOD = 3600;
 const AMOUNT = 10_000_000n;
 const FEE_BPS = 50;
@@ -31,6 +33,8 @@ let fixture: ChainFixture | undefined;
 beforeAll(async () => {
   fixture = await startChainFixture({ settlementAddress: merchant });
   ({ chain, fx } = fixture);
+  // Gas for the payee's and the operator's own cancels.
+  for (const a of [merchant, operator]) await chain.testClient.setBalance({ address: a, value: 10n ** 19n });
 }, 120_000);
 afterAll(async () => {
   await fixture?.close();
@@ -124,6 +128,10 @@ const subscriptionsOf = async (reference: string) =>
      where s.checkout_reference = $1 or s.id = (select subscription_id from subscription_checkouts where checkout_reference = $1)`,
     [reference],
   )).rows;
+const ignoredSubscribeLogs = async () => {
+  const values = (await fixture!.worker.metrics.registry.getSingleMetric('chain_ignored_logs_total')!.get()).values;
+  return values.filter((v) => v.labels.kind === 'subscribe' && v.labels.reason === 'unmatched').reduce((a, v) => a + v.value, 0);
+};
 const blockTime = async (block: bigint) => new Date(Number((await chain.publicClient.getBlock({ blockNumber: block })).timestamp) * 1000);
 
 describe('a subscribe call', () => {
@@ -205,6 +213,7 @@ describe('a subscribe call', () => {
     const c = await checkout();
     // An open invoice to the merchant owing exactly what the changed call moves to the merchant.
     const bait = await sentInvoice('1.00');
+    const ignoredBefore = await ignoredSubscribeLogs();
     const cheap = await subscribe(chain.payers[1].address, c.reference, { payee: merchant, amount: 1_000_000n, feeBps: 0, operator });
     const self = await subscribe(chain.payers[2].address, c.reference, { payee: chain.payers[2].address, amount: AMOUNT, feeBps: FEE_BPS, operator: chain.payers[2].address });
     await chain.mine(3);
@@ -218,6 +227,8 @@ describe('a subscribe call', () => {
     expect(await subscriptionsOf(c.reference)).toEqual([]);
     expect(await invoice(c.invoice.id)).toMatchObject({ status: 'open', amount_paid_atomic: '0' });
     expect(await invoice(bait.id)).toMatchObject({ status: 'open', amount_paid_atomic: '0' });
+    // The one that reached the merchant is counted as a subscribe log that made nothing.
+    expect(await ignoredSubscribeLogs()).toBeGreaterThanOrEqual(ignoredBefore + 1);
   });
 
   it('the same reference used twice: one subscription; the second call pays nothing', async () => {
@@ -232,5 +243,50 @@ describe('a subscribe call', () => {
     expect(await paymentsOfTx(first.tx)).toMatchObject([{ kind: 'subscribe', invoice_id: c.invoice.id, outcome: 'applied' }]);
     expect(await paymentsOfTx(second.tx)).toMatchObject([{ kind: 'subscribe', invoice_id: null, outcome: 'unmatched', counted_atomic: null }]);
     expect(await invoice(c.invoice.id)).toMatchObject({ status: 'paid', amount_paid_atomic: AMOUNT.toString() });
+  });
+});
+
+describe('a cancel on the contract', () => {
+  async function subscribed(payer: Address): Promise<{ c: Checkout; id: bigint; subId: string }> {
+    const c = await checkout();
+    const { id } = await subscribe(payer, c.reference, rightTerms());
+    await chain.mine(3);
+    await waitUntil(async () => (await subscriptionsOf(c.reference)).length === 1, 60_000);
+    return { c, id, subId: (await subscriptionsOf(c.reference))[0].id as string };
+  }
+  const cancelAs = async (account: typeof merchantAccount, id: bigint) => {
+    const wallet = createWalletClient({ account, transport: http(chain.rpcUrl) });
+    const receipt = await chain.publicClient.waitForTransactionReceipt({
+      hash: await wallet.writeContract({ chain: null, address: chain.subscriptionManager, abi: SUBSCRIPTION_MANAGER_ABI, functionName: 'cancel', args: [id] }),
+    });
+    expect(receipt.status).toBe('success');
+    await chain.mine(3);
+    return blockTime(receipt.blockNumber);
+  };
+  const eventsOf = async (subId: string) =>
+    (await fx.api.pool.query<{ type: string; canceled_by: string | null }>(`select type, object->>'canceled_by' as canceled_by from events where object_id = $1 order by created_at`, [subId])).rows;
+
+  it('by the payee: canceled by the merchant', async () => {
+    const { c, id, subId } = await subscribed(chain.payers[5].address);
+    const at = await cancelAs(merchantAccount, id);
+    await waitUntil(async () => (await subscriptionsOf(c.reference))[0].onchain_canceled_at !== null, 60_000);
+    expect((await subscriptionsOf(c.reference))[0]).toMatchObject({ status: 'canceled', canceled_by: 'merchant', onchain_canceled_at: at });
+    expect(await eventsOf(subId)).toEqual([
+      { type: 'subscription.created', canceled_by: null },
+      { type: 'subscription.canceled', canceled_by: 'merchant' },
+    ]);
+  });
+
+  it('by the operator, after the API or dunning canceled the row: only onchain_canceled_at, no second event', async () => {
+    const { c, id, subId } = await subscribed(chain.payers[6].address);
+    // As dunning does it (status first, then the relayer's on-chain cancel).
+    await fx.api.pool.query(`update subscriptions set status = 'canceled', canceled_by = 'dunning', canceled_at = now() where id = $1`, [subId]);
+    const at = await cancelAs(operatorAccount, id);
+    await waitUntil(async () => (await subscriptionsOf(c.reference))[0].onchain_canceled_at !== null, 60_000);
+    expect((await subscriptionsOf(c.reference))[0]).toMatchObject({ status: 'canceled', canceled_by: 'dunning', onchain_canceled_at: at });
+    expect(await eventsOf(subId)).toEqual([
+      { type: 'subscription.created', canceled_by: null },
+      { type: 'subscription.canceled', canceled_by: 'dunning' },
+    ]);
   });
 });

@@ -133,6 +133,8 @@ export interface CheckoutTerms {
   /** null: never ends. */
   endsAt: Date | null;
   subscriptionId: string | null;
+  /** Its on-chain id (the checkout's contract's), when it has one. */
+  subscriptionOnchainId: string | null;
 }
 
 export interface SubscriptionPeriod {

@@ -117,13 +117,15 @@ export const subscribeKind = defineKind<'subscribe', SubscribeLog>({
   invoiceKeys: (p) => ({ referenceTopics: [], settlementAddresses: [], checkoutReferences: p.subscribed ? [p.subscribed.checkoutReference] : [] }),
 
   // The checkout's invoice, when the log states the checkout's very terms, the checkout made no
-  // subscription yet (nor did an earlier log of this range), and the payee's leg went to the
-  // invoice's address in its token.
+  // subscription yet (nor did an earlier log of this range) or made this very one (its
+  // transaction back after a reorg deeper than the confirmations), and the payee's leg went to
+  // the invoice's address in its token.
   match(p, book) {
     const terms = p.subscribed;
     const inv = terms ? book.checkout(terms.checkoutReference) : undefined;
     const checkout = inv?.checkout;
-    if (!terms || !inv || !checkout || checkout.subscriptionId !== null || !sameTerms(terms, checkout)) return null;
+    if (!terms || !inv || !checkout || !sameTerms(terms, checkout)) return null;
+    if (checkout.subscriptionId !== null && checkout.subscriptionOnchainId !== terms.onchainId) return null;
     if (!sameAddress(inv.settlementAddress, p.to) || !sameAddress(inv.tokenAddress, p.tokenAddress)) return null;
     return book.claim(`checkout:${checkout.checkoutReference}`) ? inv : null;
   },
