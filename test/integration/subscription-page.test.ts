@@ -16,7 +16,7 @@ import { chromiumPath, launchChromium, NO_CHROMIUM } from '../helpers/browser.js
 import { startChainFixture, type ChainFixture } from '../helpers/chain-fixture.js';
 import type { ApiFixture } from '../helpers/context.js';
 import { apiClient, type JsonBody } from '../helpers/http.js';
-import { seedSubscriptionFromCheckout, TEST_OPERATOR, testOperatorAddress } from '../helpers/subscriptions.js';
+import { TEST_OPERATOR, testOperatorAddress } from '../helpers/subscriptions.js';
 import { installTestWallet } from '../helpers/test-wallet.js';
 import { ROOT, waitUntil } from '../helpers/worker.js';
 
@@ -49,22 +49,12 @@ describe('Subscribing from the payment link page', () => {
     return { ...link.body.data, product_id: product.body.data.id };
   }
 
-  /**
-   * Stands in for the watcher's Subscribed kind (its own helper's work): once the subscribe call
-   * is mined, the subscription is made from the checkout as the watcher makes it on confirmation,
-   * unless the watcher already did.
-   */
-  async function subscriptionOfCheckout(checkoutId: string, txHash: Hex): Promise<void> {
-    const receipt = await chain.publicClient.getTransactionReceipt({ hash: txHash });
-    const [event] = parseEventLogs({ abi: SUBSCRIPTION_MANAGER_ABI, eventName: 'Subscribed', logs: receipt.logs });
-    const { rows } = await fx.api.pool.query('select subscription_id from subscription_checkouts where id = $1', [checkoutId]);
-    if (rows[0].subscription_id !== null) return;
-    const block = await chain.publicClient.getBlock({ blockNumber: receipt.blockNumber });
-    await seedSubscriptionFromCheckout(fx.api.pool, checkoutId, {
-      subscriber: event.args.subscriber,
-      onchainId: event.args.id.toString(),
-      startedAt: new Date(Number(block.timestamp) * 1000),
-    });
+  /** The watcher's Subscribed kind makes the subscription once the subscribe call is confirmed. */
+  async function subscriptionOfCheckout(checkoutId: string): Promise<void> {
+    await waitUntil(async () => {
+      const { rows } = await fx.api.pool.query('select subscription_id from subscription_checkouts where id = $1', [checkoutId]);
+      return rows[0].subscription_id !== null;
+    }, STATE_TIMEOUT_MS, 100);
   }
 
   it('the page states the terms and what the customer authorises, with no one-time payment and no inline script', async () => {
@@ -171,7 +161,7 @@ describe('Subscribing from the payment link page', () => {
 
         // Confirmed (two blocks on top), the subscription is made: the page says so.
         await chain.mine(2);
-        await subscriptionOfCheckout(first.checkoutId, first.txHash);
+        await subscriptionOfCheckout(first.checkoutId);
         await page.locator('#subscription-status').filter({ hasText: 'Subscribed. Thank you!' }).waitFor({ timeout: STATE_TIMEOUT_MS });
         expect(await page.locator('#subscribe-with-wallet').isHidden()).toBe(true);
 
@@ -179,7 +169,7 @@ describe('Subscribing from the payment link page', () => {
         const second = await subscribeOnce('second@example.test');
         expect(second.sentCount).toBe(1);
         await chain.mine(2);
-        await subscriptionOfCheckout(second.checkoutId, second.txHash);
+        await subscriptionOfCheckout(second.checkoutId);
         await page.locator('#subscription-status').filter({ hasText: 'Subscribed.' }).waitFor({ timeout: STATE_TIMEOUT_MS });
         expect(problems).toEqual([]);
       } finally {
