@@ -33,7 +33,8 @@ import {
   type PaymentWrite,
 } from '../db/payments.js';
 import { kindNamed } from './kinds/index.js';
-import type { CandidateInvoice, InvoiceBook, ObservedPayment } from './kinds/kind.js';
+import type { CandidateInvoice, CheckoutTerms, ConfirmedMatch, InvoiceBook, ObservedPayment, ObservedRecord } from './kinds/kind.js';
+import type { CheckoutTermsRow } from '../db/subscription-chain.js';
 import { presentPayment } from './payment-object.js';
 
 export interface RangeToRecord {
@@ -54,6 +55,8 @@ export interface RangeToRecord {
   cursorTo?: { block: bigint; hash: string | null; time: Date | null; checkpoints: [string, string][] };
   /** What this run scanned for: another set on the cursor (under its lock) means this run may not move it. */
   scannedFor?: ScannedFor;
+  /** Logs that are no payments but are recorded once confirmed (kinds with `record`); final ranges only. */
+  records?: ObservedRecord[];
   /** Pending payments not observed whose block is still on the chain (by hash): kept, never announced removed. */
   stillOnChain?: { txHash: string; txPosition: string }[];
 }
@@ -78,6 +81,8 @@ export interface RangeOutcome {
   /** Logs that made no payment, by reason (final ranges only: the pending window is read again each run). */
   ignored: Record<IgnoredReason, number>;
   reorgedOut: ReorgedOut[];
+  /** Logs of kinds that make something once confirmed which made nothing, by kind and reason (final ranges only). */
+  ignoredLogs: { kind: string; reason: string; count: number }[];
 }
 
 interface InvoiceState {
@@ -105,7 +110,7 @@ export async function recordRange(pool: Pool, chain: Chain, range: RangeToRecord
     // A run that read an older head than one already recorded (two workers, overlapping runs)
     // must not turn the newer run's pending payments into removed ones.
     if (!range.final && cursor.head_block !== null && BigInt(cursor.head_block) > range.head) {
-      return { recorded: [], applied: 0, ignored: { zero_value: 0, dust: 0 }, reorgedOut: [] };
+      return { recorded: [], applied: 0, ignored: { zero_value: 0, dust: 0 }, reorgedOut: [], ignoredLogs: [] };
     }
     // A confirmed payment not on the chain any more: a reorg deeper than the confirmations (the
     // watcher rewound to the fork and rescans). It stops counting, before this range's payments
@@ -129,6 +134,7 @@ export async function recordRange(pool: Pool, chain: Chain, range: RangeToRecord
       gone.map((p) => ({ accountId: p.account_id, environment: p.environment, type: 'payment.reorged_out', id: p.id, object: presentPayment(p, [chain], range.head) })),
     );
     const { outcome, kept } = await recordPayments(tx, chain, range);
+    if (range.final) await recordRecords(tx, chain, range.records ?? [], range.blockTimes, outcome);
     for (const p of gone) {
       outcome.recorded.push({ kind: p.kind, status: 'reorged_out' });
       outcome.reorgedOut.push({ id: p.id, accountId: p.account_id, invoiceId: p.invoice_id, txHash: p.tx_hash, blockNumber: p.block_number, uncountedAtomic: p.uncounted_atomic });
@@ -151,7 +157,7 @@ async function recordPayments(
   chain: Chain,
   range: RangeToRecord,
 ): Promise<{ outcome: RangeOutcome; kept: { txHash: string; txPosition: string }[] }> {
-  const outcome: RangeOutcome = { recorded: [], applied: 0, ignored: { zero_value: 0, dust: 0 }, reorgedOut: [] };
+  const outcome: RangeOutcome = { recorded: [], applied: 0, ignored: { zero_value: 0, dust: 0 }, reorgedOut: [], ignoredLogs: [] };
   const kept: { txHash: string; txPosition: string }[] = [];
   // Anyone can emit Transfer(x, settlement, 0) from a loop, or call the proxy with amount 0 naming
   // a known reference: it moves nothing and is never a payment (no row, no event, no email).
@@ -194,8 +200,9 @@ async function recordPayments(
   const topics = [...new Set(keys.flatMap((k) => k.referenceTopics))];
   const targets = [...new Set(keys.flatMap((k) => k.settlementAddresses))];
   const owing = [...new Map(keys.flatMap((k) => k.owing ?? []).map((o) => [`${o.address}|${o.remainingAtomic}`, o])).values()];
+  const checkoutRefs = [...new Set(keys.flatMap((k) => k.checkoutReferences ?? []))];
   const invoices = new Map<string, InvoiceState>(
-    (await lockPayableInvoices(tx, chain.chainId, topics, targets, owing)).map((row) => [
+    (await lockPayableInvoices(tx, chain.chainId, topics, targets, owing, checkoutRefs)).map((row) => [
       row.id,
       {
         row,
@@ -220,12 +227,15 @@ async function recordPayments(
           s.row.subscription_contract !== null && s.row.subscription_onchain_id !== null && s.row.period_index !== null
             ? { contractAddress: s.row.subscription_contract, onchainId: s.row.subscription_onchain_id, periodIndex: s.row.period_index }
             : null,
+        checkout: s.row.checkout ? checkoutTerms(s.row.checkout) : null,
         get balance() {
           return { status: s.status, amountAtomic: BigInt(s.row.amount_atomic), paidAtomic: s.paid };
         },
       },
     ]),
   );
+  const byCheckout = new Map([...invoices.values()].filter((s) => s.row.checkout).map((s) => [s.row.checkout!.checkout_reference, s]));
+  const claimed = new Set<string>();
   const byTopic = new Map([...invoices.values()].filter((s) => s.row.payment_reference_topic).map((s) => [s.row.payment_reference_topic!, s]));
   // Open invoices by (address, token, remaining), kept current as payments apply: scanning every
   // invoice of the address for each plain transfer is quadratic in a busy range.
@@ -247,18 +257,28 @@ async function recordPayments(
       return s && candidates.get(s);
     },
     owing: (to, token, remaining) => [...(byRemaining.get(transferKey(to, token, remaining)) ?? [])].map((s) => candidates.get(s)!),
+    checkout: (reference) => {
+      const s = byCheckout.get(reference);
+      return s && candidates.get(s);
+    },
+    claim: (k) => !claimed.has(k) && claimed.add(k) !== undefined,
   };
   const owners = await ownersOfAddresses(tx, chain.chainId, chain.environment, [...new Set(todo.map((o) => lower(o.to)))]);
 
   const inserts: PaymentWrite[] = [];
   const updates: PaymentWrite[] = [];
   const partial: string[] = [];
+  const confirmedMatches = new Map<string, ConfirmedMatch[]>();
+  const unmatchedOf = new Map<string, number>();
   const now = new Date().toISOString();
   const floors = new Map(chain.tokens.map((t) => [lower(t.address), dustFloorAtomic(t.decimals)]));
   for (const o of todo) {
     const kind = kindNamed(o.kind);
     const matched = kind.match(o, book);
     const inv = matched ? invoices.get(matched.id)! : null;
+    // A kind that makes something once confirmed (a subscription) and matched nothing: counted,
+    // whatever becomes of its row below.
+    if (range.final && kind.confirmed && !inv) unmatchedOf.set(o.kind, (unmatchedOf.get(o.kind) ?? 0) + 1);
     // Dust nobody's invoice claims is no payment: no unmatched row, no event (a referenced or an
     // exactly matching one is recorded against its invoice like any other).
     if (!inv && o.receivedAtomic + o.feeReceivedAtomic < (floors.get(lower(o.tokenAddress)) ?? 1n)) {
@@ -274,6 +294,11 @@ async function recordPayments(
     let result: PaymentOutcome | null = null;
     let counted: bigint | null = null;
     if (range.final) {
+      if (kind.confirmed && inv) {
+        const list = confirmedMatches.get(o.kind) ?? [];
+        list.push({ payment: o, invoiceId: inv.row.id, accountId: inv.row.account_id });
+        confirmedMatches.set(o.kind, list);
+      }
       if (!inv) {
         result = 'unmatched';
       } else {
@@ -353,6 +378,10 @@ async function recordPayments(
       object: presentPayment(asRow(w), [chain], range.head),
     })),
   );
+  // What matched payments make once confirmed (a subscription), before the balances: a trigger of
+  // the invoice turning paid finds it.
+  for (const [name, matched] of confirmedMatches) await kindNamed(name).confirmed!(tx, chain, matched);
+  for (const [name, count] of unmatchedOf) outcome.ignoredLogs.push({ kind: name, reason: 'unmatched', count });
   const balances: InvoiceBalanceWrite[] = [...invoices.values()]
     .filter((s) => s.changed)
     .map((s) => ({ id: s.row.id, amount_paid_atomic: s.paid.toString(), status: s.status, paid_at: s.paidAt }));
@@ -361,6 +390,34 @@ async function recordPayments(
   await emitPartiallyPaid(tx, partial.filter((id) => invoices.get(id)?.status !== 'paid'));
   for (const w of written) outcome.recorded.push({ kind: w.kind, status: w.status });
   return { outcome, kept };
+}
+
+/** The confirmed logs that are no payments (a subscription canceled), by kind. */
+async function recordRecords(tx: PoolClient, chain: Chain, records: readonly ObservedRecord[], blockTimes: ReadonlyMap<bigint, Date>, outcome: RangeOutcome): Promise<void> {
+  const byKind = new Map<string, ObservedRecord[]>();
+  for (const r of records) byKind.set(r.kind, [...(byKind.get(r.kind) ?? []), r]);
+  for (const [name, list] of byKind) {
+    const done = await kindNamed(name).record!(tx, chain, list, blockTimes);
+    if (done.ignored > 0) outcome.ignoredLogs.push({ kind: name, reason: 'unknown_subscription', count: done.ignored });
+  }
+}
+
+function checkoutTerms(c: CheckoutTermsRow): CheckoutTerms {
+  return {
+    id: c.id,
+    checkoutReference: c.checkout_reference,
+    contractAddress: c.contract_address,
+    payee: c.payee_address,
+    token: c.token_address,
+    amountAtomic: BigInt(c.amount_atomic),
+    periodSeconds: c.period_seconds,
+    feeBps: c.fee_bps,
+    feeAddress: c.fee_address,
+    operator: c.operator_address,
+    endsAt: c.ends_at === null ? null : new Date(c.ends_at),
+    subscriptionId: c.subscription_id,
+    subscriptionOnchainId: c.subscription_onchain_id,
+  };
 }
 
 function asRow(w: PaymentWrite): PaymentRow {

@@ -4,9 +4,9 @@
 // once. Pure past the fetch: unit- and property-tested directly.
 import type { LogPosition, ChainRpc } from './rpc.js';
 import { KINDS, type LogsByKind } from './kinds/index.js';
-import { TransferLegs, type ObservedPayment, type ScanScope } from './kinds/kind.js';
+import { TransferLegs, type ObservedPayment, type ObservedRecord, type ScanScope } from './kinds/kind.js';
 
-export type { ObservedPayment } from './kinds/kind.js';
+export type { ObservedPayment, ObservedRecord } from './kinds/kind.js';
 
 export type { LogsByKind } from './kinds/index.js';
 
@@ -34,6 +34,13 @@ export function observePayments(logsAsGiven: LogsByKind, feeAddress: string | nu
   }
   const legs = new TransferLegs([...logs].flatMap(([k, own]) => (k.legs ? k.legs(own) : [])));
   const out = [...logs].flatMap(([k, own]) => k.observe(own, { legs, feeAddress }));
+  return out.sort((a, b) => (a.blockNumber === b.blockNumber ? a.logIndex - b.logIndex : a.blockNumber < b.blockNumber ? -1 : 1));
+}
+
+/** The range's logs that are no payments but are recorded once confirmed (a kind's `records`), in chain order. */
+export function observeRecords(logsAsGiven: LogsByKind): ObservedRecord[] {
+  const given = logsAsGiven as Partial<Record<string, readonly LogPosition[]>>;
+  const out = KINDS.flatMap((k) => (k.records ? k.records(onceEach(given[k.name] ?? [])) : []));
   return out.sort((a, b) => (a.blockNumber === b.blockNumber ? a.logIndex - b.logIndex : a.blockNumber < b.blockNumber ? -1 : 1));
 }
 

@@ -17,7 +17,7 @@ import { withTransaction, type Pool } from '../db/pool.js';
 import { findCursor, forgetHead, lockCursor, pendingPaymentsBetween, setCursorIdentity, watchedAddresses } from '../db/payments.js';
 import type { ChainMetrics } from '../observability/metrics.js';
 import { recordRange, rewindCursor } from './detector.js';
-import { fetchLogs, observePayments, type ObservedPayment } from './observe.js';
+import { fetchLogs, observePayments, observeRecords, type ObservedPayment, type ObservedRecord } from './observe.js';
 import { chainIdAt, classifyRpcError, createChainRpc, redactRpcUrl, type BlockHeader, type ChainRpc, type RpcOutcome } from './rpc.js';
 import { firstLine } from '../lib/first-line.js';
 
@@ -122,11 +122,11 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
   }
 
   /** The range's payments, of every kind; a refused or oversized range is halved (down to one block, then a kind's smallest pieces). */
-  async function logsOf(chain: Chain, rpc: ChainRpc, s: ChainState, recipients: string[], from: bigint, to: bigint): Promise<{ observed: ObservedPayment[]; to: bigint }> {
+  async function logsOf(chain: Chain, rpc: ChainRpc, s: ChainState, recipients: string[], from: bigint, to: bigint): Promise<{ observed: ObservedPayment[]; records: ObservedRecord[]; to: bigint }> {
     for (let narrow = false; ; ) {
       try {
         const logs = await fetchLogs(rpc, { chain, recipients }, from, to, narrow);
-        return { observed: observePayments(logs, chain.feeAddress), to };
+        return { observed: observePayments(logs, chain.feeAddress), records: observeRecords(logs), to };
       } catch (err) {
         if (classifyRpcError(err) !== 'range' || narrow) throw err;
         if (to === from) {
@@ -141,7 +141,7 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
     }
   }
 
-  async function blockTimes(rpc: ChainRpc, observed: ObservedPayment[]): Promise<Map<bigint, Date>> {
+  async function blockTimes(rpc: ChainRpc, observed: readonly { blockNumber: bigint; blockTimestamp: bigint | null }[]): Promise<Map<bigint, Date>> {
     const times = new Map<bigint, Date>();
     const missing = new Set<bigint>();
     for (const o of observed) {
@@ -194,7 +194,7 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
           const differs = describeScannedForDifference(scannedFor, mine);
           throw new Wait('watched_set', `refused: the cursor of chain ${chain.chainId} was scanned for another set (${differs})`, { differs }, 'error');
         }
-        if (verdict === 'wider') opts.log.warn({ chain_id: chain.chainId, scanned_for: mine }, 'this worker watches more tokens than the cursor was scanned for: it takes the cursor over (earlier blocks are not scanned for them)');
+        if (verdict === 'wider') opts.log.warn({ chain_id: chain.chainId, scanned_for: mine }, 'this worker watches more (tokens, or the subscription contract) than the cursor was scanned for: it takes the cursor over (earlier blocks are not scanned for them)');
       }
       const restarted = cursor.genesis_hash !== null && cursor.genesis_hash !== genesisHash;
       const unchanged = scannedFor !== null && compareScannedFor(scannedFor, mine) === 'same' && cursor.genesis_hash === genesisHash;
@@ -274,8 +274,8 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
     let cursorTime: Date | null = cursor?.block_time ?? null;
     for (let ranges = 0; cur < safe && ranges < rangesPerRun; ranges++) {
       const wanted = cur + BigInt(s.range) > safe ? safe : cur + BigInt(s.range);
-      const { observed, to } = await logsOf(chain, rpc, s, recipients, cur + 1n, wanted);
-      const [times, end, kept] = await Promise.all([blockTimes(rpc, observed), rpc.block(to), stillOnChain(chain, rpc, pendingRows, cur + 1n, to, observed)]);
+      const { observed, records, to } = await logsOf(chain, rpc, s, recipients, cur + 1n, wanted);
+      const [times, end, kept] = await Promise.all([blockTimes(rpc, [...observed, ...records]), rpc.block(to), stillOnChain(chain, rpc, pendingRows, cur + 1n, to, observed)]);
       checkpoints = [...checkpoints, [to.toString(), end.hash] as [string, string]].slice(-CHECKPOINTS);
       cursorTime = new Date(Number(end.timestamp) * 1000);
       const done = await recordRange(opts.pool, chain, {
@@ -283,6 +283,7 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
         to,
         final: true,
         observed,
+        records,
         blockTimes: times,
         head,
         safe,
@@ -294,6 +295,10 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
       if (!done) return 'cursor_moved';
       count(id, done.recorded);
       for (const [reason, n] of Object.entries(done.ignored)) if (n > 0) opts.metrics?.ignoredTransfers.inc({ chain_id: id, reason }, n);
+      for (const g of done.ignoredLogs) {
+        opts.metrics?.ignoredLogs.inc({ chain_id: id, kind: g.kind, reason: g.reason }, g.count);
+        opts.log.warn({ chain_id: chain.chainId, kind: g.kind, reason: g.reason, count: g.count }, 'confirmed subscription contract logs that made nothing (terms not a checkout\'s, a reference used again, or an unknown subscription): their tokens count to no invoice');
+      }
       for (const r of done.reorgedOut) {
         opts.log.error(
           { chain_id: chain.chainId, payment_id: r.id, account_id: r.accountId, invoice_id: r.invoiceId, tx_hash: r.txHash, block: r.blockNumber, uncounted_atomic: r.uncountedAtomic },

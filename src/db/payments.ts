@@ -8,6 +8,7 @@ import type { PaymentOutcome, PaymentStatus } from '../domain/payments.js';
 import { listPage, type PageRequest, type PageResult } from './page.js';
 import type { Queryable } from './pool.js';
 import type { Scope } from './scope.js';
+import { CHECKOUT_OF_INVOICE, type CheckoutTermsRow } from './subscription-chain.js';
 
 export interface PaymentRow {
   id: string;
@@ -208,13 +209,16 @@ export interface PayableInvoiceRow {
   subscription_contract: string | null;
   subscription_onchain_id: string | null;
   period_index: number | null;
+  /** The invoice of a subscription checkout: the checkout's terms (else null). */
+  checkout: CheckoutTermsRow | null;
 }
 
 const PAYABLE = `i.id, i.account_id, i.environment, i.status, i.chain_id, i.token_address, i.token_decimals, i.settlement_address, i.payment_reference,
   i.payment_reference_topic, i.amount_atomic::text as amount_atomic, i.amount_paid_atomic::text as amount_paid_atomic, i.fee_bps,
   i.fee_atomic::text as fee_atomic, i.period_index,
   (select s.contract_address from subscriptions s where s.id = i.subscription_id) as subscription_contract,
-  (select s.onchain_id from subscriptions s where s.id = i.subscription_id) as subscription_onchain_id`;
+  (select s.onchain_id from subscriptions s where s.id = i.subscription_id) as subscription_onchain_id,
+  ${CHECKOUT_OF_INVOICE}`;
 
 /**
  * The fees the locked invoices' applied payments counted, read by a statement of its own once the
@@ -252,8 +256,9 @@ export async function lockPayableInvoices(
   topics: string[],
   transferTargets: string[],
   owing: OwingKey[] = [],
+  checkoutReferences: string[] = [],
 ): Promise<PayableInvoiceRow[]> {
-  if (topics.length === 0 && transferTargets.length === 0 && owing.length === 0) return [];
+  if (topics.length === 0 && transferTargets.length === 0 && owing.length === 0 && checkoutReferences.length === 0) return [];
   // A checkout (anyone can open one, naming any amount) is paid by its reference only: a plain
   // transfer never matches it, so no stranger's checkout can take someone else's transfer.
   const { rows } = await db.query<Omit<PayableInvoiceRow, 'fee_counted_atomic'>>(
@@ -269,10 +274,12 @@ export async function lockPayableInvoices(
        join invoices o on o.chain_id = $1 and o.status in ('open', 'overdue') and o.settlement_address is not null
          and o.checkout_expires_at is null and lower(o.settlement_address) = k.address
          and o.amount_atomic - o.amount_paid_atomic = k.remaining
+       union
+       select c.invoice_id from subscription_checkouts c where c.chain_id = $1 and c.checkout_reference = any($6::text[])
      )
      order by i.id
      for update`,
-    [chainId, topics, transferTargets, owing.map((k) => k.address), owing.map((k) => k.remainingAtomic.toString())],
+    [chainId, topics, transferTargets, owing.map((k) => k.address), owing.map((k) => k.remainingAtomic.toString()), checkoutReferences],
   );
   return withFeesCounted(db, rows);
 }

@@ -257,6 +257,8 @@ export interface ScannedFor {
   fee_address: string | null;
   /** Token contracts, lower case, sorted. */
   tokens: string[];
+  /** The subscription contract whose logs the scan reads (absent on cursors scanned before it was watched: none). */
+  subscription_manager?: string | null;
 }
 
 export function scannedForOf(chain: Chain): ScannedFor {
@@ -265,6 +267,7 @@ export function scannedForOf(chain: Chain): ScannedFor {
     fee_proxy: chain.feeProxy?.toLowerCase() ?? null,
     fee_address: chain.feeAddress?.toLowerCase() ?? null,
     tokens: [...new Set(chain.tokens.map((t) => t.address.toLowerCase()))].sort(),
+    subscription_manager: chain.subscriptionManager?.toLowerCase() ?? null,
   };
 }
 
@@ -276,9 +279,14 @@ export function scannedForOf(chain: Chain): ScannedFor {
  */
 export function compareScannedFor(cursor: ScannedFor, mine: ScannedFor): 'same' | 'wider' | 'other' {
   if (cursor.environment !== mine.environment || cursor.fee_proxy !== mine.fee_proxy || cursor.fee_address !== mine.fee_address) return 'other';
+  // A cursor scanned without the subscription contract is taken over by a set that reads it too
+  // (as by one with more tokens); a set without it, or with another, would skip its logs.
+  const cursorManager = cursor.subscription_manager ?? null;
+  const myManager = mine.subscription_manager ?? null;
+  if (cursorManager !== null && cursorManager !== myManager) return 'other';
   const have = new Set(mine.tokens);
   if (!cursor.tokens.every((t) => have.has(t))) return 'other';
-  return mine.tokens.length === cursor.tokens.length ? 'same' : 'wider';
+  return mine.tokens.length === cursor.tokens.length && cursorManager === myManager ? 'same' : 'wider';
 }
 
 /** What differs, for the refusal's log line: "tokens 0xa..., 0xb... not watched by this worker". */
@@ -287,6 +295,10 @@ export function describeScannedForDifference(cursor: ScannedFor, mine: ScannedFo
   if (cursor.environment !== mine.environment) parts.push(`environment ${cursor.environment} (this worker: ${mine.environment})`);
   if (cursor.fee_proxy !== mine.fee_proxy) parts.push(`fee proxy ${cursor.fee_proxy ?? 'none'} (this worker: ${mine.fee_proxy ?? 'none'})`);
   if (cursor.fee_address !== mine.fee_address) parts.push(`fee address ${cursor.fee_address ?? 'none'} (this worker: ${mine.fee_address ?? 'none'})`);
+  const cursorManager = cursor.subscription_manager ?? null;
+  if (cursorManager !== null && cursorManager !== (mine.subscription_manager ?? null)) {
+    parts.push(`subscription manager ${cursorManager} (this worker: ${mine.subscription_manager ?? 'none'})`);
+  }
   const missing = cursor.tokens.filter((t) => !mine.tokens.includes(t));
   if (missing.length > 0) parts.push(`tokens ${missing.join(', ')} (not watched by this worker)`);
   return parts.join('; ');

@@ -41,6 +41,7 @@ export interface ChainMetrics {
   scanFailures: Counter<'chain_id' | 'cause'>;
   /** Token transfers to a settlement address that made no payment: zero_value, dust. */
   ignoredTransfers: Counter<'chain_id' | 'reason'>;
+  ignoredLogs: Counter<'chain_id' | 'kind' | 'reason'>;
 }
 
 /** The relayer (src/chain/relayer.ts): its native balance per chain and key, what it sent. */
@@ -107,6 +108,13 @@ function chainMetrics(registry: Registry): ChainMetrics {
       name: 'chain_ignored_transfers_total',
       help: 'Logs to a settlement address that are no payment, by reason (zero_value; dust: below 0.01 of a token unit and matching no invoice)',
       labelNames: ['chain_id', 'reason'],
+      registers: [registry],
+    }),
+    ignoredLogs: new Counter({
+      name: 'chain_ignored_logs_total',
+      help:
+        'Confirmed subscription contract logs that made nothing, by kind and reason (subscribe/unmatched: terms not the checkout\'s, an unknown or used reference, its tokens counted to no invoice; cancel/unknown_subscription)',
+      labelNames: ['chain_id', 'kind', 'reason'],
       registers: [registry],
     }),
   };

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { PAYMENT_KINDS } from '../../src/chain/kinds/index.js';
+import { KINDS } from '../../src/chain/kinds/index.js';
 import { loadChains } from '../../src/chains-config.js';
 import { createChainWatcher, type ChainWatcherOptions } from '../../src/chain/watcher.js';
 import type { Pool } from '../../src/db/pool.js';
@@ -332,7 +332,7 @@ describe('errors are not swallowed', () => {
     rpc.rewrite((req) => (req.method === 'eth_getLogs' ? failure(req, -32005, 'daily request count exceeded, request rate limited') : undefined));
     const outcome = await w.run();
     // One batch of eth_getLogs (one call per kind of log), never a second, narrower one.
-    expect(rpc.calls('eth_getLogs')).toBeLessThanOrEqual(PAYMENT_KINDS.length);
+    expect(rpc.calls('eth_getLogs')).toBeLessThanOrEqual(KINDS.length);
     expect(outcome).toMatch(/scan failed \(rate_limit/);
     expect(await w.metric('chain_scan_failures_total', { cause: 'rate_limit' })).toBe(1);
     expect(await w.metric('chain_rpc_calls_total', { outcome: 'rate_limited' })).toBeGreaterThan(0);

@@ -4,6 +4,7 @@
 // once in index.ts; the watcher (cursor, ranges, pending window, reorgs) and the detector (one
 // transaction per range, applying, events) never name a kind.
 import type { Chain } from '../../domain/chains.js';
+import type { PoolClient } from '../../db/pool.js';
 import type { InvoiceBalance } from '../../domain/payments.js';
 import type { ChainRpc, LogPosition } from '../rpc.js';
 
@@ -92,6 +93,48 @@ export interface ObservedPayment {
   feeReceivedAtomic: bigint;
   /** A subscription contract's charge: which subscription (the contract and its id there) and which period it says it pays. */
   subscriptionPeriod?: SubscriptionPeriod;
+  /** A subscription contract's subscribe call: the terms its Subscribed log states (matched to a checkout's). */
+  subscribed?: SubscribedTerms;
+}
+
+/** What a Subscribed log states: the subscription the contract made and the terms it holds. */
+export interface SubscribedTerms {
+  contractAddress: string;
+  /** The uint256 id, as a decimal string. */
+  onchainId: string;
+  subscriber: string;
+  /** 0x + 64 hex, lower case. */
+  checkoutReference: string;
+  payee: string;
+  token: string;
+  amountAtomic: bigint;
+  periodSeconds: number;
+  feeBps: number;
+  feeAddress: string;
+  operator: string;
+  /** Unix seconds (the block's time). */
+  startedAt: bigint;
+  /** Unix seconds; 0 when it never ends. */
+  endsAt: bigint;
+}
+
+/** The terms a subscription checkout asked the wallet to subscribe with, and whether a subscription was made of it. */
+export interface CheckoutTerms {
+  id: string;
+  checkoutReference: string;
+  contractAddress: string;
+  payee: string;
+  token: string;
+  amountAtomic: bigint;
+  periodSeconds: number;
+  feeBps: number;
+  feeAddress: string;
+  operator: string;
+  /** null: never ends. */
+  endsAt: Date | null;
+  subscriptionId: string | null;
+  /** Its on-chain id (the checkout's contract's), when it has one. */
+  subscriptionOnchainId: string | null;
 }
 
 export interface SubscriptionPeriod {
@@ -109,6 +152,8 @@ export interface CandidateInvoice {
   readonly referenceTopic: string | null;
   /** A subscription's period invoice: its subscription's contract and id there, and the period. */
   readonly subscriptionPeriod: SubscriptionPeriod | null;
+  /** The invoice of a subscription checkout (its first period): the checkout's terms. */
+  readonly checkout: CheckoutTerms | null;
   /** Its status and amounts as the payments recorded so far in this range left them. */
   readonly balance: InvoiceBalance;
 }
@@ -119,6 +164,10 @@ export interface InvoiceBook {
   referenced(topic: string): CandidateInvoice | undefined;
   /** The open or overdue invoices sent to `to` in `token` whose remaining amount is `remaining` (an index, not the rule). */
   owing(to: string, token: string, remaining: bigint): CandidateInvoice[];
+  /** The invoice of a subscription checkout, by its checkout reference (0x + 64 hex, lower case). */
+  checkout(reference: string): CandidateInvoice | undefined;
+  /** True the first time `key` is claimed in this range: what may happen once (a checkout used) happens for the first log only. */
+  claim(key: string): boolean;
 }
 
 /** Which invoices a payment may pay, to lock them before matching: by reference, or (plain transfers) by address. */
@@ -128,6 +177,20 @@ export interface InvoiceKeys {
   settlementAddresses: string[];
   /** The open invoices sent to `address` owing exactly `remainingAtomic`: all a plain transfer can settle (a range's cost stays independent of how many are open). */
   owing?: { address: string; remainingAtomic: bigint }[];
+  /** The invoices of these subscription checkouts (by checkout reference). */
+  checkoutReferences?: string[];
+}
+
+/** A payment matched to an invoice, confirmed in this range (recorded for the first time as confirmed). */
+export interface ConfirmedMatch {
+  payment: ObservedPayment;
+  invoiceId: string;
+  accountId: string;
+}
+
+/** A log that is no payment but something to record once confirmed (a subscription canceled). */
+export interface ObservedRecord extends LogPosition {
+  kind: string;
 }
 
 export interface PaymentLogKind<Name extends string = string, L extends LogPosition = LogPosition> {
@@ -147,6 +210,15 @@ export interface PaymentLogKind<Name extends string = string, L extends LogPosit
   match(p: ObservedPayment, book: InvoiceBook): CandidateInvoice | null;
   /** The fee the account's rate asks of a payment of this kind that moved `total` (received + fee received); null when the kind collects none. */
   expectedFeeAtomic(total: bigint, feeBps: number): bigint | null;
+  /**
+   * What its matched payments make once confirmed, in the range's transaction, BEFORE the invoices'
+   * balances are written (a subscription made here is there when its invoice turns paid).
+   */
+  confirmed?(tx: PoolClient, chain: Chain, matched: readonly ConfirmedMatch[]): Promise<void>;
+  /** A kind whose logs are no payments: what of them is recorded once confirmed (observe returns none). */
+  records?(logs: readonly L[]): ObservedRecord[];
+  /** Records its confirmed records of a range (idempotent: a range may be read again after a reorg). */
+  record?(tx: PoolClient, chain: Chain, records: readonly ObservedRecord[], blockTimes: ReadonlyMap<bigint, Date>): Promise<{ recorded: number; ignored: number }>;
 }
 
 /** A kind, checked against what a kind declares (its methods take its own log type; the list holds kinds of several). */

@@ -1,0 +1,157 @@
+// A subscription made on the SubscriptionManager (issue 26, /work/coord's interface): its
+// Subscribed log, emitted by the chain's subscriptionManager just before the subscribe call pulls
+// the first period from the subscriber, amount - fee to the payee and the fee to the fee address,
+// with Transfer logs of the same transaction (its legs, never plain transfers). Counted as the
+// proxy's payments are. It pays the checkout's invoice (found by the checkout reference) only when
+// every term the log states is the checkout's and the checkout made no subscription yet; anything
+// else (terms changed by the payer, an unknown reference, a reference used twice) is unmatched and
+// counts to no invoice. Once confirmed, a matched one makes the subscription (confirmed below).
+import { getAbiItem } from 'viem';
+import { sameAddress } from '../../domain/payments.js';
+import { feeAtomic } from '../../domain/money.js';
+import { newId } from '../../domain/ids.js';
+import { createSubscriptionOfCheckout } from '../../db/subscription-chain.js';
+import { SUBSCRIPTION_MANAGER_ABI } from '../subscription-manager-abi.js';
+import { position, type LogPosition } from '../rpc.js';
+import { defineKind, type CheckoutTerms, type ObservedPayment, type SubscribedTerms } from './kind.js';
+
+export interface SubscribeLog extends LogPosition {
+  terms: SubscribedTerms;
+}
+
+const SUBSCRIBED = getAbiItem({ abi: SUBSCRIPTION_MANAGER_ABI, name: 'Subscribed' });
+const ZERO = '0x0000000000000000000000000000000000000000';
+
+/** Every term the wallet was asked to subscribe with is the one the contract holds. */
+export function sameTerms(log: SubscribedTerms, c: CheckoutTerms): boolean {
+  const endsAt = c.endsAt === null ? 0n : BigInt(Math.floor(c.endsAt.getTime() / 1000));
+  return (
+    sameAddress(log.contractAddress, c.contractAddress) &&
+    sameAddress(log.payee, c.payee) &&
+    sameAddress(log.token, c.token) &&
+    log.amountAtomic === c.amountAtomic &&
+    log.periodSeconds === c.periodSeconds &&
+    log.feeBps === c.feeBps &&
+    sameAddress(log.feeAddress, c.feeAddress) &&
+    sameAddress(log.operator, c.operator) &&
+    log.endsAt === endsAt
+  );
+}
+
+export const subscribeKind = defineKind<'subscribe', SubscribeLog>({
+  name: 'subscribe',
+
+  async fetch(rpc, { chain }, from, to, narrow) {
+    if (!chain.subscriptionManager) return [];
+    const manager = chain.subscriptionManager as `0x${string}`;
+    const logs = await rpc.getLogs(narrow, (c) =>
+      c.getLogs({ address: manager, event: SUBSCRIBED, fromBlock: from, toBlock: to, strict: true }),
+    );
+    // The node filters by address; a log from elsewhere (a lying or buggy node) is not the manager's.
+    return logs
+      .filter((l) => sameAddress(l.address, manager))
+      .map((l) => ({
+        ...position(l),
+        terms: {
+          contractAddress: l.address.toLowerCase(),
+          onchainId: l.args.id.toString(),
+          subscriber: l.args.subscriber.toLowerCase(),
+          checkoutReference: l.args.checkoutReference.toLowerCase(),
+          payee: l.args.payee.toLowerCase(),
+          token: l.args.token.toLowerCase(),
+          amountAtomic: l.args.amount,
+          periodSeconds: l.args.period,
+          feeBps: l.args.feeBps,
+          feeAddress: l.args.feeAddress.toLowerCase(),
+          operator: l.args.operator.toLowerCase(),
+          startedAt: BigInt(l.args.startedAt),
+          endsAt: BigInt(l.args.endsAt),
+        },
+      }));
+  },
+
+  observe(logs, { legs, feeAddress }) {
+    const out: ObservedPayment[] = [];
+    const byTx = new Map<string, SubscribeLog[]>();
+    for (const s of logs) {
+      const same = byTx.get(s.txHash);
+      if (same) same.push(s);
+      else byTx.set(s.txHash, [s]);
+    }
+    for (const subs of byTx.values()) {
+      subs.sort((a, b) => a.logIndex - b.logIndex);
+      subs.forEach((s, n) => {
+        // As a charge's: the legs are the Transfer logs after the event and before the
+        // transaction's next Subscribed, the payee's share first, the fee (when it did not round to
+        // zero) after it; the fee counts only when it reached the chain's fee address.
+        const before = subs[n + 1]?.logIndex ?? Number.POSITIVE_INFINITY;
+        const window = legs.free(s.txHash).filter((t) => t.logIndex > s.logIndex && t.logIndex < before);
+        const merchantLeg = window.find((t) => !sameAddress(t.to, feeAddress));
+        const feeLeg = merchantLeg ? window.find((t) => t.logIndex > merchantLeg.logIndex && sameAddress(t.tokenAddress, merchantLeg.tokenAddress) && sameAddress(t.from, merchantLeg.from)) : undefined;
+        legs.take(merchantLeg);
+        legs.take(feeLeg);
+        out.push({
+          kind: 'subscribe',
+          txHash: s.txHash,
+          logIndex: s.logIndex,
+          txPosition: `subscribe:${n}`,
+          blockNumber: s.blockNumber,
+          blockHash: s.blockHash,
+          blockTimestamp: s.blockTimestamp,
+          tokenAddress: merchantLeg?.tokenAddress ?? ZERO,
+          from: merchantLeg?.from ?? null,
+          to: merchantLeg?.to ?? ZERO,
+          amountAtomic: (merchantLeg?.value ?? 0n) + (feeLeg?.value ?? 0n),
+          feeAtomic: feeLeg?.value ?? 0n,
+          feeAddress: feeLeg?.to ?? null,
+          referenceTopic: null,
+          receivedAtomic: merchantLeg?.value ?? 0n,
+          feeReceivedAtomic: feeLeg && sameAddress(feeLeg.to, feeAddress) ? feeLeg.value : 0n,
+          subscribed: s.terms,
+        });
+      });
+    }
+    return out;
+  },
+
+  invoiceKeys: (p) => ({ referenceTopics: [], settlementAddresses: [], checkoutReferences: p.subscribed ? [p.subscribed.checkoutReference] : [] }),
+
+  // The checkout's invoice, when the log states the checkout's very terms, the checkout made no
+  // subscription yet (nor did an earlier log of this range) or made this very one (its
+  // transaction back after a reorg deeper than the confirmations), and the payee's leg went to
+  // the invoice's address in its token.
+  match(p, book) {
+    const terms = p.subscribed;
+    const inv = terms ? book.checkout(terms.checkoutReference) : undefined;
+    const checkout = inv?.checkout;
+    if (!terms || !inv || !checkout || !sameTerms(terms, checkout)) return null;
+    if (checkout.subscriptionId !== null && checkout.subscriptionOnchainId !== terms.onchainId) return null;
+    if (!sameAddress(inv.settlementAddress, p.to) || !sameAddress(inv.tokenAddress, p.tokenAddress)) return null;
+    return book.claim(`checkout:${checkout.checkoutReference}`) ? inv : null;
+  },
+
+  expectedFeeAtomic: (total, feeBps) => BigInt(feeAtomic(total.toString(), feeBps)),
+
+  async confirmed(tx, chain, matched) {
+    for (const { payment } of matched) {
+      const t = payment.subscribed;
+      if (!t) continue;
+      await createSubscriptionOfCheckout(tx, {
+        id: newId('sub'),
+        checkoutReference: t.checkoutReference,
+        chainId: chain.chainId,
+        contractAddress: t.contractAddress,
+        onchainId: t.onchainId,
+        subscriber: t.subscriber,
+        payee: t.payee,
+        token: t.token,
+        feeAddress: t.feeAddress,
+        operator: t.operator,
+        feeBps: t.feeBps,
+        periodSeconds: t.periodSeconds,
+        startedAt: new Date(Number(t.startedAt) * 1000),
+        endsAt: t.endsAt === 0n ? null : new Date(Number(t.endsAt) * 1000),
+      });
+    }
+  },
+});
