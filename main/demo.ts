@@ -1,7 +1,7 @@
 // `invoice-lifecycle demo` (`npm run demo`): idempotently sets up a demo merchant with data to try every endpoint, and
 // prints one JSON object (keys and ids) as the last line of stdout.
 //
-// Re-running keeps the same merchant, keys, product, links and subscription, and creates a new
+// Re-running keeps the same merchant, keys, products and links, and creates a new
 // draft invoice only when the previous one was already sent.
 //
 // With a local chain (`npm run chain` wrote var/chain/chains.json, or CHAINS_FILE names a chain of
@@ -116,9 +116,23 @@ try {
   // A link with a payment, to see that it cannot be deleted.
   if (!(await linkHasPayments(api.pool, linkId))) await call(key, 'POST', `/v1/test_helpers/payment-links/${linkId}/payments`, { customer_email: 'payer@example.com' });
 
-  const subscriptionId =
-    (await findDemoObjects.subscription(api.pool, DEMO_ACCOUNT)) ??
-    (await call<{ id: string }>(key, 'POST', '/v1/test_helpers/subscriptions', { price_id: priceId, customer_email: 'subscriber@example.com' })).id;
+  // A plan charged every 30 s from the subscriber's wallet (a sandbox custom interval), and its
+  // link: on a local chain `npm run subscribe -- <link id>` subscribes from an anvil account, and
+  // the worker charges each period through the relayer (docs/subscriptions.md).
+  const subscriptionProductId =
+    (await findDemoObjects.subscriptionProduct(api.pool, DEMO_ACCOUNT)) ??
+    (
+      await call<{ id: string }>(key, 'POST', '/v1/products', {
+        name: 'Demo: 30-second plan',
+        description: 'Charged every 30 seconds, to watch periods happen',
+        metadata: { demo: 'subscription' },
+        prices: [{ amount: '2.00', cadence: 'custom', interval_seconds: 30, ...(localChain ? { network: localChain.network, currency: 'USDC' } : {}) }],
+      })
+    ).id;
+  const subscriptionProduct = await call<{ prices: { id: string }[] }>(key, 'GET', `/v1/products/${subscriptionProductId}`);
+  const subscriptionLinkId =
+    (await findDemoObjects.paymentLinkNamed(api.pool, DEMO_ACCOUNT, 'Demo: 30-second plan link')) ??
+    (await call<{ id: string }>(key, 'POST', '/v1/payment-links', { name: 'Demo: 30-second plan link', price_id: subscriptionProduct.prices[0].id, collect_email: true })).id;
 
   const invoiceId =
     (await findDemoObjects.draftInvoice(api.pool, DEMO_ACCOUNT, localChain ? localChain.network : null)) ??
@@ -157,6 +171,8 @@ try {
         `Invoice ${sent.code} sent on the local chain (${localChain.chainId}): ${sent.amount} ${sent.currency} to ${instructions.to} (anvil account ${MERCHANT_ACCOUNT_INDEX}).`,
         `Payment reference ${instructions.payment_reference}. Pay it from anvil account 0:`,
         `  ${payment.pay_command}`,
+        `Subscribe to the 30-second plan from anvil account 0 (a receipt in var/outbox every period):`,
+        `  npm run subscribe -- ${subscriptionLinkId}`,
         '',
       ].join('\n'),
     );
@@ -171,7 +187,8 @@ try {
     price_id: priceId,
     payment_link_id: linkId,
     custom_payment_link_id: customLinkId,
-    subscription_id: subscriptionId,
+    subscription_payment_link_id: subscriptionLinkId,
+    ...(localChain ? { subscribe_command: `npm run subscribe -- ${subscriptionLinkId}` } : {}),
   };
   process.stdout.write(`${JSON.stringify(summary)}\n`);
 } finally {

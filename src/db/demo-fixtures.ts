@@ -30,8 +30,8 @@ export const findDemoObjects = {
     firstId(db, `select id from products where account_id = $1 and environment = 'sandbox' and metadata->>'demo' = 'true'`, [accountId]),
   paymentLinkNamed: (db: Queryable, accountId: string, name: string) =>
     firstId(db, `select id from payment_links where account_id = $1 and environment = 'sandbox' and name = $2`, [accountId, name]),
-  subscription: (db: Queryable, accountId: string) =>
-    firstId(db, `select id from subscriptions where account_id = $1 and environment = 'sandbox' order by created_at limit 1`, [accountId]),
+  subscriptionProduct: (db: Queryable, accountId: string) =>
+    firstId(db, `select id from products where account_id = $1 and environment = 'sandbox' and metadata->>'demo' = 'subscription'`, [accountId]),
   /** The newest demo draft, on `network` when given (the demo on a local chain wants one there). */
   draftInvoice: (db: Queryable, accountId: string, network: string | null = null) =>
     firstId(
