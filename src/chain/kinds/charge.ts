@@ -11,6 +11,7 @@ import { feeAtomic } from '../../domain/money.js';
 import { SUBSCRIPTION_MANAGER_ABI } from '../subscription-manager-abi.js';
 import { position, type LogPosition } from '../rpc.js';
 import { defineKind, type ObservedPayment } from './kind.js';
+import { takePulledLegs } from './pull-legs.js';
 
 export interface ChargeLog extends LogPosition {
   contractAddress: string;
@@ -40,49 +41,19 @@ export const chargeKind = defineKind<'charge', ChargeLog>({
     }));
   },
 
-  observe(logs, { legs, feeAddress }) {
-    const out: ObservedPayment[] = [];
-    const byTx = new Map<string, ChargeLog[]>();
-    for (const c of logs) {
-      const same = byTx.get(c.txHash);
-      if (same) same.push(c);
-      else byTx.set(c.txHash, [c]);
-    }
-    for (const charges of byTx.values()) {
-      charges.sort((a, b) => a.logIndex - b.logIndex);
-      charges.forEach((c, n) => {
-        // The contract emits Charged, then pulls: the legs are the Transfer logs after the event and
-        // before the transaction's next charge. The first is the payee's share; a fee leg follows
-        // it only when the fee did not round to zero, and counts only when it reached the chain's fee address.
-        const before = charges[n + 1]?.logIndex ?? Number.POSITIVE_INFINITY;
-        const window = legs.free(c.txHash).filter((t) => t.logIndex > c.logIndex && t.logIndex < before);
-        const merchantLeg = window.find((t) => !sameAddress(t.to, feeAddress));
-        const feeLeg = merchantLeg ? window.find((t) => t.logIndex > merchantLeg.logIndex && sameAddress(t.tokenAddress, merchantLeg.tokenAddress) && sameAddress(t.from, merchantLeg.from)) : undefined;
-        legs.take(merchantLeg);
-        legs.take(feeLeg);
-        out.push({
-          kind: 'charge',
-          txHash: c.txHash,
-          logIndex: c.logIndex,
-          txPosition: `charge:${n}`,
-          blockNumber: c.blockNumber,
-          blockHash: c.blockHash,
-          blockTimestamp: c.blockTimestamp,
-          // No leg (a token the chain does not list, a payee nobody watches): nothing moved that counts.
-          tokenAddress: merchantLeg?.tokenAddress ?? '0x0000000000000000000000000000000000000000',
-          from: merchantLeg?.from ?? null,
-          to: merchantLeg?.to ?? '0x0000000000000000000000000000000000000000',
-          amountAtomic: (merchantLeg?.value ?? 0n) + (feeLeg?.value ?? 0n),
-          feeAtomic: feeLeg?.value ?? 0n,
-          feeAddress: feeLeg?.to ?? null,
-          referenceTopic: keccak256(c.paymentReference as `0x${string}`),
-          receivedAtomic: merchantLeg?.value ?? 0n,
-          feeReceivedAtomic: feeLeg && sameAddress(feeLeg.to, feeAddress) ? feeLeg.value : 0n,
-          subscriptionPeriod: { contractAddress: c.contractAddress, onchainId: c.onchainId.toString(), periodIndex: c.periodIndex },
-        });
-      });
-    }
-    return out;
+  observe(logs, ctx) {
+    return takePulledLegs(logs, ctx).map(({ event: c, n, pulled }): ObservedPayment => ({
+      kind: 'charge',
+      txHash: c.txHash,
+      logIndex: c.logIndex,
+      txPosition: `charge:${n}`,
+      blockNumber: c.blockNumber,
+      blockHash: c.blockHash,
+      blockTimestamp: c.blockTimestamp,
+      ...pulled,
+      referenceTopic: keccak256(c.paymentReference as `0x${string}`),
+      subscriptionPeriod: { contractAddress: c.contractAddress, onchainId: c.onchainId.toString(), periodIndex: c.periodIndex },
+    }));
   },
 
   invoiceKeys: (p) => ({ referenceTopics: p.referenceTopic ? [p.referenceTopic] : [], settlementAddresses: [] }),

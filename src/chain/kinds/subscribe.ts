@@ -14,13 +14,13 @@ import { createSubscriptionOfCheckout } from '../../db/subscription-chain.js';
 import { SUBSCRIPTION_MANAGER_ABI } from '../subscription-manager-abi.js';
 import { position, type LogPosition } from '../rpc.js';
 import { defineKind, type CheckoutTerms, type ObservedPayment, type SubscribedTerms } from './kind.js';
+import { takePulledLegs } from './pull-legs.js';
 
 export interface SubscribeLog extends LogPosition {
   terms: SubscribedTerms;
 }
 
 const SUBSCRIBED = getAbiItem({ abi: SUBSCRIPTION_MANAGER_ABI, name: 'Subscribed' });
-const ZERO = '0x0000000000000000000000000000000000000000';
 
 /** Every term the wallet was asked to subscribe with is the one the contract holds. */
 export function sameTerms(log: SubscribedTerms, c: CheckoutTerms): boolean {
@@ -70,48 +70,19 @@ export const subscribeKind = defineKind<'subscribe', SubscribeLog>({
       }));
   },
 
-  observe(logs, { legs, feeAddress }) {
-    const out: ObservedPayment[] = [];
-    const byTx = new Map<string, SubscribeLog[]>();
-    for (const s of logs) {
-      const same = byTx.get(s.txHash);
-      if (same) same.push(s);
-      else byTx.set(s.txHash, [s]);
-    }
-    for (const subs of byTx.values()) {
-      subs.sort((a, b) => a.logIndex - b.logIndex);
-      subs.forEach((s, n) => {
-        // As a charge's: the legs are the Transfer logs after the event and before the
-        // transaction's next Subscribed, the payee's share first, the fee (when it did not round to
-        // zero) after it; the fee counts only when it reached the chain's fee address.
-        const before = subs[n + 1]?.logIndex ?? Number.POSITIVE_INFINITY;
-        const window = legs.free(s.txHash).filter((t) => t.logIndex > s.logIndex && t.logIndex < before);
-        const merchantLeg = window.find((t) => !sameAddress(t.to, feeAddress));
-        const feeLeg = merchantLeg ? window.find((t) => t.logIndex > merchantLeg.logIndex && sameAddress(t.tokenAddress, merchantLeg.tokenAddress) && sameAddress(t.from, merchantLeg.from)) : undefined;
-        legs.take(merchantLeg);
-        legs.take(feeLeg);
-        out.push({
-          kind: 'subscribe',
-          txHash: s.txHash,
-          logIndex: s.logIndex,
-          txPosition: `subscribe:${n}`,
-          blockNumber: s.blockNumber,
-          blockHash: s.blockHash,
-          blockTimestamp: s.blockTimestamp,
-          tokenAddress: merchantLeg?.tokenAddress ?? ZERO,
-          from: merchantLeg?.from ?? null,
-          to: merchantLeg?.to ?? ZERO,
-          amountAtomic: (merchantLeg?.value ?? 0n) + (feeLeg?.value ?? 0n),
-          feeAtomic: feeLeg?.value ?? 0n,
-          feeAddress: feeLeg?.to ?? null,
-          referenceTopic: null,
-          receivedAtomic: merchantLeg?.value ?? 0n,
-          feeReceivedAtomic: feeLeg && sameAddress(feeLeg.to, feeAddress) ? feeLeg.value : 0n,
-          subscribed: s.terms,
-        });
-      });
-    }
-    return out;
+  observe(logs, ctx) {
+    return takePulledLegs(logs, ctx).map(({ event: s, n, pulled }): ObservedPayment => ({
+      kind: 'subscribe',
+      txHash: s.txHash,
+      logIndex: s.logIndex,
+      txPosition: `subscribe:${n}`,
+      blockNumber: s.blockNumber,
+      blockHash: s.blockHash,
+      blockTimestamp: s.blockTimestamp,
+      ...pulled,
+      referenceTopic: null,
+      subscribed: s.terms,
+    }));
   },
 
   invoiceKeys: (p) => ({ referenceTopics: [], settlementAddresses: [], checkoutReferences: p.subscribed ? [p.subscribed.checkoutReference] : [] }),
