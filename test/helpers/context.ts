@@ -84,9 +84,20 @@ export async function loseQueueStore(env: TestEnv): Promise<void> {
   const c = new pg.Client({ connectionString: env.db.url });
   await c.connect();
   try {
-    await c.query('begin');
-    for (const table of ['job_log', 'dedup', 'dedup_next', 'job', 'scheduler']) await c.query(`delete from bullmq.${table}`);
-    await c.query('commit');
+    // A worker finishing a job meanwhile locks its job row then others: the deletes may deadlock
+    // with it, and Postgres then rolls one of the two back. When that is this transaction, the
+    // store was not lost yet: do it again (seen on CI: 'deadlock detected' against move_to_completed).
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await c.query('begin');
+        for (const table of ['job_log', 'dedup', 'dedup_next', 'job', 'scheduler']) await c.query(`delete from bullmq.${table}`);
+        await c.query('commit');
+        return;
+      } catch (err) {
+        await c.query('rollback');
+        if ((err as { code?: string }).code !== '40P01' || attempt === 5) throw err;
+      }
+    }
   } finally {
     await c.end();
   }
