@@ -39,11 +39,14 @@ describe('the fee counted, read under the invoice lock', () => {
         [newId('pay'), `0x${'ab'.repeat(32)}`, `0x${'00'.repeat(32)}`, invoiceId],
       );
       await second.query('begin');
+      // Asked by its pid: the locking statement's text is longer than pg_stat_activity keeps (1 kB).
+      const secondPid = (await second.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0].pid;
       const waiting = lockPayableInvoice(second, scope, invoiceId);
       // The second transaction is waiting for the row lock: only then does the first commit.
       await expect.poll(async () => {
         const { rows } = await fx.api.pool.query<{ n: number }>(
-          `select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and query like '%for update%' and datname = current_database()`,
+          `select count(*)::int as n from pg_stat_activity where pid = $1 and cardinality(pg_blocking_pids(pid)) > 0`,
+          [secondPid],
         );
         return rows[0].n;
       }, { timeout: 10_000 }).toBe(1);
