@@ -161,7 +161,6 @@ function setUp(root: HTMLElement): void {
     (messages[key] ?? key).replace(/\{\{(\w+)\}\}/g, (_m, name: string) => String(values[name] ?? ''));
   const checkoutUrl = root.dataset.checkoutUrl ?? null;
   let statusUrl = root.dataset.statusUrl ?? null;
-  let busy = false;
   /** The network's own token, which pays the fee: named when the wallet is short of it. */
   let feeToken = { symbol: 'ETH', network: '' };
 
@@ -364,22 +363,7 @@ function setUp(root: HTMLElement): void {
     }
   }
 
-  button.addEventListener('click', () => {
-    if (busy) return;
-    busy = true;
-    button.disabled = true;
-    pay()
-      .catch((err: unknown) => {
-        if (err instanceof Stop) return;
-        if (errorCode(err) === USER_REJECTED) say(t('wallet.rejected'), 'rejected');
-        else if (isShortOfGas(err)) say(t('wallet.gas', feeToken), 'error');
-        else say(t('wallet.failed', { message: firstLine(err) }), 'error');
-      })
-      .finally(() => {
-        busy = false;
-        button.disabled = false;
-      });
-  });
+  runOnClick(button, pay, say, t, () => feeToken);
   root.hidden = false;
   // A payment link's form holds the wallet's fields: shown with the button (it is the only way to pay there without the sandbox).
   document.getElementById('link-pay')?.removeAttribute('hidden');
@@ -399,7 +383,6 @@ function setUpSubscription(root: HTMLElement): void {
   const messages = JSON.parse(root.dataset.messages ?? '{}') as Record<string, string>;
   const t: Translate = (key, values = {}) => (messages[key] ?? key).replace(/\{\{(\w+)\}\}/g, (_m, name: string) => String(values[name] ?? ''));
   const subscribeUrl = root.dataset.subscribeUrl!;
-  let busy = false;
   let feeToken = { symbol: 'ETH', network: '' };
   const say: Say = (text, state = 'info') => {
     line.textContent = text;
@@ -544,22 +527,7 @@ function setUpSubscription(root: HTMLElement): void {
     }
   }
 
-  button.addEventListener('click', () => {
-    if (busy) return;
-    busy = true;
-    button.disabled = true;
-    subscribe()
-      .catch((err: unknown) => {
-        if (err instanceof Stop) return;
-        if (errorCode(err) === USER_REJECTED) say(t('wallet.rejected'), 'rejected');
-        else if (isShortOfGas(err)) say(t('wallet.gas', feeToken), 'error');
-        else say(t('wallet.failed', { message: firstLine(err) }), 'error');
-      })
-      .finally(() => {
-        busy = false;
-        button.disabled = false;
-      });
-  });
+  runOnClick(button, subscribe, say, t, () => feeToken);
   root.hidden = false;
 }
 
@@ -567,3 +535,24 @@ const root = document.getElementById('wallet-pay');
 if (root) setUp(root);
 const subscriptionRoot = document.getElementById('subscription-pay');
 if (subscriptionRoot) setUpSubscription(subscriptionRoot);
+
+/** One wallet action per click: the button is off while it runs; a refusal or a failure is said in words. */
+function runOnClick(button: HTMLButtonElement, action: () => Promise<void>, say: Say, t: Translate, feeToken: () => { symbol: string; network: string }): void {
+  let busy = false;
+  button.addEventListener('click', () => {
+    if (busy) return;
+    busy = true;
+    button.disabled = true;
+    action()
+      .catch((err: unknown) => {
+        if (err instanceof Stop) return;
+        if (errorCode(err) === USER_REJECTED) say(t('wallet.rejected'), 'rejected');
+        else if (isShortOfGas(err)) say(t('wallet.gas', feeToken()), 'error');
+        else say(t('wallet.failed', { message: firstLine(err) }), 'error');
+      })
+      .finally(() => {
+        busy = false;
+        button.disabled = false;
+      });
+  });
+}
