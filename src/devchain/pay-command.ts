@@ -208,26 +208,34 @@ const RECEIPT_POLL_MS = 100;
 const RECEIPT_TIMEOUT_MS = 60_000;
 
 /**
+ * A key's clients on the local chain at `rpcUrl` (`npm run pay`, `npm run subscribe`), once the
+ * node answered `chainId`; `fail` makes the command's own one-line error, `what` names what is on that chain.
+ */
+export async function connectLocalSigner(chainId: number, rpcUrl: string, privateKey: Hex, what: string, fail: (message: string) => Error) {
+  const account = privateKeyToAccount(privateKey);
+  const chain = defineChain({
+    id: chainId,
+    name: `local ${chainId}`,
+    nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
+    rpcUrls: { default: { http: [rpcUrl] } },
+  });
+  const transport = http(rpcUrl, { retryCount: 0 });
+  const publicClient = createPublicClient({ chain, transport, pollingInterval: RECEIPT_POLL_MS, cacheTime: 0 });
+  const wallet = createWalletClient({ account, chain, transport });
+  const answered = await publicClient.getChainId().catch((err: unknown) => {
+    throw fail(`no chain answers at ${rpcUrl} (${firstLine(err)}): is npm run chain running?`);
+  });
+  if (answered !== chainId) throw fail(`${rpcUrl} answers chain id ${answered}, ${what} is on chain ${chainId}`);
+  return { account, publicClient, wallet };
+}
+
+/**
  * Sends the plan from `privateKey`'s account (signed here): checks the node's chain id and the
  * payer's balance, approves the proxy for the total when the allowance is short (and waits for it,
  * so the payment's gas can be estimated), then pays; resolves with the mined payment.
  */
 export async function sendPayment(plan: PaymentPlan, privateKey: Hex): Promise<SentPayment> {
-  const account = privateKeyToAccount(privateKey);
-  const chain = defineChain({
-    id: plan.chainId,
-    name: `local ${plan.chainId}`,
-    nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
-    rpcUrls: { default: { http: [plan.rpcUrl] } },
-  });
-  const transport = http(plan.rpcUrl, { retryCount: 0 });
-  const publicClient = createPublicClient({ chain, transport, pollingInterval: RECEIPT_POLL_MS, cacheTime: 0 });
-  const wallet = createWalletClient({ account, chain, transport });
-
-  const answered = await publicClient.getChainId().catch((err: unknown) => {
-    throw new PayCommandError(`no chain answers at ${plan.rpcUrl} (${firstLine(err)}): is npm run chain running?`);
-  });
-  if (answered !== plan.chainId) throw new PayCommandError(`${plan.rpcUrl} answers chain id ${answered}, the invoice is on chain ${plan.chainId}`);
+  const { account, publicClient, wallet } = await connectLocalSigner(plan.chainId, plan.rpcUrl, privateKey, 'the invoice', (m) => new PayCommandError(m));
   const balance = await publicClient.readContract({ address: plan.token, abi: TEST_USDC_ABI, functionName: 'balanceOf', args: [account.address] });
   if (balance < plan.totalAtomic) {
     const fmt = (v: bigint) => `${formatUnits(v, plan.tokenDecimals)} ${plan.currency}`;

@@ -3,15 +3,14 @@
 // subscription checkout from the running API (POST /pay/<link id>/subscribe, the exact terms), an
 // approve when the allowance is short, then subscribe(terms). What it reads and refuses are plain
 // functions here (unit-tested); startCheckout and sendSubscription do the I/O.
-import { createPublicClient, createWalletClient, defineChain, formatUnits, http, parseEventLogs, type Address, type Hash, type Hex } from 'viem';
-import { privateKeyToAccount } from 'viem/accounts';
+import { formatUnits, parseEventLogs, type Address, type Hash, type Hex } from 'viem';
 import { SUBSCRIPTION_MANAGER_ABI } from '../chain/subscription-manager-abi.js';
 import type { Chain } from '../domain/chains.js';
 import { LOCAL_CHAIN_ID } from '../domain/chains.js';
 import type { SubscriptionCheckoutAnswer } from '../http/schemas/payment-page.js';
 import { TEST_USDC_ABI } from './contracts.js';
 import { firstLine } from '../lib/first-line.js';
-import { DEFAULT_PAYER, localRpcUrl } from './pay-command.js';
+import { connectLocalSigner, DEFAULT_PAYER, localRpcUrl } from './pay-command.js';
 
 export const SUBSCRIBE_USAGE = 'npm run subscribe -- <payment link id | payment page URL> [--email <address>] [--key <private key>]';
 
@@ -140,20 +139,7 @@ const RECEIPT_TIMEOUT_MS = 60_000;
 /** Approves the contract when the allowance is short of the first period, then subscribe(terms); resolves with the mined call. */
 export async function sendSubscription(plan: SubscriptionPlan, privateKey: Hex): Promise<SentSubscription> {
   const { answer } = plan;
-  const account = privateKeyToAccount(privateKey);
-  const chain = defineChain({
-    id: answer.chain_id,
-    name: `local ${answer.chain_id}`,
-    nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
-    rpcUrls: { default: { http: [plan.rpcUrl] } },
-  });
-  const transport = http(plan.rpcUrl, { retryCount: 0 });
-  const publicClient = createPublicClient({ chain, transport, pollingInterval: RECEIPT_POLL_MS, cacheTime: 0 });
-  const wallet = createWalletClient({ account, chain, transport });
-  const answered = await publicClient.getChainId().catch((err: unknown) => {
-    throw new SubscribeCommandError(`no chain answers at ${plan.rpcUrl} (${firstLine(err)}): is npm run chain running?`);
-  });
-  if (answered !== answer.chain_id) throw new SubscribeCommandError(`${plan.rpcUrl} answers chain id ${answered}, the subscription is on chain ${answer.chain_id}`);
+  const { account, publicClient, wallet } = await connectLocalSigner(answer.chain_id, plan.rpcUrl, privateKey, 'the subscription', (m) => new SubscribeCommandError(m));
   const terms = answer.terms;
   const token = terms.token as Address;
   const contract = answer.contract_address as Address;
