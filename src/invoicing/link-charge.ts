@@ -22,10 +22,17 @@ export async function lockChargeableLink(tx: PoolClient, scope: Scope, linkId: s
   return link;
 }
 
-/** The amount a payment on the link charges: its price, or a given amount within a custom link's range (or its preset). */
+/**
+ * The amount a one-time payment on the link charges: its price, or a given amount within a custom
+ * link's range (or its preset). A recurring price's link sells a subscription
+ * (subscription-checkout.ts), never a one-time payment, simulated or by wallet.
+ */
 export async function linkChargeAmount(tx: PoolClient, scope: Scope, link: PaymentLinkRow, given: string | undefined): Promise<string> {
   if (link.type === 'fixed_price') {
     const price = await findPriceForUse(tx, scope, link.price_id!);
+    if (price!.interval_seconds !== null) {
+      throw new DomainError('payment_link_not_payable', 'This payment link sells a subscription: subscribe with the wallet on its page (POST /pay/<link id>/subscribe).');
+    }
     const amount = price!.amount;
     if (given !== undefined) {
       const parsed = parseAmount(given, link.token_decimals);

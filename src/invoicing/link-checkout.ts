@@ -20,7 +20,6 @@ import { DomainError } from '../errors.js';
 import type { Config } from '../config.js';
 import { issueInvoiceInTransaction } from './issue.js';
 import { linkChargeAmount, lockChargeableLink } from './link-charge.js';
-import { findPriceForUse } from '../db/products.js';
 
 export interface CheckoutRequest {
   amount?: string;
@@ -54,10 +53,6 @@ export async function createLinkCheckout(
 ): Promise<{ invoice: InvoiceRow }> {
   return withTransaction(pool, async (tx) => {
     const link = await lockChargeableLink(tx, scope, linkId);
-    // A recurring price's link sells a subscription (subscription-checkout.ts), never a one-time payment.
-    if (link.price_id !== null && (await findPriceForUse(tx, scope, link.price_id))?.interval_seconds != null) {
-      throw new DomainError('payment_link_not_payable', 'This payment link sells a subscription: subscribe with the wallet on its page (POST /pay/<link id>/subscribe).');
-    }
     const amount = await linkChargeAmount(tx, scope, link, req.amount);
     if (!linkPayableOnChain(config.chains, link.chain_id, await findSettlementAddress(tx, scope))) {
       throw new DomainError('payment_link_not_payable', 'This payment link cannot be paid with a wallet yet: the merchant has no settlement address on its network.');

@@ -225,7 +225,7 @@ describe('POST /pay/<link id>/subscribe', () => {
     expect(rows[0].n).toBe(0);
   });
 
-  it('a recurring price\'s link takes no one-time checkout', async () => {
+  it('a recurring price\'s link takes no one-time checkout, and no simulated one-time payment (test helper or page form)', async () => {
     const res = await fx.api.app.inject({
       method: 'POST',
       url: `/pay/${monthlyLink}/checkout`,
@@ -234,6 +234,19 @@ describe('POST /pay/<link id>/subscribe', () => {
     });
     expect(res.statusCode).toBe(409);
     expect(res.json().error).toMatchObject({ code: 'payment_link_not_payable', message: expect.stringContaining('sells a subscription') });
+
+    const helper = await call('POST', `/v1/test_helpers/payment-links/${monthlyLink}/payments`, keys.sandbox, { customer_email: email() });
+    expectError(helper, 409, 'invalid_request_error', 'payment_link_not_payable');
+    const form = await fx.api.app.inject({
+      method: 'POST',
+      url: `/pay/${monthlyLink}/simulate`,
+      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: ORIGIN, 'sec-fetch-site': 'same-origin' },
+      payload: new URLSearchParams({ customer_email: email() }).toString(),
+    });
+    expect(form.statusCode).not.toBe(303);
+    expect(form.body).toContain('sells a subscription');
+    const { rows } = await fx.api.pool.query('select count(*)::int as n from payment_link_payments where payment_link_id = $1', [monthlyLink]);
+    expect(rows[0].n).toBe(0);
   });
 
   it('refuses bad input, another origin, an unknown link, and a fourth unpaid checkout of one email', async () => {
