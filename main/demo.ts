@@ -25,13 +25,13 @@ import { hashApiKey } from '../src/domain/api-keys.js';
 import { MERCHANT_ACCOUNT_INDEX, WELL_KNOWN_ACCOUNTS } from '../src/devchain/accounts.js';
 
 const DEMO_ACCOUNT = 'acct_demo';
-const KEYS_FILE = 'var/demo-keys.json';
 const DEMO_SETTLEMENT_ADDRESS = '0xDe30000000000000000000000000000000000001';
 
 // Quiet by default: the last line of stdout is the JSON a newcomer copies from.
 const chains = useLocalChainsFile({ LOG_LEVEL: 'warn', ...process.env });
 const database = await chooseDatabaseOrExit(chains.env, 'share');
 const config = loadConfigOrExit(database.env);
+const KEYS_FILE = config.demoKeysFile;
 const log = createLogger(config.logLevel, undefined, { pretty: prettyLogs(config.logFormat) });
 if (chains.found !== null) log.info({ chains_file: chains.found }, 'chains file found');
 // The local chain (network `local`) with a token to invoice in: the demo's invoice is paid there.
