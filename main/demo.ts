@@ -113,8 +113,9 @@ try {
   const customLinkId =
     (await findDemoObjects.paymentLinkNamed(api.pool, DEMO_ACCOUNT, 'Demo: tip jar')) ??
     (await call<{ id: string }>(key, 'POST', '/v1/payment-links', { name: 'Demo: tip jar', min_amount: '1', max_amount: '500', preset_amount: '5' })).id;
-  // A link with a payment, to see that it cannot be deleted.
-  if (!(await linkHasPayments(api.pool, linkId))) await call(key, 'POST', `/v1/test_helpers/payment-links/${linkId}/payments`, { customer_email: 'payer@example.com' });
+  // A link with a payment, to see that it cannot be deleted: the tip jar, a one-time link. The Pro
+  // plan's link sells a subscription (its price is monthly), which no simulated payment starts.
+  if (!(await linkHasPayments(api.pool, customLinkId))) await call(key, 'POST', `/v1/test_helpers/payment-links/${customLinkId}/payments`, { customer_email: 'payer@example.com' });
 
   // A plan charged every 30 s from the subscriber's wallet (a sandbox custom interval), and its
   // link: on a local chain `npm run subscribe -- <link id>` subscribes from an anvil account, and
