@@ -25,13 +25,13 @@ import { hashApiKey } from '../src/domain/api-keys.js';
 import { MERCHANT_ACCOUNT_INDEX, WELL_KNOWN_ACCOUNTS } from '../src/devchain/accounts.js';
 
 const DEMO_ACCOUNT = 'acct_demo';
-const KEYS_FILE = 'var/demo-keys.json';
 const DEMO_SETTLEMENT_ADDRESS = '0xDe30000000000000000000000000000000000001';
 
 // Quiet by default: the last line of stdout is the JSON a newcomer copies from.
 const chains = useLocalChainsFile({ LOG_LEVEL: 'warn', ...process.env });
 const database = await chooseDatabaseOrExit(chains.env, 'share');
 const config = loadConfigOrExit(database.env);
+const KEYS_FILE = config.demoKeysFile;
 const log = createLogger(config.logLevel, undefined, { pretty: prettyLogs(config.logFormat) });
 if (chains.found !== null) log.info({ chains_file: chains.found }, 'chains file found');
 // The local chain (network `local`) with a token to invoice in: the demo's invoice is paid there.
@@ -113,8 +113,9 @@ try {
   const customLinkId =
     (await findDemoObjects.paymentLinkNamed(api.pool, DEMO_ACCOUNT, 'Demo: tip jar')) ??
     (await call<{ id: string }>(key, 'POST', '/v1/payment-links', { name: 'Demo: tip jar', min_amount: '1', max_amount: '500', preset_amount: '5' })).id;
-  // A link with a payment, to see that it cannot be deleted.
-  if (!(await linkHasPayments(api.pool, linkId))) await call(key, 'POST', `/v1/test_helpers/payment-links/${linkId}/payments`, { customer_email: 'payer@example.com' });
+  // A link with a payment, to see that it cannot be deleted: the tip jar, a one-time link. The Pro
+  // plan's link sells a subscription (its price is monthly), which no simulated payment starts.
+  if (!(await linkHasPayments(api.pool, customLinkId))) await call(key, 'POST', `/v1/test_helpers/payment-links/${customLinkId}/payments`, { customer_email: 'payer@example.com' });
 
   // A plan charged every 30 s from the subscriber's wallet (a sandbox custom interval), and its
   // link: on a local chain `npm run subscribe -- <link id>` subscribes from an anvil account, and

@@ -151,6 +151,12 @@ export const ConfigSchema = Type.Object({
     description:
       "the spec's `{payment_page_base}`: links are `<base>/<link_id>`, invoices `<base>/<reference>`. The default is the [payment page](payment-page-and-documents.md#payment-page) this API serves at `/pay`; a deployment with its own page sets its address (the emails, PDFs and QR codes then point there)",
   }),
+  demoKeysFile: text({
+    env: 'DEMO_KEYS_FILE',
+    group: 'API',
+    default: 'var/demo-keys.json',
+    description: "`npm run demo`'s own copy of the demo merchant's keys (mode 600), to print them again on the next run; a test or a second checkout of the demo names its own",
+  }),
   platformFeeBps: integer({
     env: 'PLATFORM_FEE_BPS',
     group: 'API',

@@ -110,7 +110,7 @@ export const ERROR_WHEN: Record<ErrorCode, string> = {
   payment_link_invalid: 'contradictory link fields (e.g. `redirect` without `redirect_url`)',
   payment_link_inactive: 'a payment on a closed link',
   payment_link_exhausted: 'a payment past `max_payments`',
-  payment_link_not_payable: 'a wallet checkout of a link whose account has no settlement address in its environment, or whose chain has no fee proxy or fee address; a one-time checkout (`POST /pay/<link id>/checkout`) of a recurring price\'s link, which sells a subscription',
+  payment_link_not_payable: 'a wallet checkout of a link whose account has no settlement address in its environment, or whose chain has no fee proxy or fee address; a one-time checkout (`POST /pay/<link id>/checkout`) or a simulated payment (the test helper, the page\'s sandbox form) of a recurring price\'s link, which sells a subscription',
   webhook_url_invalid: 'a webhook URL that is not absolute http(s), carries credentials or a fragment, or is not https in live',
   webhook_url_not_public:
     'a webhook URL whose host resolves to a loopback, private, link-local or otherwise non-public address, or does not resolve; the message names the host, never what it resolves to',
