@@ -25,8 +25,9 @@ function fail(message: string): never {
 
 // Quiet: what this command prints is the subscription (or one line saying why not).
 const chains = useLocalChainsFile({ LOG_LEVEL: 'warn', ...process.env });
-// This command reads no database (the API makes the checkout): the configuration only needs one named.
-const config = loadConfigOrExit({ DATABASE_URL: 'postgres://unused.invalid/subscribe', ...chains.env });
+// This command reads no database (the API makes the checkout): the configuration only needs one
+// named. Empty is unset, as everywhere in the configuration (`DATABASE_URL=` beside the embedded one).
+const config = loadConfigOrExit({ ...chains.env, DATABASE_URL: process.env.DATABASE_URL || 'postgres://unused.invalid/subscribe' });
 try {
   const opts = subscribeCommandOptions(process.argv.slice(2));
   const target = linkTarget(opts.handle, config.paymentPageBase);
