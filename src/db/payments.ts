@@ -554,6 +554,12 @@ export async function paymentsOfInvoice(db: Queryable, invoiceId: string): Promi
   return rows;
 }
 
+/** How many payments of the invoice are seen on the chain and not yet confirmed (removed ones are gone). */
+export async function countPendingPayments(db: Queryable, invoiceId: string): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(`select count(*)::int as n from payments where invoice_id = $1 and status = 'pending'`, [invoiceId]);
+  return rows[0].n;
+}
+
 /** A merchant's choice: an unmatched confirmed payment now belongs to an invoice, with what it did to it and counted toward it. */
 export async function attachPayment(
   db: Queryable,

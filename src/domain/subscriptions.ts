@@ -64,6 +64,21 @@ export function periodIndexAt(s: PeriodClock, at: Date): number {
   return Math.max(0, Math.round((at.getTime() - s.startedAt.getTime()) / (s.intervalSeconds * 1000)));
 }
 
+/** What the worker does with the period invoice it is about to charge. */
+export type PeriodChargeVerdict = 'settled' | 'payment_pending' | 'charge';
+
+/**
+ * Whether a period invoice is charged now. Paid or voided: settled, the next period follows. A
+ * payment of it seen on the chain and not yet confirmed (the customer paying it by wallet, as the
+ * failed-attempt email offers, or the relayer's own charge waiting for its confirmations): not
+ * charged until that payment is confirmed or gone, since the contract always pulls the whole
+ * period's amount and the customer would pay the period twice.
+ */
+export function periodChargeVerdict(invoice: { status: string; pendingPayments: number }): PeriodChargeVerdict {
+  if (invoice.status === 'paid' || invoice.status === 'void') return 'settled';
+  return invoice.pendingPayments > 0 ? 'payment_pending' : 'charge';
+}
+
 // --- dunning ---
 
 /** DUNNING_SCHEDULE's default: retries 1, 3, 5 and 7 days after the period's due time. */
