@@ -179,3 +179,34 @@ describe('a payer paying a period by wallet while the relayer would charge it', 
     await fx.api.pool.query(`update subscriptions set status = 'canceled', canceled_by = 'customer', onchain_canceled_at = now() where id = $1`, [sub.id]);
   }, 240_000);
 });
+
+describe('a subscribe call against a checkout that is no longer payable', () => {
+  it('the merchant voided the checkout invoice: the subscribe is recorded against it as invoice_void, and no subscription is made (nothing will ever be charged)', async () => {
+    startMiner();
+    const payer = chain.payers[2];
+    const email = `void-${Math.random().toString(36).slice(2)}@example.test`;
+    const origin = fixture!.origin!;
+    const res = await fetch(`${origin}/pay/${linkId}/subscribe`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin, 'sec-fetch-site': 'same-origin' },
+      body: JSON.stringify({ customer_email: email }),
+    });
+    const answer = (await res.json()) as SubscriptionCheckoutAnswer;
+    expect(res.status, JSON.stringify(answer)).toBe(200);
+    const { rows } = await fx.api.pool.query<{ invoice_id: string }>('select invoice_id from subscription_checkouts where checkout_reference = $1', [answer.terms.checkout_reference.toLowerCase()]);
+    const invoiceId = rows[0].invoice_id;
+    const voided = await api.post(`/v1/invoices/${invoiceId}/void`, key());
+    expect(voided.status, voided.raw).toBe(200);
+
+    // The wallet still holds the terms and subscribes with them, exactly.
+    const sent = await sendSubscription({ rpcUrl: chain.rpcUrl, answer }, payer.privateKey);
+    await waitUntil(async () => (await fx.api.pool.query(`select 1 from payments where tx_hash = $1 and status = 'confirmed'`, [sent.txHash])).rowCount === 1, STATE_TIMEOUT_MS, 250);
+    const { rows: payments } = await fx.api.pool.query<{ kind: string; invoice_id: string | null; outcome: string }>(`select kind, invoice_id, outcome from payments where tx_hash = $1`, [sent.txHash]);
+    expect(payments).toEqual([{ kind: 'subscribe', invoice_id: invoiceId, outcome: 'invoice_void' }]);
+    expect(await subscriptionOf(email)).toBeNull();
+    const { rows: checkout } = await fx.api.pool.query<{ subscription_id: string | null }>('select subscription_id from subscription_checkouts where invoice_id = $1', [invoiceId]);
+    expect(checkout).toEqual([{ subscription_id: null }]);
+    expect((await api.get(`/v1/invoices/${invoiceId}`, key())).body.data).toMatchObject({ status: 'void', amount_paid_atomic: '0' });
+    stopMiner();
+  }, 240_000);
+});
