@@ -210,3 +210,44 @@ describe('a subscribe call against a checkout that is no longer payable', () => 
     stopMiner();
   }, 240_000);
 });
+
+describe('a node whose Subscribed log a reorg takes away', () => {
+  it('seen pending, then reorged out before its confirmations: the payment is removed, no subscription is made, the checkout invoice stays open', async () => {
+    stopMiner();
+    const payer = chain.payers[3];
+    const email = `reorg-${Math.random().toString(36).slice(2)}@example.test`;
+    const origin = fixture!.origin!;
+    const res = await fetch(`${origin}/pay/${linkId}/subscribe`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin, 'sec-fetch-site': 'same-origin' },
+      body: JSON.stringify({ customer_email: email }),
+    });
+    const answer = (await res.json()) as SubscriptionCheckoutAnswer;
+    expect(res.status, JSON.stringify(answer)).toBe(200);
+    const balanceBefore = await chain.balanceOf(payer.address);
+    const sent = await sendSubscription({ rpcUrl: chain.rpcUrl, answer }, payer.privateKey);
+    const pendingRow = async () => (await fx.api.pool.query<{ status: string }>(`select status from payments where tx_hash = $1`, [sent.txHash])).rows[0]?.status;
+    await waitUntil(async () => (await pendingRow()) === 'pending', STATE_TIMEOUT_MS, 100);
+
+    // The blocks of the approve and the subscribe are replaced by empty ones: the call never happened.
+    const depth = Number((await chain.publicClient.getBlockNumber()) - (sent.approveTxHash ? sent.blockNumber - 1n : sent.blockNumber)) + 1;
+    await chain.reorg(depth);
+    expect(await chain.balanceOf(payer.address)).toBe(balanceBefore);
+    startMiner();
+    await waitUntil(async () => (await pendingRow()) === 'removed', STATE_TIMEOUT_MS, 250);
+    // Well past the block it was in, with its confirmations: still nothing made of it.
+    await waitUntil(
+      async () => (await fx.api.pool.query(`select 1 from chain_cursors where chain_id = $1 and block_number >= $2`, [chain.chainId, (sent.blockNumber + 3n).toString()])).rowCount === 1,
+      STATE_TIMEOUT_MS,
+      250,
+    );
+    expect(await subscriptionOf(email)).toBeNull();
+    const { rows } = await fx.api.pool.query<{ subscription_id: string | null; status: string; amount_paid_atomic: string }>(
+      `select k.subscription_id, i.status, i.amount_paid_atomic::text from subscription_checkouts k join invoices i on i.id = k.invoice_id where k.checkout_reference = $1`,
+      [answer.terms.checkout_reference.toLowerCase()],
+    );
+    expect(rows).toEqual([{ subscription_id: null, status: 'open', amount_paid_atomic: '0' }]);
+    expect(await pendingRow()).toBe('removed');
+    stopMiner();
+  }, 240_000);
+});
