@@ -11,7 +11,11 @@
 // - A Charged log pays a period invoice only when contract, id, period, payee and token all match.
 import { keccak256 } from 'viem';
 import { describe, expect, it } from 'vitest';
+import type { PublicClient } from 'viem';
+import { cancelKind } from '../../src/chain/kinds/cancel.js';
 import { chargeKind, type ChargeLog } from '../../src/chain/kinds/charge.js';
+import type { ChainRpc } from '../../src/chain/rpc.js';
+import type { Chain } from '../../src/domain/chains.js';
 import type { CandidateInvoice, CheckoutTerms, InvoiceBook, SubscribedTerms, TransferLog } from '../../src/chain/kinds/kind.js';
 import { subscribeKind, type SubscribeLog } from '../../src/chain/kinds/subscribe.js';
 import { observePayments, type ObservedPayment } from '../../src/chain/observe.js';
@@ -269,5 +273,30 @@ describe('periodChargeVerdict', () => {
     expect(periodChargeVerdict({ status: 'overdue', pendingPayments: 2 })).toBe('payment_pending');
     expect(periodChargeVerdict({ status: 'open', pendingPayments: 0 })).toBe('charge');
     expect(periodChargeVerdict({ status: 'overdue', pendingPayments: 0 })).toBe('charge');
+  });
+});
+
+describe("a lying node answering the contract's logs from another address", () => {
+  // The node is asked for the manager's logs only; it answers each kind's log twice, once from the
+  // manager and once from a contract anyone could deploy, emitting the same event.
+  const chain = { chainId: 31337, subscriptionManager: MANAGER } as Pick<Chain, 'chainId' | 'subscriptionManager'> as Chain;
+  const base = { transactionHash: hex(1, 32), blockNumber: 10n, blockHash: '0xb10', blockTimestamp: null };
+  const args = {
+    id: 7n, subscriber: PAYERS[0], checkoutReference: hex(5, 32), payee: PAYEE, token: TOKEN, amount: 10n, period: 3600, feeBps: 0,
+    feeAddress: FEE, operator: OPERATOR, startedAt: 1n, endsAt: 0n, periodIndex: 2, paymentReference: hex(9, 8), by: PAYERS[0],
+  };
+  const lying: ChainRpc = {
+    blockNumber: () => Promise.resolve(10n),
+    block: () => Promise.reject(new Error('not asked')),
+    blockIfAny: () => Promise.resolve(null),
+    getLogs: <T>(_narrow: boolean, query: (client: PublicClient) => Promise<T>) =>
+      query({ getLogs: () => Promise.resolve([{ ...base, logIndex: 0, address: MANAGER, args }, { ...base, logIndex: 1, address: OTHER_CONTRACT, args }]) } as unknown as PublicClient),
+  };
+
+  it('every kind of the contract keeps only the manager\'s logs', async () => {
+    for (const kind of [subscribeKind, chargeKind, cancelKind]) {
+      const logs = await kind.fetch(lying, { chain, recipients: [] }, 10n, 10n, false);
+      expect(logs.map((l) => l.logIndex), kind.name).toEqual([0]);
+    }
   });
 });
