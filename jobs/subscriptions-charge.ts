@@ -5,8 +5,9 @@
 //
 // - ends_at passed: ended.
 // - period k's invoice (made and issued now if missing: src/invoicing/subscription-period.ts);
-// - a payment of it seen and not yet confirmed (the customer paying it by wallet): not charged
-//   (the contract pulls the whole amount: the period would be paid twice), looked at again soon;
+// - payments of it seen and not yet confirmed that would settle it (the customer paying it by
+//   wallet): not charged (the contract pulls the whole amount: the period would be paid twice),
+//   looked at again soon;
 // - the charge simulated through the relayer; would succeed: sent, then looked at again later
 //   (the watcher's Charged log pays the invoice and the advance trigger moves the subscription to
 //   the next period, which takes the lease away; still unpaid then: simulated again, and a charge
@@ -20,7 +21,7 @@
 import { newId } from '../src/domain/ids.js';
 import { recordChargeSent, recordFailedAttempt, type InvoiceRow } from '../src/db/invoices.js';
 import { upsertDelivery } from '../src/db/deliveries.js';
-import { countPendingPayments } from '../src/db/payments.js';
+import { pendingPaymentsAtomic } from '../src/db/payments.js';
 import { withTransaction } from '../src/db/pool.js';
 import {
   claimChargeWork,
@@ -100,7 +101,12 @@ async function chargeOne(sub: SubscriptionWork, ctx: JobContext & { log: Logger 
   const clock = { startedAt: sub.started_at, intervalSeconds: sub.interval_seconds };
   const k = Math.max(1, periodIndexAt(clock, sub.next_charge_at));
   const invoice = await ensurePeriodInvoice(ctx.pool, sub, k);
-  const period = periodChargeVerdict({ status: invoice.status, pendingPayments: await countPendingPayments(ctx.pool, invoice.id) });
+  const period = periodChargeVerdict({
+    status: invoice.status,
+    amountAtomic: BigInt(invoice.amount_atomic ?? sub.amount_atomic),
+    paidAtomic: BigInt(invoice.amount_paid_atomic),
+    pendingAtomic: await pendingPaymentsAtomic(ctx.pool, invoice.id),
+  });
   if (period === 'payment_pending') {
     // Not charged, not counted: looked at again once the payment had time to confirm (it pays
     // the invoice and the advance trigger moves the subscription on) or to vanish.

@@ -266,13 +266,16 @@ describe('a Charged log against period invoices (seeded)', () => {
 });
 
 describe('periodChargeVerdict', () => {
-  it('a paid or voided period is settled; one with a payment on its way is not charged; otherwise charged', () => {
-    expect(periodChargeVerdict({ status: 'paid', pendingPayments: 0 })).toBe('settled');
-    expect(periodChargeVerdict({ status: 'void', pendingPayments: 1 })).toBe('settled');
-    expect(periodChargeVerdict({ status: 'open', pendingPayments: 1 })).toBe('payment_pending');
-    expect(periodChargeVerdict({ status: 'overdue', pendingPayments: 2 })).toBe('payment_pending');
-    expect(periodChargeVerdict({ status: 'open', pendingPayments: 0 })).toBe('charge');
-    expect(periodChargeVerdict({ status: 'overdue', pendingPayments: 0 })).toBe('charge');
+  const inv = (status: string, paid: bigint, pending: bigint) => ({ status, amountAtomic: 10_000_000n, paidAtomic: paid, pendingAtomic: pending });
+  it('a paid or voided period is settled; one a payment on its way would settle is not charged; dust on its way holds nothing up', () => {
+    expect(periodChargeVerdict(inv('paid', 10_000_000n, 0n))).toBe('settled');
+    expect(periodChargeVerdict(inv('void', 0n, 10_000_000n))).toBe('settled');
+    expect(periodChargeVerdict(inv('open', 0n, 10_000_000n))).toBe('payment_pending');
+    expect(periodChargeVerdict(inv('overdue', 4_000_000n, 6_000_000n))).toBe('payment_pending');
+    expect(periodChargeVerdict(inv('open', 0n, 0n))).toBe('charge');
+    // Dust anyone can send to the invoice's reference, block after block, must not stall the charge.
+    expect(periodChargeVerdict(inv('open', 0n, 1n))).toBe('charge');
+    expect(periodChargeVerdict(inv('open', 0n, 9_999_999n))).toBe('charge');
   });
 });
 
