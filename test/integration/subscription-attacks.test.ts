@@ -180,6 +180,34 @@ describe('a payer paying a period by wallet while the relayer would charge it', 
   }, 240_000);
 });
 
+describe('a stranger sending dust to a period invoice to stall its charge', () => {
+  it('a pending payment that would not settle the period holds nothing up: the charge is sent and pays it', async () => {
+    startMiner();
+    const payer = chain.payers[5];
+    const stranger = chain.payers[6];
+    const email = `dust-${Math.random().toString(36).slice(2)}@example.test`;
+    const { onchainId } = await subscribeByScript(payer, email);
+    const sub = await waitSubscription(email);
+    await approveManager(payer.address, 0n);
+    await waitUntil(async () => (await periodInvoice(sub.id, 1))?.failure_code === 'insufficient_allowance', STATE_TIMEOUT_MS, 250);
+    const inv = (await periodInvoice(sub.id, 1))!;
+    await fx.api.pool.query(`update subscriptions set next_work_at = now() + interval '1 hour' where id = $1`, [sub.id]);
+    await approveManager(payer.address, 10n ** 12n);
+    stopMiner();
+    // One atomic unit to the invoice's reference, below its confirmations when the worker looks.
+    const dust = await chain.payWithReference({ from: stranger.address, to: MERCHANT, amountAtomic: 1n, feeAtomic: 0n, reference: inv.payment_reference });
+    await waitUntil(async () => (await fx.api.pool.query(`select 1 from payments where tx_hash = $1 and status = 'pending' and invoice_id = $2`, [dust.txHash, inv.id])).rowCount === 1, STATE_TIMEOUT_MS, 250);
+
+    await fx.api.pool.query(`update subscriptions set next_work_at = now() where id = $1`, [sub.id]);
+    await waitUntil(async () => (await periodInvoice(sub.id, 1))?.charge_sent_at != null, STATE_TIMEOUT_MS, 100);
+    startMiner();
+    await waitUntil(async () => (await periodInvoice(sub.id, 1))?.status === 'paid', STATE_TIMEOUT_MS, 250);
+    expect(await chargedPeriods(onchainId)).toEqual([1]);
+    stopMiner();
+    await fx.api.pool.query(`update subscriptions set status = 'canceled', canceled_by = 'customer', onchain_canceled_at = now() where id = $1`, [sub.id]);
+  }, 240_000);
+});
+
 describe('a subscribe call against a checkout that is no longer payable', () => {
   it('the merchant voided the checkout invoice: the subscribe is recorded against it as invoice_void, and no subscription is made (nothing will ever be charged)', async () => {
     startMiner();
