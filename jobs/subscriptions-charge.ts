@@ -5,6 +5,9 @@
 //
 // - ends_at passed: ended.
 // - period k's invoice (made and issued now if missing: src/invoicing/subscription-period.ts);
+// - payments of it seen and not yet confirmed that would settle it (the customer paying it by
+//   wallet): not charged (the contract pulls the whole amount: the period would be paid twice),
+//   looked at again soon;
 // - the charge simulated through the relayer; would succeed: sent, then looked at again later
 //   (the watcher's Charged log pays the invoice and the advance trigger moves the subscription to
 //   the next period, which takes the lease away; still unpaid then: simulated again, and a charge
@@ -18,6 +21,7 @@
 import { newId } from '../src/domain/ids.js';
 import { recordChargeSent, recordFailedAttempt, type InvoiceRow } from '../src/db/invoices.js';
 import { upsertDelivery } from '../src/db/deliveries.js';
+import { pendingPaymentsAtomic } from '../src/db/payments.js';
 import { withTransaction } from '../src/db/pool.js';
 import {
   claimChargeWork,
@@ -27,7 +31,7 @@ import {
   skipPeriod,
   type SubscriptionWork,
 } from '../src/db/subscriptions.js';
-import { failureMessage, isFailureCode, nextAttemptAt, periodIndexAt, type FailureCode } from '../src/domain/subscriptions.js';
+import { failureMessage, isFailureCode, nextAttemptAt, periodChargeVerdict, periodIndexAt, type FailureCode } from '../src/domain/subscriptions.js';
 import { ensurePeriodInvoice } from '../src/invoicing/subscription-period.js';
 import { messageIdFor } from '../src/mail/message-id.js';
 import type { JobHandler } from '../src/queue/dispatcher.js';
@@ -46,10 +50,12 @@ const CHECK_SENT_AFTER_MS = 60_000;
 const RETRY_FAULT_MS = 10_000;
 /** The chain's clock is behind ours (period_not_begun): looked at again this much later. */
 const RETRY_NOT_BEGUN_MS = 2_000;
+/** A payment of the period invoice is on its way (not yet confirmed): looked at again this much later. */
+const RECHECK_PENDING_PAYMENT_MS = 10_000;
 /** A run stops claiming after this long; the next tick carries on. */
 const RUN_BUDGET_MS = 30_000;
 
-type Outcome = 'sent' | 'awaiting_confirmation' | 'failed_attempt' | 'ended' | 'period_skipped' | 'retry_later' | 'relayer_fault' | 'no_operator' | 'lease_lost';
+type Outcome = 'payment_pending' | 'sent' | 'awaiting_confirmation' | 'failed_attempt' | 'ended' | 'period_skipped' | 'retry_later' | 'relayer_fault' | 'no_operator' | 'lease_lost';
 
 export const subscriptionsCharge: JobHandler<Record<string, never>, JobContext> = async (_payload, ctx) => {
   const relayer = ctx.relayer;
@@ -95,7 +101,19 @@ async function chargeOne(sub: SubscriptionWork, ctx: JobContext & { log: Logger 
   const clock = { startedAt: sub.started_at, intervalSeconds: sub.interval_seconds };
   const k = Math.max(1, periodIndexAt(clock, sub.next_charge_at));
   const invoice = await ensurePeriodInvoice(ctx.pool, sub, k);
-  if (invoice.status === 'paid' || invoice.status === 'void') {
+  const period = periodChargeVerdict({
+    status: invoice.status,
+    amountAtomic: BigInt(invoice.amount_atomic ?? sub.amount_atomic),
+    paidAtomic: BigInt(invoice.amount_paid_atomic),
+    pendingAtomic: await pendingPaymentsAtomic(ctx.pool, invoice.id),
+  });
+  if (period === 'payment_pending') {
+    // Not charged, not counted: looked at again once the payment had time to confirm (it pays
+    // the invoice and the advance trigger moves the subscription on) or to vanish.
+    await releaseWork(ctx.pool, sub.id, sub.lease, after(RECHECK_PENDING_PAYMENT_MS));
+    return 'payment_pending';
+  }
+  if (period === 'settled') {
     // Paid already (its trigger advanced the subscription unless it was paid before it was
     // linked) or voided by the merchant (the period is not billed): on to the next period.
     const end = invoice.period_end!;

@@ -296,7 +296,8 @@ async function recordPayments(
     if (range.final) {
       if (kind.confirmed && inv) {
         const list = confirmedMatches.get(o.kind) ?? [];
-        list.push({ payment: o, invoiceId: inv.row.id, accountId: inv.row.account_id });
+        // The invoice's status before this payment applies (a void checkout starts nothing).
+        list.push({ payment: o, invoiceId: inv.row.id, accountId: inv.row.account_id, invoiceStatus: inv.status });
         confirmedMatches.set(o.kind, list);
       }
       if (!inv) {

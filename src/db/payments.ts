@@ -554,6 +554,15 @@ export async function paymentsOfInvoice(db: Queryable, invoiceId: string): Promi
   return rows;
 }
 
+/** What the invoice's payments seen on the chain and not yet confirmed moved (received + fee received), atomic. */
+export async function pendingPaymentsAtomic(db: Queryable, invoiceId: string): Promise<bigint> {
+  const { rows } = await db.query<{ total: string }>(
+    `select coalesce(sum(received_atomic + fee_received_atomic), 0)::text as total from payments where invoice_id = $1 and status = 'pending'`,
+    [invoiceId],
+  );
+  return BigInt(rows[0].total);
+}
+
 /** A merchant's choice: an unmatched confirmed payment now belongs to an invoice, with what it did to it and counted toward it. */
 export async function attachPayment(
   db: Queryable,

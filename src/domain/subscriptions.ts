@@ -64,6 +64,31 @@ export function periodIndexAt(s: PeriodClock, at: Date): number {
   return Math.max(0, Math.round((at.getTime() - s.startedAt.getTime()) / (s.intervalSeconds * 1000)));
 }
 
+/** What the worker does with the period invoice it is about to charge. */
+export type PeriodChargeVerdict = 'settled' | 'payment_pending' | 'charge';
+
+/** A period invoice as the charge decision reads it; amounts atomic. */
+export interface PeriodInvoiceState {
+  status: string;
+  amountAtomic: bigint;
+  paidAtomic: bigint;
+  /** What payments of it seen on the chain and not yet confirmed moved (received + fee received). */
+  pendingAtomic: bigint;
+}
+
+/**
+ * Whether a period invoice is charged now. Paid or voided: settled, the next period follows.
+ * Payments of it seen on the chain and not yet confirmed that would settle it (the customer paying
+ * it by wallet, as the failed-attempt email offers, or the relayer's own charge waiting for its
+ * confirmations): not charged until they are confirmed or gone, since the contract always pulls
+ * the whole period's amount and the customer would pay the period twice. A pending payment that
+ * would not settle it (dust anyone can send to its reference) holds nothing up.
+ */
+export function periodChargeVerdict(inv: PeriodInvoiceState): PeriodChargeVerdict {
+  if (inv.status === 'paid' || inv.status === 'void') return 'settled';
+  return inv.pendingAtomic > 0n && inv.paidAtomic + inv.pendingAtomic >= inv.amountAtomic ? 'payment_pending' : 'charge';
+}
+
 // --- dunning ---
 
 /** DUNNING_SCHEDULE's default: retries 1, 3, 5 and 7 days after the period's due time. */

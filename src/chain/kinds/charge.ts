@@ -32,13 +32,17 @@ export const chargeKind = defineKind<'charge', ChargeLog>({
     const logs = await rpc.getLogs(narrow, (c) =>
       c.getLogs({ address: manager, event: CHARGED, fromBlock: from, toBlock: to, strict: true }),
     );
-    return logs.map((l) => ({
-      ...position(l),
-      contractAddress: l.address,
-      onchainId: l.args.id,
-      periodIndex: l.args.periodIndex,
-      paymentReference: l.args.paymentReference.toLowerCase(),
-    }));
+    // The node filters by address; a log from elsewhere (a lying or buggy node) is not the
+    // manager's, and would take the Transfer legs of its transaction as a charge's.
+    return logs
+      .filter((l) => sameAddress(l.address, manager))
+      .map((l) => ({
+        ...position(l),
+        contractAddress: l.address.toLowerCase(),
+        onchainId: l.args.id,
+        periodIndex: l.args.periodIndex,
+        paymentReference: l.args.paymentReference.toLowerCase(),
+      }));
   },
 
   observe(logs, ctx) {

@@ -186,6 +186,8 @@ export interface ConfirmedMatch {
   payment: ObservedPayment;
   invoiceId: string;
   accountId: string;
+  /** The invoice's status as the range found it, before this payment applied. */
+  invoiceStatus: InvoiceBalance['status'];
 }
 
 /** A log that is no payment but something to record once confirmed (a subscription canceled). */

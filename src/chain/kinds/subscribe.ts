@@ -103,10 +103,13 @@ export const subscribeKind = defineKind<'subscribe', SubscribeLog>({
 
   expectedFeeAtomic: (total, feeBps) => BigInt(feeAtomic(total.toString(), feeBps)),
 
+  // A checkout whose invoice was voided (expired, or by the merchant) starts nothing: the
+  // subscribe is recorded against it as any payment of a void invoice (invoice_void, for the
+  // merchant to refund), and no subscription is made that the worker would charge every period.
   async confirmed(tx, chain, matched) {
-    for (const { payment } of matched) {
+    for (const { payment, invoiceStatus } of matched) {
       const t = payment.subscribed;
-      if (!t) continue;
+      if (!t || invoiceStatus === 'void') continue;
       // The row names addresses in EIP-55 form, as its checkout and the API's other objects do
       // (the terms are compared lower-cased; every reader of the row compares case-insensitively).
       await createSubscriptionOfCheckout(tx, {
