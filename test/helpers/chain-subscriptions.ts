@@ -2,10 +2,11 @@
 // and subscribe(terms) from a funded test account, as `npm run subscribe` does), and what the
 // crash and reorg files read about a period: its invoice, its payments, its Charged logs, its
 // relayer transactions, its receipt emails. Nothing is stood in: the watcher makes the subscription.
-import { decodeFunctionData, parseTransaction, type Hex } from 'viem';
+import { decodeFunctionData, parseTransaction, type Address, type Hex } from 'viem';
 import type { Pool } from '../../src/db/pool.js';
 import { SUBSCRIPTION_MANAGER_ABI } from '../../src/chain/subscription-manager-abi.js';
 import type { WellKnownAccount } from '../../src/devchain/accounts.js';
+import { TEST_USDC_ABI } from '../../src/devchain/contracts.js';
 import { sendSubscription } from '../../src/devchain/subscribe-command.js';
 import type { SubscriptionCheckoutAnswer } from '../../src/http/schemas/payment-page.js';
 import type { Api } from '../../src/http/types.js';
@@ -89,6 +90,14 @@ export async function periodInvoice(pool: Pool, subscriptionId: string, k: numbe
 export async function chargedLogs(chain: TestChain, onchainId: bigint): Promise<{ periodIndex: number; txHash: Hex; paymentReference: Hex }[]> {
   const logs = await chain.publicClient.getContractEvents({ address: chain.subscriptionManager, abi: SUBSCRIPTION_MANAGER_ABI, eventName: 'Charged', args: { id: onchainId }, fromBlock: 0n });
   return logs.map((l) => ({ periodIndex: l.args.periodIndex!, txHash: l.transactionHash, paymentReference: l.args.paymentReference! }));
+}
+
+/** The customer's token balance and the periods of the subscription's Charged logs, both at one block. */
+export async function pulledAtOneBlock(chain: TestChain, s: Pick<ChainSubscriber, 'payer' | 'onchainId'>): Promise<{ balance: bigint; charged: number[] }> {
+  const block = await chain.publicClient.getBlockNumber();
+  const balance = await chain.publicClient.readContract({ address: chain.token, abi: TEST_USDC_ABI, functionName: 'balanceOf', args: [s.payer.address as Address], blockNumber: block });
+  const logs = await chain.publicClient.getContractEvents({ address: chain.subscriptionManager, abi: SUBSCRIPTION_MANAGER_ABI, eventName: 'Charged', args: { id: s.onchainId }, fromBlock: 0n, toBlock: block });
+  return { balance, charged: logs.map((l) => l.args.periodIndex!) };
 }
 
 export interface RelayerRow {

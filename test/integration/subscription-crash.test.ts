@@ -23,7 +23,6 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { SUBSCRIPTION_MANAGER_ABI } from '../../src/chain/subscription-manager-abi.js';
 import type { WellKnownAccount } from '../../src/devchain/accounts.js';
-import { TEST_USDC_ABI } from '../../src/devchain/contracts.js';
 import { startRpcProxy, type RpcProxy, type TestChain } from '../helpers/anvil.js';
 import { startChainFixture, type ChainFixture } from '../helpers/chain-fixture.js';
 import {
@@ -34,6 +33,7 @@ import {
   eventCounts,
   paymentsOf,
   periodInvoice,
+  pulledAtOneBlock,
   receiptEmails,
   subscribeThroughCheckout,
   type ChainSubscriber,
@@ -178,14 +178,6 @@ async function killAtCharge(victim: WorkerProcess, afterId: bigint, killAt: Kill
   }
 }
 
-/** The customer's token balance and the subscription's Charged logs, both at one block. */
-async function pulledAtOneBlock(s: ChainSubscriber): Promise<{ balance: bigint; charged: number[] }> {
-  const block = await chain.publicClient.getBlockNumber();
-  const balance = await chain.publicClient.readContract({ address: chain.token, abi: TEST_USDC_ABI, functionName: 'balanceOf', args: [s.payer.address as Address], blockNumber: block });
-  const logs = await chain.publicClient.getContractEvents({ address: chain.subscriptionManager, abi: SUBSCRIPTION_MANAGER_ABI, eventName: 'Charged', args: { id: s.onchainId }, fromBlock: 0n, toBlock: block });
-  return { balance, charged: logs.map((l) => l.args.periodIndex!) };
-}
-
 /** Takes the subscription out of later tests' way (their workers would bill it). */
 async function retire(s: ChainSubscriber): Promise<void> {
   await fx.api.pool.query(`update subscriptions set status = 'canceled', canceled_by = 'customer', onchain_canceled_at = now() where id = $1 and status in ('active', 'past_due')`, [s.subscriptionId]);
@@ -253,7 +245,7 @@ async function crashRightAfterCharge(payer: WellKnownAccount, email: string, kil
   expect(await eventCounts(fx.api.pool, s.subscriptionId)).toEqual({ 'subscription.created': 1 });
 
   // The customer was pulled exactly once per Charged log (period 0 by the subscribe call), each period at most once.
-  const after = await pulledAtOneBlock(s);
+  const after = await pulledAtOneBlock(chain, s);
   expect(new Set(after.charged).size).toBe(after.charged.length);
   expect(balanceBefore - after.balance).toBe(AMOUNT_ATOMIC * BigInt(after.charged.length + 1));
   await retire(s);
