@@ -234,5 +234,80 @@ describe('a charge reorged out within the pending window', () => {
     const after = await pulledAtOneBlock(chain, s);
     expect(new Set(after.charged).size).toBe(after.charged.length);
     expect(balanceBefore - after.balance).toBe(AMOUNT_ATOMIC * BigInt(after.charged.length + 1));
+    // Out of the next test's way.
+    await fx.api.pool.query(`update subscriptions set status = 'canceled', canceled_by = 'customer' where id = $1`, [s.subscriptionId]);
+  }, 300_000);
+});
+
+describe('a confirmed charge reorged out deeper than the confirmations', () => {
+  it('reported and un-counted (the invoice stays paid: its receipt went out), nothing announced or advanced twice; the same charge sent again counts once more, before any later period', async () => {
+    const payer = chain.payers[7];
+    const email = 'reorg-deep@example.test';
+    const balanceBefore = await chain.balanceOf(payer.address as Address);
+    const s = await subscribeThroughCheckout({ app: fx.api.app, pool: fx.api.pool, chain, linkId, payer, email, timeoutMs: STATE_MS });
+    // Period 1 charged by the worker and confirmed: paid, its receipt out, the subscription advanced.
+    await waitUntil(async () => (await periodInvoice(fx.api.pool, s.subscriptionId, 1))?.status === 'paid', STATE_MS, 100);
+    const inv = (await periodInvoice(fx.api.pool, s.subscriptionId, 1))!;
+    await waitUntil(async () => receiptEmails(sink, email, inv.code).length >= 1, STATE_MS, 100);
+    const [charge] = (await chargedLogs(chain, s.onchainId)).filter((l) => l.periodIndex === 1);
+    await waitUntil(async () => (await chargeTransactions(fx.api.pool, chain, s.onchainId, 1))[0]?.status === 'mined', STATE_MS, 50);
+    const [confirmed] = await paymentsOf(fx.api.pool, inv.id);
+    expect(confirmed).toMatchObject({ kind: 'charge', status: 'confirmed', outcome: 'applied', tx_hash: charge.txHash.toLowerCase() });
+    const advanced = await subscriptionState(s.subscriptionId);
+    expect(advanced.current_period_start.getTime()).toBe(s.startedAtMs + INTERVAL_S * 1000);
+
+    stopMiner();
+    await chain.testClient.setAutomine(false);
+    let held = 0;
+    let release: () => void = () => undefined;
+    const letGo = new Promise<void>((r) => (release = r));
+    try {
+      // Every broadcast of this subscription's charges is held until the test lets go.
+      proxy.rewrite(async (req) => {
+        if (req.method !== 'eth_sendRawTransaction') return undefined;
+        const c = chargeIn(req.params?.[0] as Hex, chain.subscriptionManager);
+        if (c === null || c.onchainId !== s.onchainId) return undefined;
+        held += 1;
+        await letGo;
+        return undefined;
+      });
+      const minedIn = (await nodeHas(charge.txHash)).blockNumber!;
+      const head = await chain.publicClient.getBlockNumber();
+      expect(head - minedIn).toBeGreaterThanOrEqual(2n); // confirmed: at least the chain's 2 confirmations on top
+      await chain.reorg(Number(head - minedIn + 1n));
+      expect(await chargedLogs(chain, s.onchainId)).toEqual([]);
+      await chain.mine(3);
+      await waitUntil(async () => (await paymentsOf(fx.api.pool, inv.id))[0].reorged_out, STATE_MS, 50);
+
+      // Reported and un-counted; the invoice stays paid (the merchant decides), nothing announced
+      // again, the subscription neither moved back nor on.
+      expect(await paymentsOf(fx.api.pool, inv.id)).toEqual([{ ...confirmed, status: 'removed', outcome: null, reorged_out: true }]);
+      expect(await periodInvoice(fx.api.pool, s.subscriptionId, 1)).toMatchObject({ status: 'paid', amount_paid_atomic: '0' });
+      expect((await eventCounts(fx.api.pool, confirmed.id))['payment.reorged_out']).toBe(1);
+      expect((await eventCounts(fx.api.pool, inv.id))['invoice.paid']).toBe(1);
+      expect(await subscriptionState(s.subscriptionId)).toEqual(advanced);
+      // The relayer saw its charge gone from the chain and sends it again (held here).
+      await waitUntil(async () => held > 0, STATE_MS, 50);
+    } finally {
+      release();
+      proxy.rewrite(null);
+      await chain.testClient.setAutomine(true);
+      startMiner();
+    }
+
+    // The same signed charge lands again, before any later period's, and counts once more.
+    await waitUntil(async () => (await paymentsOf(fx.api.pool, inv.id))[0].status === 'confirmed', STATE_MS, 100);
+    expect(await paymentsOf(fx.api.pool, inv.id)).toEqual([confirmed]);
+    expect(await periodInvoice(fx.api.pool, s.subscriptionId, 1)).toMatchObject({ status: 'paid', amount_paid_atomic: AMOUNT_ATOMIC.toString() });
+    expect((await chargedLogs(chain, s.onchainId)).filter((l) => l.periodIndex === 1).map((l) => l.txHash)).toEqual([charge.txHash]);
+    expect(await chargeTransactions(fx.api.pool, chain, s.onchainId, 1)).toMatchObject([{ tx_hash: charge.txHash.toLowerCase() }]);
+    expect((await eventCounts(fx.api.pool, inv.id))['invoice.paid']).toBe(1);
+    expect(receiptEmails(sink, email, inv.code)).toHaveLength(1);
+    expect(await deliveryCounts(fx.api.pool, inv.id)).toEqual({ receipt: 1 });
+    // Every later period charged after it, each once; the customer pulled once per Charged log.
+    const after = await pulledAtOneBlock(chain, s);
+    expect(after.charged).toEqual(after.charged.map((_, i) => i + 1));
+    expect(balanceBefore - after.balance).toBe(AMOUNT_ATOMIC * BigInt(after.charged.length + 1));
+    await fx.api.pool.query(`update subscriptions set status = 'canceled', canceled_by = 'customer' where id = $1`, [s.subscriptionId]);
   }, 300_000);
 });
