@@ -102,7 +102,7 @@ afterAll(async () => {
 });
 
 /** A worker process on the proxy, holding the relayer's key; killed after the test if still running. */
-async function startWorkerProcess(): Promise<WorkerProcess> {
+async function startWorkerProcess(extra: Record<string, string> = {}): Promise<WorkerProcess> {
   const p = spawnWorker(
     workerProcessEnv(fx.env.config({ SMTP_URL: sink.url }), {
       CHAINS_FILE: workersChainsFile,
@@ -113,6 +113,7 @@ async function startWorkerProcess(): Promise<WorkerProcess> {
       // Never "stuck" here, however slowly the next worker starts: the recorded charge must go out
       // as it was signed (a replacement at higher fees is relayer.test.ts's).
       RELAYER_STUCK_BLOCKS: '10000',
+      ...extra,
     }),
   );
   cleanups.push(() => p.stop('SIGKILL'));
@@ -186,7 +187,11 @@ async function retire(s: ChainSubscriber): Promise<void> {
   await fx.api.pool.query(`update subscriptions set status = 'canceled', canceled_by = 'customer', onchain_canceled_at = now() where id = $1 and status in ('active', 'past_due')`, [s.subscriptionId]);
 }
 
-async function crashRightAfterCharge(payer: WellKnownAccount, email: string, killAt: KillAt): Promise<void> {
+/**
+ * `stuck`: the next worker starts only once the recorded charge is RELAYER_STUCK_BLOCKS (12) blocks
+ * old, so it replaces it (same nonce, higher fees) rather than broadcasting it as it was.
+ */
+async function crashRightAfterCharge(payer: WellKnownAccount, email: string, killAt: KillAt, opts: { stuck?: boolean } = {}): Promise<void> {
   const victim = await startWorkerProcess();
   const count = await chain.publicClient.readContract({ address: chain.subscriptionManager, abi: SUBSCRIPTION_MANAGER_ABI, functionName: 'subscriptionCount' });
   const killed = killAtCharge(victim, count, killAt);
@@ -204,16 +209,27 @@ async function crashRightAfterCharge(payer: WellKnownAccount, email: string, kil
   );
   expect(knownToNode).toBe(killAt !== 'recorded, never broadcast');
 
-  await startWorkerProcess();
+  if (opts.stuck) {
+    const { rows } = await fx.api.pool.query<{ sent_at_block: string }>('select sent_at_block::text from relayer_transactions where tx_hash = $1', [recorded.toLowerCase()]);
+    await waitUntil(async () => (await chain.publicClient.getBlockNumber()) >= BigInt(rows[0].sent_at_block) + 12n, STATE_MS, 250);
+  }
+  await startWorkerProcess(opts.stuck ? { RELAYER_STUCK_BLOCKS: '12' } : {});
   await waitUntil(async () => (await periodInvoice(fx.api.pool, s.subscriptionId, 1))?.status === 'paid', STATE_MS, 250);
 
-  // One Charged log for period 1, by the very transaction the killed worker recorded: the relayer
-  // never signed a second charge of the period.
+  // One Charged log for period 1, by the very transaction the killed worker recorded (or, stuck, its
+  // replacement: same nonce): the relayer never signed a second charge of the period.
   const period1Logs = (await chargedLogs(chain, s.onchainId)).filter((l) => l.periodIndex === 1);
   expect(period1Logs).toHaveLength(1);
-  expect(period1Logs[0].txHash.toLowerCase()).toBe(recorded.toLowerCase());
   const txs = await chargeTransactions(fx.api.pool, chain, s.onchainId, 1);
-  expect(txs, JSON.stringify(txs)).toMatchObject([{ tx_hash: recorded.toLowerCase(), status: 'mined' }]);
+  if (opts.stuck) {
+    expect(txs, JSON.stringify(txs)).toMatchObject([
+      { tx_hash: recorded.toLowerCase(), status: 'dropped' },
+      { tx_hash: period1Logs[0].txHash.toLowerCase(), status: 'mined', nonce: txs[0].nonce },
+    ]);
+  } else {
+    expect(period1Logs[0].txHash.toLowerCase()).toBe(recorded.toLowerCase());
+    expect(txs, JSON.stringify(txs)).toMatchObject([{ tx_hash: recorded.toLowerCase(), status: 'mined' }]);
+  }
 
   // The period invoice: paid once by that one charge, no failed attempt counted against the customer.
   const inv = (await periodInvoice(fx.api.pool, s.subscriptionId, 1))!;
@@ -264,5 +280,9 @@ describe('the worker SIGKILLed at a charge: one charge and one paid invoice per 
 
   it('killed between the record and the broadcast: the next worker broadcasts the recorded charge as it was signed', async () => {
     await crashRightAfterCharge(chain.payers[5], 'crash-unsent@example.test', 'recorded, never broadcast');
+  }, 400_000);
+
+  it('killed between the record and the broadcast, the next worker starting 12 blocks later: the recorded charge is replaced (same nonce, higher fees) and lands once', async () => {
+    await crashRightAfterCharge(chain.payers[6], 'crash-stuck@example.test', 'recorded, never broadcast', { stuck: true });
   }, 400_000);
 });
