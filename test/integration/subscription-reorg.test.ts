@@ -185,7 +185,7 @@ describe('a charge reorged out within the pending window', () => {
 
         // Not paid on its strength, nothing downstream of a payment happened.
         expect(await paymentsOf(fx.api.pool, invoice.id)).toEqual([{ ...pending, status: 'removed' }]);
-        expect(await periodInvoice(fx.api.pool, s.subscriptionId, 1)).toMatchObject({ status: 'open', amount_paid_atomic: '0', failure_code: null });
+        expect(await periodInvoice(fx.api.pool, s.subscriptionId, 1)).toMatchObject({ status: 'open', amount_paid_atomic: '0', attempt_count: 0, failure_code: null });
         expect(await deliveryCounts(fx.api.pool, invoice.id)).toEqual({});
         expect(receiptEmails(sink, email, invoice.code)).toEqual([]);
         const events = await eventCounts(fx.api.pool, invoice.id);
@@ -206,7 +206,7 @@ describe('a charge reorged out within the pending window', () => {
     // Let go: the same signed charge lands again, confirms, and pays the period once.
     await waitUntil(async () => (await periodInvoice(fx.api.pool, s.subscriptionId, 1))?.status === 'paid', STATE_MS, 250);
     const inv = (await periodInvoice(fx.api.pool, s.subscriptionId, 1))!;
-    expect(inv).toMatchObject({ amount_paid_atomic: AMOUNT_ATOMIC.toString(), failure_code: null, next_attempt_at: null });
+    expect(inv).toMatchObject({ amount_paid_atomic: AMOUNT_ATOMIC.toString(), attempt_count: 1, failure_code: null, next_attempt_at: null });
     const period1 = (await chargedLogs(chain, s.onchainId)).filter((l) => l.periodIndex === 1);
     expect(period1).toHaveLength(1);
     const txs = await chargeTransactions(fx.api.pool, chain, s.onchainId, 1);
@@ -298,7 +298,7 @@ describe('a confirmed charge reorged out deeper than the confirmations', () => {
     // The same signed charge lands again, before any later period's, and counts once more.
     await waitUntil(async () => (await paymentsOf(fx.api.pool, inv.id))[0].status === 'confirmed', STATE_MS, 100);
     expect(await paymentsOf(fx.api.pool, inv.id)).toEqual([confirmed]);
-    expect(await periodInvoice(fx.api.pool, s.subscriptionId, 1)).toMatchObject({ status: 'paid', amount_paid_atomic: AMOUNT_ATOMIC.toString() });
+    expect(await periodInvoice(fx.api.pool, s.subscriptionId, 1)).toMatchObject({ status: 'paid', amount_paid_atomic: AMOUNT_ATOMIC.toString(), attempt_count: 1 });
     expect((await chargedLogs(chain, s.onchainId)).filter((l) => l.periodIndex === 1).map((l) => l.txHash)).toEqual([charge.txHash]);
     expect(await chargeTransactions(fx.api.pool, chain, s.onchainId, 1)).toMatchObject([{ tx_hash: charge.txHash.toLowerCase() }]);
     expect((await eventCounts(fx.api.pool, inv.id))['invoice.paid']).toBe(1);
