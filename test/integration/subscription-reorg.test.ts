@@ -19,6 +19,7 @@ import path from 'node:path';
 import { TransactionNotFoundError, type Address, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SUBSCRIPTION_MANAGER_ABI } from '../../src/chain/subscription-manager-abi.js';
 import type { WorkerRuntime } from '../../src/runtime/worker-runtime.js';
 import { startRpcProxy, type RpcProxy, type TestChain } from '../helpers/anvil.js';
 import { startChainFixture, type ChainFixture } from '../helpers/chain-fixture.js';
@@ -33,6 +34,7 @@ import {
   pulledAtOneBlock,
   receiptEmails,
   subscribeThroughCheckout,
+  type ChainSubscriber,
 } from '../helpers/chain-subscriptions.js';
 import type { ApiFixture } from '../helpers/context.js';
 import { apiClient } from '../helpers/http.js';
@@ -124,24 +126,69 @@ async function subscriptionState(id: string): Promise<{ status: string; current_
   return rows[0];
 }
 
+interface Hold {
+  /** Broadcasts held so far. */
+  held(): number;
+  /** Passes the held broadcasts on to the node, and every later one. */
+  release(): void;
+}
+
+/**
+ * Holds the relayer's broadcasts (eth_sendRawTransaction at the proxy) of the charges `which`
+ * picks, unanswered until released, then passes them on to the node. The relayer's own call times
+ * out meanwhile (RelayerUnavailable: retried, the row stays pending), as with a node that does not answer.
+ */
+function holdCharges(which: (c: { onchainId: bigint; periodIndex: number }) => boolean): Hold {
+  let held = 0;
+  let letGo: () => void = () => undefined;
+  const released = new Promise<void>((r) => (letGo = r));
+  proxy.rewrite(async (req) => {
+    if (req.method !== 'eth_sendRawTransaction') return undefined;
+    const c = chargeIn(req.params?.[0] as Hex, chain.subscriptionManager);
+    if (c === null || !which(c)) return undefined;
+    held += 1;
+    await released;
+    return undefined;
+  });
+  return {
+    held: () => held,
+    release() {
+      letGo();
+      proxy.rewrite(null);
+    },
+  };
+}
+
+const subscriptionCount = () => chain.publicClient.readContract({ address: chain.subscriptionManager, abi: SUBSCRIPTION_MANAGER_ABI, functionName: 'subscriptionCount' });
+
 describe('a charge reorged out within the pending window', () => {
   it('removed, not paid on its strength (no receipt, no invoice.paid, no advance); the relayer sends the same charge again and it pays the period once', async () => {
     const payer = chain.payers[6];
     const email = 'reorg-pending@example.test';
     const balanceBefore = await chain.balanceOf(payer.address as Address);
-    const s = await subscribeThroughCheckout({ app: fx.api.app, pool: fx.api.pool, chain, linkId, payer, email, timeoutMs: STATE_MS });
-    const periodOneAt = s.startedAtMs + INTERVAL_S * 1000;
-    const before = await subscriptionState(s.subscriptionId);
-    expect(before.next_charge_at.getTime()).toBe(periodOneAt);
-
-    // The test mines from here: the charge waits in the pool until the test includes it.
-    stopMiner();
-    await chain.testClient.setAutomine(false);
+    // Its charges wait at the proxy until the test mines by hand: on a loaded machine period 1 may
+    // begin before the subscription is even read.
+    const count = await subscriptionCount();
+    const untilHandMining = holdCharges((c) => c.onchainId > count);
+    let recorded: Hex | undefined;
+    let minedIn: bigint | null = null;
+    let s: ChainSubscriber;
+    let before: Awaited<ReturnType<typeof subscriptionState>>;
+    try {
+      s = await subscribeThroughCheckout({ app: fx.api.app, pool: fx.api.pool, chain, linkId, payer, email, timeoutMs: STATE_MS });
+      before = await subscriptionState(s.subscriptionId);
+      expect(before.next_charge_at.getTime()).toBe(s.startedAtMs + INTERVAL_S * 1000);
+      // The test mines from here: the charge waits in the pool until the test includes it.
+      stopMiner();
+      await chain.testClient.setAutomine(false);
+    } finally {
+      untilHandMining.release();
+    }
     try {
       // Period 1 begins for the chain (a block at or after its start), and the worker charges it.
+      const periodOneAt = s.startedAtMs + INTERVAL_S * 1000;
       await waitUntil(async () => Date.now() >= periodOneAt + 1000, STATE_MS, 100);
       await chain.mine(1);
-      let recorded: Hex | undefined;
       await waitUntil(async () => {
         const txs = await chargeTransactions(fx.api.pool, chain, s.onchainId, 1);
         recorded = txs[0]?.tx_hash as Hex | undefined;
@@ -150,32 +197,25 @@ describe('a charge reorged out within the pending window', () => {
       const invoice = (await periodInvoice(fx.api.pool, s.subscriptionId, 1))!;
       expect(invoice.status).toBe('open');
 
-      // Mined; the watcher sees the charge pending (blocks above the safe head count nothing yet).
-      await chain.mine(1);
-      const minedIn = (await nodeHas(recorded!)).blockNumber;
+      // Mined (by the block above when it was in the pool already); the watcher sees the charge
+      // pending (blocks above the safe head count nothing yet).
+      if ((await nodeHas(recorded!)).blockNumber === null) await chain.mine(1);
+      minedIn = (await nodeHas(recorded!)).blockNumber;
       expect(minedIn).not.toBeNull();
+      const head = await chain.publicClient.getBlockNumber();
+      expect(head - minedIn!).toBeLessThan(2n); // under the chain's 2 confirmations
       expect((await chargedLogs(chain, s.onchainId)).map((l) => l.periodIndex)).toEqual([1]);
       await waitUntil(async () => (await paymentsOf(fx.api.pool, invoice.id)).some((p) => p.status === 'pending'), STATE_MS, 50);
       const [pending] = await paymentsOf(fx.api.pool, invoice.id);
       expect(pending).toMatchObject({ kind: 'charge', status: 'pending', tx_hash: recorded });
 
-      // The relayer's broadcasts of that charge are held back (never answered until let go), so it
-      // cannot come back before the test has built the confirmations without it.
-      let held = 0;
-      let release: () => void = () => undefined;
-      const letGo = new Promise<void>((r) => (release = r));
-      proxy.rewrite(async (req) => {
-        if (req.method !== 'eth_sendRawTransaction') return undefined;
-        const c = chargeIn(req.params?.[0] as Hex, chain.subscriptionManager);
-        if (c === null || c.onchainId !== s.onchainId) return undefined;
-        held += 1;
-        await letGo;
-        return undefined; // then passed on to the node
-      });
+      // The relayer's broadcasts of that charge are held back, so it cannot come back before the
+      // test has built the confirmations without it.
+      const hold = holdCharges((c) => c.onchainId === s.onchainId);
       try {
         // The reorg takes the charge's block: an empty block of the same height, the transaction
         // gone from the chain and from the pool.
-        await chain.reorg(1);
+        await chain.reorg(Number(head - minedIn! + 1n));
         expect(await nodeHas(recorded!)).toEqual({ known: false, blockNumber: null });
         expect(await chargedLogs(chain, s.onchainId)).toEqual([]);
         // More than the confirmations are built on top, without it; the watcher finalises past its old block.
@@ -193,10 +233,9 @@ describe('a charge reorged out within the pending window', () => {
         expect(events['payment.removed'] ?? 0).toBeLessThanOrEqual(1);
         expect(await subscriptionState(s.subscriptionId)).toEqual(before);
         // The relayer noticed the charge was gone and tried to send it again (held here).
-        await waitUntil(async () => held > 0, STATE_MS, 50);
+        await waitUntil(async () => hold.held() > 0, STATE_MS, 50);
       } finally {
-        release();
-        proxy.rewrite(null);
+        hold.release();
       }
     } finally {
       await chain.testClient.setAutomine(true);
@@ -240,74 +279,80 @@ describe('a charge reorged out within the pending window', () => {
 });
 
 describe('a confirmed charge reorged out deeper than the confirmations', () => {
-  it('reported and un-counted (the invoice stays paid: its receipt went out), nothing announced or advanced twice; the same charge sent again counts once more, before any later period', async () => {
+  it('reported and un-counted (the invoice stays paid: its receipt went out), nothing announced or advanced twice; the same charge sent again lands before the charge of the next period and counts once more', async () => {
     const payer = chain.payers[7];
     const email = 'reorg-deep@example.test';
     const balanceBefore = await chain.balanceOf(payer.address as Address);
-    const s = await subscribeThroughCheckout({ app: fx.api.app, pool: fx.api.pool, chain, linkId, payer, email, timeoutMs: STATE_MS });
-    // Period 1 charged by the worker and confirmed: paid, its receipt out, the subscription advanced.
-    await waitUntil(async () => (await periodInvoice(fx.api.pool, s.subscriptionId, 1))?.status === 'paid', STATE_MS, 100);
-    const inv = (await periodInvoice(fx.api.pool, s.subscriptionId, 1))!;
-    await waitUntil(async () => receiptEmails(sink, email, inv.code).length >= 1, STATE_MS, 100);
-    const [charge] = (await chargedLogs(chain, s.onchainId)).filter((l) => l.periodIndex === 1);
-    await waitUntil(async () => (await chargeTransactions(fx.api.pool, chain, s.onchainId, 1))[0]?.status === 'mined', STATE_MS, 50);
-    const [confirmed] = await paymentsOf(fx.api.pool, inv.id);
-    expect(confirmed).toMatchObject({ kind: 'charge', status: 'confirmed', outcome: 'applied', tx_hash: charge.txHash.toLowerCase() });
-    const advanced = await subscriptionState(s.subscriptionId);
-    expect(advanced.current_period_start.getTime()).toBe(s.startedAtMs + INTERVAL_S * 1000);
-
-    stopMiner();
-    await chain.testClient.setAutomine(false);
-    let held = 0;
-    let release: () => void = () => undefined;
-    const letGo = new Promise<void>((r) => (release = r));
+    // Period 2's charge waits at the proxy (its period may begin while the test looks at period 1),
+    // and, from the reorg on, every charge of the subscription.
+    const count = await subscriptionCount();
+    let holdFrom = 2;
+    const hold = holdCharges((c) => c.onchainId > count && c.periodIndex >= holdFrom);
     try {
-      // Every broadcast of this subscription's charges is held until the test lets go.
-      proxy.rewrite(async (req) => {
-        if (req.method !== 'eth_sendRawTransaction') return undefined;
-        const c = chargeIn(req.params?.[0] as Hex, chain.subscriptionManager);
-        if (c === null || c.onchainId !== s.onchainId) return undefined;
-        held += 1;
-        await letGo;
-        return undefined;
-      });
-      const minedIn = (await nodeHas(charge.txHash)).blockNumber!;
-      const head = await chain.publicClient.getBlockNumber();
-      expect(head - minedIn).toBeGreaterThanOrEqual(2n); // confirmed: at least the chain's 2 confirmations on top
-      await chain.reorg(Number(head - minedIn + 1n));
-      expect(await chargedLogs(chain, s.onchainId)).toEqual([]);
-      await chain.mine(3);
-      await waitUntil(async () => (await paymentsOf(fx.api.pool, inv.id))[0].reorged_out, STATE_MS, 50);
-
-      // Reported and un-counted; the invoice stays paid (the merchant decides), nothing announced
-      // again, the subscription neither moved back nor on.
-      expect(await paymentsOf(fx.api.pool, inv.id)).toEqual([{ ...confirmed, status: 'removed', outcome: null, reorged_out: true }]);
-      expect(await periodInvoice(fx.api.pool, s.subscriptionId, 1)).toMatchObject({ status: 'paid', amount_paid_atomic: '0' });
-      expect((await eventCounts(fx.api.pool, confirmed.id))['payment.reorged_out']).toBe(1);
-      expect((await eventCounts(fx.api.pool, inv.id))['invoice.paid']).toBe(1);
-      expect(await subscriptionState(s.subscriptionId)).toEqual(advanced);
-      // The relayer saw its charge gone from the chain and sends it again (held here).
-      await waitUntil(async () => held > 0, STATE_MS, 50);
+      const s = await subscribeThroughCheckout({ app: fx.api.app, pool: fx.api.pool, chain, linkId, payer, email, timeoutMs: STATE_MS });
+      await deepReorgOfPeriodOne(s, email, balanceBefore, hold, () => (holdFrom = 0));
     } finally {
-      release();
-      proxy.rewrite(null);
+      hold.release();
       await chain.testClient.setAutomine(true);
       startMiner();
     }
-
-    // The same signed charge lands again, before any later period's, and counts once more.
-    await waitUntil(async () => (await paymentsOf(fx.api.pool, inv.id))[0].status === 'confirmed', STATE_MS, 100);
-    expect(await paymentsOf(fx.api.pool, inv.id)).toEqual([confirmed]);
-    expect(await periodInvoice(fx.api.pool, s.subscriptionId, 1)).toMatchObject({ status: 'paid', amount_paid_atomic: AMOUNT_ATOMIC.toString(), attempt_count: 1 });
-    expect((await chargedLogs(chain, s.onchainId)).filter((l) => l.periodIndex === 1).map((l) => l.txHash)).toEqual([charge.txHash]);
-    expect(await chargeTransactions(fx.api.pool, chain, s.onchainId, 1)).toMatchObject([{ tx_hash: charge.txHash.toLowerCase() }]);
-    expect((await eventCounts(fx.api.pool, inv.id))['invoice.paid']).toBe(1);
-    expect(receiptEmails(sink, email, inv.code)).toHaveLength(1);
-    expect(await deliveryCounts(fx.api.pool, inv.id)).toEqual({ receipt: 1 });
-    // Every later period charged after it, each once; the customer pulled once per Charged log.
-    const after = await pulledAtOneBlock(chain, s);
-    expect(after.charged).toEqual(after.charged.map((_, i) => i + 1));
-    expect(balanceBefore - after.balance).toBe(AMOUNT_ATOMIC * BigInt(after.charged.length + 1));
-    await fx.api.pool.query(`update subscriptions set status = 'canceled', canceled_by = 'customer' where id = $1`, [s.subscriptionId]);
   }, 300_000);
 });
+
+/** Period 1 charged and confirmed, then a reorg deeper than the confirmations takes its charge. */
+async function deepReorgOfPeriodOne(s: ChainSubscriber, email: string, balanceBefore: bigint, hold: Hold, holdEveryCharge: () => void): Promise<void> {
+  // Period 1 charged by the worker and confirmed: paid, its receipt out, the subscription advanced.
+  await waitUntil(async () => (await periodInvoice(fx.api.pool, s.subscriptionId, 1))?.status === 'paid', STATE_MS, 100);
+  const inv = (await periodInvoice(fx.api.pool, s.subscriptionId, 1))!;
+  await waitUntil(async () => receiptEmails(sink, email, inv.code).length >= 1, STATE_MS, 100);
+  const [charge] = (await chargedLogs(chain, s.onchainId)).filter((l) => l.periodIndex === 1);
+  await waitUntil(async () => (await chargeTransactions(fx.api.pool, chain, s.onchainId, 1))[0]?.status === 'mined', STATE_MS, 50);
+  const [confirmed] = await paymentsOf(fx.api.pool, inv.id);
+  expect(confirmed).toMatchObject({ kind: 'charge', status: 'confirmed', outcome: 'applied', tx_hash: charge.txHash.toLowerCase() });
+  const advanced = await subscriptionState(s.subscriptionId);
+  expect(advanced.current_period_start.getTime()).toBe(s.startedAtMs + INTERVAL_S * 1000);
+
+  // Period 2 begins and its charge is signed, recorded (the next nonce) and held: the charge of
+  // period 1, sent again after the reorg, must still land first.
+  await waitUntil(async () => hold.held() >= 1 && (await chargeTransactions(fx.api.pool, chain, s.onchainId, 2)).length === 1, STATE_MS, 100);
+  stopMiner();
+  await chain.testClient.setAutomine(false);
+  holdEveryCharge();
+  const heldBefore = hold.held();
+  const minedIn = (await nodeHas(charge.txHash)).blockNumber!;
+  const head = await chain.publicClient.getBlockNumber();
+  expect(head - minedIn).toBeGreaterThanOrEqual(2n); // confirmed: at least the chain's 2 confirmations on top
+  await chain.reorg(Number(head - minedIn + 1n));
+  expect(await chargedLogs(chain, s.onchainId)).toEqual([]);
+  await chain.mine(3);
+  await waitUntil(async () => (await paymentsOf(fx.api.pool, inv.id))[0].reorged_out, STATE_MS, 50);
+
+  // Reported and un-counted; the invoice stays paid (the merchant decides), nothing announced
+  // again, the subscription neither moved back nor on.
+  expect(await paymentsOf(fx.api.pool, inv.id)).toEqual([{ ...confirmed, status: 'removed', outcome: null, reorged_out: true }]);
+  expect(await periodInvoice(fx.api.pool, s.subscriptionId, 1)).toMatchObject({ status: 'paid', amount_paid_atomic: '0' });
+  expect((await eventCounts(fx.api.pool, confirmed.id))['payment.reorged_out']).toBe(1);
+  expect((await eventCounts(fx.api.pool, inv.id))['invoice.paid']).toBe(1);
+  expect(await subscriptionState(s.subscriptionId)).toEqual(advanced);
+  // The relayer saw its charge gone from the chain and sends it again (held here).
+  await waitUntil(async () => hold.held() > heldBefore, STATE_MS, 50);
+  hold.release();
+  await chain.testClient.setAutomine(true);
+  startMiner();
+
+  // The same signed charge lands again, before any later period's, and counts once more.
+  await waitUntil(async () => (await paymentsOf(fx.api.pool, inv.id))[0].status === 'confirmed', STATE_MS, 100);
+  expect(await paymentsOf(fx.api.pool, inv.id)).toEqual([confirmed]);
+  expect(await periodInvoice(fx.api.pool, s.subscriptionId, 1)).toMatchObject({ status: 'paid', amount_paid_atomic: AMOUNT_ATOMIC.toString(), attempt_count: 1 });
+  expect((await chargedLogs(chain, s.onchainId)).filter((l) => l.periodIndex === 1).map((l) => l.txHash)).toEqual([charge.txHash]);
+  expect(await chargeTransactions(fx.api.pool, chain, s.onchainId, 1)).toMatchObject([{ tx_hash: charge.txHash.toLowerCase() }]);
+  expect((await eventCounts(fx.api.pool, inv.id))['invoice.paid']).toBe(1);
+  expect(receiptEmails(sink, email, inv.code)).toHaveLength(1);
+  expect(await deliveryCounts(fx.api.pool, inv.id)).toEqual({ receipt: 1 });
+  // Period 2 charged after it, each period once; the customer pulled once per Charged log.
+  await waitUntil(async () => (await periodInvoice(fx.api.pool, s.subscriptionId, 2))?.status === 'paid', STATE_MS, 100);
+  const after = await pulledAtOneBlock(chain, s);
+  expect(after.charged).toEqual(after.charged.map((_, i) => i + 1));
+  expect(balanceBefore - after.balance).toBe(AMOUNT_ATOMIC * BigInt(after.charged.length + 1));
+  await fx.api.pool.query(`update subscriptions set status = 'canceled', canceled_by = 'customer' where id = $1`, [s.subscriptionId]);
+}
