@@ -15,6 +15,8 @@ const BOTH_BACKENDS = [
   'test/integration/chain-payments.test.ts',
   'test/integration/subscription-charges.test.ts',
   'test/integration/subscription-e2e.test.ts',
+  'test/integration/subscription-crash.test.ts',
+  'test/integration/subscription-reorg.test.ts',
 ];
 
 // The send and reminder end-to-end files run a third time, on the Redis backend over a throwaway
