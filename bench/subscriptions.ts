@@ -216,7 +216,10 @@ async function main(): Promise<void> {
       DATABASE_URL: db.url,
       ...backendEnv(BACKEND, prefix),
       [`RELAYER_PRIVATE_KEY_${chain.chainId}`]: relayerKey,
+      // Sandbox emails (these are sandbox objects) go to SANDBOX_SMTP_URL, never to SMTP_URL.
       SMTP_URL: sink.url,
+      SANDBOX_SMTP_URL: sink.url,
+      MAIL_OUTBOX_DIR: path.join(tmp, 'outbox'),
       LOG_LEVEL: 'warn',
       METRICS_PORT: '0',
     };
@@ -366,6 +369,8 @@ async function main(): Promise<void> {
 
     // The proxy counts from just before the due time until the last charge is paid.
     await sleep(Math.max(0, dueMs - Date.now() - 500));
+    const emailsAtDue = sink.messages.length;
+    const receiptsAtDue = (await pool.query<{ n: number }>(`select count(*)::int as n from deliveries where kind = 'receipt' and status = 'sent'`)).rows[0].n;
     proxy.resetCalls();
     const countFrom = Date.now();
     const pgBackends = new RegExp(`postgres: .*${db.name}`);
@@ -430,6 +435,10 @@ async function main(): Promise<void> {
     const paidLate = charges.filter((c) => c.paid_ms !== null).map((c) => (c.paid_ms! - c.due_ms) / 1000);
     const chargeReceipts = await receipts(url, [...new Set(period1.map((l) => l.transactionHash!))]);
     const chargeGas = chargeReceipts.map((r) => Number(BigInt(r.gasUsed)));
+    const { rows: deliveryRows } = await pool.query<{ kind: string; status: string; n: number }>(
+      `select kind::text, status::text, count(*)::int as n from deliveries group by 1, 2 order by 1, 2`,
+    );
+    const emailsAtEnd = sink.messages.length;
     const { rows: relayerRows } = await pool.query<{ purpose: string; status: string; n: number }>(
       `select purpose::text, status::text, count(*)::int as n from relayer_transactions group by 1, 2 order by 1, 2`,
     );
@@ -494,6 +503,8 @@ async function main(): Promise<void> {
       table(['figure', 'project', 'raw limit (same run)', 'ratio', 'target', ''], rows),
       '',
       `Set-up: ${N} subscribes in ${subscribeBlocks.size} block(s); the watcher made the ${N} subscriptions ${fmt(madeS, 1)} s after the worker started (interval ${INTERVAL_S} s, all period 1 due at ${new Date(dueMs).toISOString()}).`,
+      `  at the due time: ${receiptsAtDue} of period 0's ${N} receipts sent, ${emailsAtDue} emails in the sink (receipts still rendering compete with the charges for the worker's CPU)`,
+      `  after the last charge was paid: ${emailsAtEnd} emails in the sink; deliveries: ${deliveryRows.map((r) => `${r.kind} ${r.status} ${r.n}`).join(', ') || 'none'}`,
       `Lateness s after next_charge_at, p50 / p90 / p99 / max:`,
       `  charge sent (charge_sent_at)   ${[50, 90, 99].map((q) => fmt(p(sentLate, q), 2)).join(' / ')} / ${fmt(Math.max(...sentLate), 2)}  min ${fmt(Math.min(...sentLate), 2)}`,
       `  Charged block time             ${[50, 90, 99].map((q) => fmt(p(minedLate, q), 0)).join(' / ')} / ${fmt(lastMinedS, 0)}  (whole seconds)`,
@@ -558,6 +569,8 @@ async function rawTransfers(chain: TestChain, sendUrl: string, n: number): Promi
   await waitMined(url, async () => BigInt((await rpc(url, 'eth_call', [{ to: chain.token, data: encodeFunctionData({ abi: TEST_USDC_ABI, functionName: 'balanceOf', args: [account.address] }) }, 'latest'])) as string) > 0n);
   const fees = { maxFeePerGas: 10n ** 11n, maxPriorityFeePerGas: 10n ** 9n };
   const to = privateKeyToAccount(generatePrivateKey()).address;
+  // Warm-up: the first signatures are slow (the curve's tables, JIT); the relayer's are warm.
+  for (let i = 0; i < 50; i++) await account.signTransaction({ chainId: chain.chainId, type: 'eip1559', to, nonce: 1_000_000 + i, gas: 21_000n, ...fees });
   const hashes: Hex[] = [];
   const t0 = performance.now();
   for (let i = 0; i < n; i++) {
