@@ -350,6 +350,20 @@ async function main(): Promise<void> {
       profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [],
     );
     children.push(worker);
+    // The worker's warnings and errors (LOG_LEVEL warn): counted, the first few kept.
+    const workerLog = { warn: 0, error: 0, first: [] as string[] };
+    const onLine = (chunk: Buffer) => {
+      for (const line of chunk.toString('utf8').split('\n')) {
+        const level = /"level":(\d+)/.exec(line)?.[1];
+        if (level === undefined) continue;
+        if (Number(level) >= 50) workerLog.error++;
+        else if (Number(level) >= 40) workerLog.warn++;
+        else continue;
+        if (workerLog.first.length < 4) workerLog.first.push(line.slice(0, 300));
+      }
+    };
+    worker.child.stdout!.on('data', onLine);
+    worker.child.stderr!.on('data', onLine);
     const workerStarted = Date.now();
     const countSubs = async () => (await pool!.query<{ n: number }>(`select count(*)::int as n from subscriptions`)).rows[0].n;
     for (;;) {
@@ -372,6 +386,20 @@ async function main(): Promise<void> {
     const emailsAtDue = sink.messages.length;
     const receiptsAtDue = (await pool.query<{ n: number }>(`select count(*)::int as n from deliveries where kind = 'receipt' and status = 'sent'`)).rows[0].n;
     proxy.resetCalls();
+    const rpcTime = new Map<string, number>();
+    let inFlight = 0;
+    let busySince = 0;
+    let rpcBusyMs = 0;
+    proxy.rewrite(async (req, real) => {
+      if (inFlight++ === 0) busySince = performance.now();
+      const t = performance.now();
+      try {
+        return await real();
+      } finally {
+        rpcTime.set(String(req.method), (rpcTime.get(String(req.method)) ?? 0) + performance.now() - t);
+        if (--inFlight === 0) rpcBusyMs += performance.now() - busySince;
+      }
+    });
     const countFrom = Date.now();
     const pgBackends = new RegExp(`postgres: .*${db.name}`);
     const cpu0 = { worker: cpuMsOf(worker.pid), anvil: cpuMsOf(chain.anvil.pid), pg: cpuSnapshot(pgBackends) };
@@ -391,6 +419,7 @@ async function main(): Promise<void> {
       await sleep(200);
     }
     const countMs = Date.now() - countFrom;
+    proxy.rewrite(null);
     const cpu = { worker: cpuMsOf(worker.pid) - cpu0.worker, anvil: cpuMsOf(chain.anvil.pid) - cpu0.anvil, pg: cpuDelta(cpu0.pg, cpuSnapshot(pgBackends)) };
     const metrics = await fetch(`http://127.0.0.1:${workerPort}/metrics`).then((r) => r.text(), () => '');
     const workLines = metrics.split('\n').filter((l) => /^subscription_work_total\{/.test(l) && !/ 0$/.test(l));
@@ -516,8 +545,10 @@ async function main(): Promise<void> {
       ...[...byMethod.entries(), ['other', totalCalls - [...byMethod.values()].reduce((a, b) => a + b, 0)] as [string, number]]
         .filter(([, v]) => v > 0)
         .sort((a, b) => b[1] - a[1])
-        .map(([m, v]) => `  ${m.padEnd(28)} ${String(v).padStart(7)}  ${fmt(v / N, 2).padStart(6)} per charge`),
+        .map(([m, v]) => `  ${m.padEnd(28)} ${String(v).padStart(7)}  ${fmt(v / N, 2).padStart(6)} per charge  ${fmt((rpcTime.get(m) ?? 0) / N, 1).padStart(6)} ms in flight per charge`),
+      `  RPC in flight (at least one call) ${fmt(rpcBusyMs / 1000, 1)} s of the ${fmt(countMs / 1000, 1)} s`,
       `  where the wall time went (${fmt(countMs / 1000, 1)} s): CPU ms per charge: worker ${fmt(cpu.worker / N, 1)}, anvil ${fmt(cpu.anvil / N, 1)}, Postgres backends ${fmt(cpu.pg / N, 1)} (wall ${fmt(countMs / N, 1)} ms per charge, 2 cores shared with the machine's other work)`,
+      `  the worker's log: ${workerLog.warn} warnings, ${workerLog.error} errors${workerLog.first.length ? `; first: ${workerLog.first.join(' | ')}` : ''}`,
       `  the worker's subscription_work_total: ${workLines.map((l) => l.replace(/^subscription_work_total/, '')).join(', ') || '(not read)'}`,
       ...profileLines,
       `Gas: a charge transaction ${fmt(gasMedian, 0)} (min ${fmt(Math.min(...chargeGas), 0)}, max ${fmt(Math.max(...chargeGas), 0)}) beside transferFrom ${payeeAtomic} + ${feeAtomic} atomic as two transactions (median of ${PAIRS}): ${fmt(pairMedian, 0)} with an unlimited allowance (the limit above), ${fmt(pairFiniteMedian, 0)} with a finite one (${fmt(gasMedian / pairFiniteMedian, 2)}x)`,
