@@ -319,7 +319,7 @@ export function createRelayer(opts: RelayerOptions): Relayer {
   /**
    * Under the sequence lock: settles the open transactions against the chain. A nonce the chain
    * has used: the transaction of it that was mined is `mined` (or `reverted`), the others
-   * `dropped`. A nonce still open: broadcast again when the node does not know it; replaced with
+   * `dropped` (none with a receipt yet: left open up to RELAYER_STUCK_BLOCKS). A nonce still open: broadcast again when the node does not know it; replaced with
    * higher fees when stuck. Returns the chain head it read.
    */
   async function settle(s: Sender, db: PoolClient): Promise<bigint> {
@@ -349,6 +349,10 @@ export function createRelayer(opts: RelayerOptions): Relayer {
           count(s, row.purpose, status);
           log.info({ chain_id: s.chain.chainId, tx_hash: row.tx_hash, nonce: Number(nonce), purpose: row.purpose, status, block: Number(receipt.blockNumber) }, 'relayer transaction settled');
         }
+        // Used, yet no receipt of ours: the count may already include a block whose receipt the
+        // node (or another node behind the same URL) does not return yet. Dropped only once that
+        // cannot be the reason any more, RELAYER_STUCK_BLOCKS after the last of them was sent.
+        if (minedId === null && head - BigInt(rows[rows.length - 1].sent_at_block) < BigInt(opts.stuckBlocks)) continue;
         for (const row of rows) {
           if (row.id === minedId) continue;
           await setRelayerStatus(db, row.id, 'dropped');

@@ -236,6 +236,50 @@ describe('sending', () => {
   });
 });
 
+describe('settling', () => {
+  // Found by bench:subscriptions (1,000 charges, a block a second): one charge mined on-chain was
+  // recorded `dropped`. The nonce count at latest can include a block whose receipt the node (or
+  // another node behind a load-balanced URL) does not return yet.
+  it('a used nonce whose receipt the node does not return yet stays pending (not dropped), is mined once the receipt comes, and is dropped only after RELAYER_STUCK_BLOCKS', async () => {
+    const proxy = await startRpcProxy(chain.rpcUrl);
+    try {
+      const viaProxy = loadChains(chain.writeChainsFile(mkdtempSync(path.join(tmpdir(), 'relayer-lag-')), { rpc_urls: [proxy.url] }), {});
+      const r = relayer({ chains: viaProxy });
+      const hidden = new Set<string>();
+      proxy.rewrite((req) => {
+        const hash = String((req.params ?? [])[0] ?? '').toLowerCase();
+        return req.method === 'eth_getTransactionReceipt' && hidden.has(hash) ? { jsonrpc: '2.0', id: req.id ?? null, result: null } : undefined;
+      });
+      const { id } = await subscribe();
+      await nextPeriod();
+      const sent = await r.sendCharge(chain.chainId, charge(id));
+      expect((await chain.publicClient.waitForTransactionReceipt({ hash: sent.txHash })).status).toBe('success');
+      hidden.add(sent.txHash.toLowerCase());
+      await r.upkeep();
+      expect((await rows()).find((x) => x.tx_hash === sent.txHash)).toMatchObject({ status: 'pending' });
+      hidden.clear();
+      await r.upkeep();
+      expect((await rows()).find((x) => x.tx_hash === sent.txHash)).toMatchObject({ status: 'mined' });
+
+      // A nonce used by a transaction the records do not hold (the key used elsewhere): no receipt
+      // of ours ever comes; after RELAYER_STUCK_BLOCKS (3 here) the row is dropped.
+      const other = await subscribe();
+      await nextPeriod();
+      const lost = await r.sendCharge(chain.chainId, charge(other.id));
+      await chain.publicClient.waitForTransactionReceipt({ hash: lost.txHash });
+      hidden.add(lost.txHash.toLowerCase());
+      await r.upkeep();
+      expect((await rows()).find((x) => x.tx_hash === lost.txHash)).toMatchObject({ status: 'pending' });
+      await chain.mine(3);
+      await r.upkeep();
+      expect((await rows()).find((x) => x.tx_hash === lost.txHash)).toMatchObject({ status: 'dropped' });
+    } finally {
+      proxy.rewrite(null);
+      await proxy.close();
+    }
+  });
+});
+
 describe('reorgs', () => {
   it('a mined charge whose block a reorg takes (the node not pooling it again) is broadcast again as it was: no nonce hole, one charge', async () => {
     const r = relayer();
