@@ -127,8 +127,8 @@ async function subscriptionState(id: string): Promise<{ status: string; current_
 }
 
 interface Hold {
-  /** Broadcasts held so far. */
-  held(): number;
+  /** Broadcasts held so far (of that period's charge only, when given). */
+  held(periodIndex?: number): number;
   /** Passes the held broadcasts on to the node, and every later one. */
   release(): void;
 }
@@ -139,19 +139,19 @@ interface Hold {
  * out meanwhile (RelayerUnavailable: retried, the row stays pending), as with a node that does not answer.
  */
 function holdCharges(which: (c: { onchainId: bigint; periodIndex: number }) => boolean): Hold {
-  let held = 0;
+  const held: number[] = [];
   let letGo: () => void = () => undefined;
   const released = new Promise<void>((r) => (letGo = r));
   proxy.rewrite(async (req) => {
     if (req.method !== 'eth_sendRawTransaction') return undefined;
     const c = chargeIn(req.params?.[0] as Hex, chain.subscriptionManager);
     if (c === null || !which(c)) return undefined;
-    held += 1;
+    held.push(c.periodIndex);
     await released;
     return undefined;
   });
   return {
-    held: () => held,
+    held: (periodIndex) => held.filter((k) => periodIndex === undefined || k === periodIndex).length,
     release() {
       letGo();
       proxy.rewrite(null);
@@ -233,7 +233,7 @@ describe('a charge reorged out within the pending window', () => {
         expect(events['payment.removed'] ?? 0).toBeLessThanOrEqual(1);
         expect(await subscriptionState(s.subscriptionId)).toEqual(before);
         // The relayer noticed the charge was gone and tried to send it again (held here).
-        await waitUntil(async () => hold.held() > 0, STATE_MS, 50);
+        await waitUntil(async () => hold.held(1) > 0, STATE_MS, 50);
       } finally {
         hold.release();
       }
@@ -314,11 +314,11 @@ async function deepReorgOfPeriodOne(s: ChainSubscriber, email: string, balanceBe
 
   // Period 2 begins and its charge is signed, recorded (the next nonce) and held: the charge of
   // period 1, sent again after the reorg, must still land first.
-  await waitUntil(async () => hold.held() >= 1 && (await chargeTransactions(fx.api.pool, chain, s.onchainId, 2)).length === 1, STATE_MS, 100);
+  await waitUntil(async () => hold.held(2) >= 1 && (await chargeTransactions(fx.api.pool, chain, s.onchainId, 2)).length === 1, STATE_MS, 100);
   stopMiner();
   await chain.testClient.setAutomine(false);
   holdEveryCharge();
-  const heldBefore = hold.held();
+  const heldBefore = hold.held(1);
   const minedIn = (await nodeHas(charge.txHash)).blockNumber!;
   const head = await chain.publicClient.getBlockNumber();
   expect(head - minedIn).toBeGreaterThanOrEqual(2n); // confirmed: at least the chain's 2 confirmations on top
@@ -335,7 +335,7 @@ async function deepReorgOfPeriodOne(s: ChainSubscriber, email: string, balanceBe
   expect((await eventCounts(fx.api.pool, inv.id))['invoice.paid']).toBe(1);
   expect(await subscriptionState(s.subscriptionId)).toEqual(advanced);
   // The relayer saw its charge gone from the chain and sends it again (held here).
-  await waitUntil(async () => hold.held() > heldBefore, STATE_MS, 50);
+  await waitUntil(async () => hold.held(1) > heldBefore, STATE_MS, 50);
   hold.release();
   await chain.testClient.setAutomine(true);
   startMiner();
