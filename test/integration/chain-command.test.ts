@@ -3,7 +3,7 @@
 // npm process alone leaves nothing running; a restart keeps addresses, balances and blocks;
 // `-- --fresh` starts over.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
@@ -15,6 +15,7 @@ import { SUBSCRIPTION_MANAGER_ABI } from '../../src/chain/subscription-manager-a
 import { WELL_KNOWN_ACCOUNTS, wellKnownAccount } from '../../src/devchain/accounts.js';
 import { RELAYER_ACCOUNT_INDEX, RELAYER_FUNDING_WEI } from '../../src/devchain/relayer-key.js';
 import { TEST_USDC_ABI } from '../../src/devchain/contracts.js';
+import { alive, commandOf, descendants } from '../helpers/proc.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
 const MERCHANT: Address = '0x2222222222222222222222222222222222222222';
@@ -26,49 +27,6 @@ interface RunningChain {
   below: number[];
   output(): string;
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-/** Every process below pid (from /proc), deepest last. */
-function descendants(pid: number): number[] {
-  const children = new Map<number, number[]>();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      // The command name may hold spaces and parentheses: the fields after the last ')' are fixed.
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  const out: number[] = [];
-  const walk = (p: number) => {
-    for (const c of children.get(p) ?? []) {
-      out.push(c);
-      walk(c);
-    }
-  };
-  walk(pid);
-  return out;
-}
-
-/** Running (a zombie, exited but not yet reaped by its parent, counts as gone). */
-function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-  } catch {
-    return false;
-  }
-}
-
-function commandOf(pid: number): string {
-  try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ');
-  } catch {
-    return '';
-  }
 }
 
 async function portAcceptsConnections(port: number): Promise<boolean> {

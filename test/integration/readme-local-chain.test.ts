@@ -17,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/lib/free-port.js';
 import { DEFAULT_SUBSCRIBER_EMAIL } from '../../src/devchain/subscribe-command.js';
 import { ROOT, waitUntil } from '../helpers/worker.js';
+import { alive, commandOf, descendants } from '../helpers/proc.js';
 
 /** Past the README's minute, with room for a loaded 2-core machine: the period itself is 30 s. */
 const TWO_RECEIPTS_AFTER_SUBSCRIBE_MS = 75_000;
@@ -30,49 +31,6 @@ interface NpmRun {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   /** node (and anvil, postgres) as seen below npm once it was ready; filled by the test. */
   below: number[];
-}
-
-/** Every process below pid (from /proc), deepest last. */
-function descendants(pid: number): number[] {
-  const children = new Map<number, number[]>();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      // The command name may hold spaces and parentheses: the fields after the last ')' are fixed.
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  const out: number[] = [];
-  const walk = (p: number) => {
-    for (const c of children.get(p) ?? []) {
-      out.push(c);
-      walk(c);
-    }
-  };
-  walk(pid);
-  return out;
-}
-
-/** Running (a zombie, exited but not yet reaped, counts as gone). */
-function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-  } catch {
-    return false;
-  }
-}
-
-function commandOf(pid: number): string {
-  try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ');
-  } catch {
-    return '';
-  }
 }
 
 function acceptsConnections(port: number): Promise<boolean> {
