@@ -41,7 +41,7 @@ import type { Pool, PoolClient } from '../db/pool.js';
 import {
   countBroadcast,
   insertRelayerTransaction,
-  liveTransactionFor,
+  liveTransactionsFor,
   nextRecordedNonce,
   openRelayerTransactions,
   reopenRelayerTransaction,
@@ -534,9 +534,10 @@ export function createRelayer(opts: RelayerOptions): Relayer {
   async function sendRound(s: Sender, db: PoolClient, round: SendRequest[]): Promise<SendRequest[]> {
     const chainId = s.chain.chainId;
     const todo: SendRequest[] = [];
+    const live = await liveTransactionsFor(db, chainId, s.address, [...new Set(round.map((r) => r.subject))]);
     for (const r of round) {
-      const live = await liveTransactionFor(db, chainId, s.address, r.subject);
-      if (live !== null) r.resolve({ txHash: live.tx_hash as Hex, nonce: Number(live.nonce) });
+      const row = live.get(r.subject);
+      if (row) r.resolve({ txHash: row.tx_hash as Hex, nonce: Number(row.nonce) });
       else todo.push(r);
     }
     if (todo.length === 0) return [];
@@ -555,6 +556,11 @@ export function createRelayer(opts: RelayerOptions): Relayer {
     }
     const [head, fees, balance, pendingCount] = read.values;
     const gases = await Promise.all(estimates);
+    // The next nonce: read from the records once, then kept here. Only this hold writes the
+    // sequence's records meanwhile (the lock); a nonce whose transaction was refused (its row
+    // `failed`) is taken by the next one. The node's pending count guards against transactions
+    // of the key the records do not know.
+    let nonce = max(await nextRecordedNonce(db, chainId, s.address), pendingCount);
     const sentNow = new Map<string, SentTransaction>();
     for (let i = 0; i < todo.length; i++) {
       const r = todo[i];
@@ -569,11 +575,13 @@ export function createRelayer(opts: RelayerOptions): Relayer {
         continue;
       }
       try {
-        const sent = await sendOne(s, db, r, estimate.gas, head, fees, balance, pendingCount);
+        const sent = await sendOne(s, db, r, estimate.gas, head, fees, balance, nonce);
+        nonce += 1n;
         sentNow.set(r.subject, sent);
         r.resolve(sent);
       } catch (err) {
         r.reject(err);
+        // Refused before its record or by the node (its row `failed`): its nonce was not used.
         if (err instanceof RelayerCallRefused || err instanceof RelayerOutOfGas) continue;
         return todo.slice(i + 1);
       }
@@ -609,7 +617,7 @@ export function createRelayer(opts: RelayerOptions): Relayer {
     head: bigint,
     fees: { maxFeePerGas: bigint; maxPriorityFeePerGas: bigint },
     balance: bigint,
-    pendingCount: bigint,
+    nonce: bigint,
   ): Promise<SentTransaction> {
     const chainId = s.chain.chainId;
     const { purpose, subject, to, data } = r;
@@ -623,10 +631,6 @@ export function createRelayer(opts: RelayerOptions): Relayer {
         `relayer ${s.address} on chain ${chainId} holds ${formatEther(balance)}, less than the ${formatEther(gasLimit * fees.maxFeePerGas)} this ${purpose} may cost: fund it`,
       );
     }
-    // The records, read under the lock, hold every nonce this round took (a refused one is
-    // `failed` and given to the next); the node's pending count, read at the round's start,
-    // only guards against transactions of the key the records do not know.
-    const nonce = max(await nextRecordedNonce(db, chainId, s.address), pendingCount);
     const raw = await s.account.signTransaction({
       chainId,
       type: 'eip1559',
