@@ -480,8 +480,9 @@ export function createRelayer(opts: RelayerOptions): Relayer {
    * settle per hold.
    */
   function send(chainId: number, purpose: RelayerPurpose, subject: string, to: Address, data: Hex): Promise<SentTransaction> {
-    const s = senderOf(chainId);
     return new Promise<SentTransaction>((resolve, reject) => {
+      // Inside the executor: no relayer for the chain is a rejection, as from any other send.
+      const s = senderOf(chainId);
       s.queue.push({ purpose, subject, to, data, resolve, reject });
       if (!s.draining) void drain(s);
     });
