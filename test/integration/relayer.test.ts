@@ -12,7 +12,7 @@ import { createWalletClient, http, parseEventLogs, parseGwei, type Address, type
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadChains } from '../../src/chains-config.js';
-import { createRelayer, RelayerCallRefused, RelayerOutOfGas, RelayerUnavailable, type Relayer, type RelayerOptions } from '../../src/chain/relayer.js';
+import { createRelayer, RelayerCallRefused, RelayerNotConfigured, RelayerOutOfGas, RelayerUnavailable, type Relayer, type RelayerOptions } from '../../src/chain/relayer.js';
 import { loadRelayerKeys, LOCAL_RELAYER_KEY_FILE, RelayerKeyError } from '../../src/chain/relayer-keys.js';
 import { SUBSCRIPTION_MANAGER_ABI } from '../../src/chain/subscription-manager-abi.js';
 import { ConfigError, loadConfig } from '../../src/config.js';
@@ -128,6 +128,8 @@ describe('sending', () => {
     const r = relayer();
     expect(r.operatorAddress(chain.chainId)).toBe(operator);
     expect(r.operatorAddress(84532)).toBeNull();
+    // No relayer on that chain: a rejection, as any other failed send (not a throw at the call).
+    await expect(r.sendCharge(84532, { contract: chain.subscriptionManager, onchainId: 1n, periodIndex: 1, paymentReference: '0x0000000000000101' })).rejects.toThrow(RelayerNotConfigured);
     const { id } = await subscribe();
     expect(await r.simulateCharge(chain.chainId, charge(id))).toMatchObject({ ok: false, code: 'period_not_begun' });
     await nextPeriod();
