@@ -41,7 +41,7 @@ import type { Pool, PoolClient } from '../db/pool.js';
 import {
   countBroadcast,
   insertRelayerTransaction,
-  liveTransactionFor,
+  liveTransactionsFor,
   nextRecordedNonce,
   openRelayerTransactions,
   reopenRelayerTransaction,
@@ -67,6 +67,9 @@ const ERC20_READ_ABI = parseAbi([
 const TIMEOUT_MS = 15_000;
 /** A replacement's fees: at least the old ones + 25% (nodes ask for +10% at least, some more). */
 const BUMP_PERCENT = 125n;
+/** Sends taken from the queue at once (their node reads made together), and how long one hold of the sequence lock may last. */
+const ROUND_MAX = 32;
+const HOLD_MAX_MS = 2_000;
 
 // ---------------------------------------------------------------------------------------------
 // What callers see
@@ -195,6 +198,19 @@ interface Sender {
   address: Address;
   source: string;
   low: boolean | null;
+  /** Sends waiting for the sequence lock, in the order asked. */
+  queue: SendRequest[];
+  /** A drain of the queue is running (it takes what is queued meanwhile too). */
+  draining: boolean;
+}
+
+interface SendRequest {
+  purpose: RelayerPurpose;
+  subject: string;
+  to: Address;
+  data: Hex;
+  resolve: (sent: SentTransaction) => void;
+  reject: (err: unknown) => void;
 }
 
 function transportOf(urls: readonly string[]): Transport {
@@ -268,6 +284,8 @@ export function createRelayer(opts: RelayerOptions): Relayer {
       address: getAddress(account.address),
       source: k.source,
       low: null,
+      queue: [],
+      draining: false,
     });
   }
 
@@ -456,88 +474,209 @@ export function createRelayer(opts: RelayerOptions): Relayer {
     }
   }
 
-  /** Settles, then signs, records and broadcasts `data` to `to` (or returns the live transaction of `subject`). */
-  async function send(chainId: number, purpose: RelayerPurpose, subject: string, to: Address, data: Hex): Promise<SentTransaction> {
-    const s = senderOf(chainId);
-    return withSequenceLock(pool, chainId, s.address, async (db) => {
-      const head = await settle(s, db);
-      const live = await liveTransactionFor(db, chainId, s.address, subject);
-      if (live !== null) return { txHash: live.tx_hash as Hex, nonce: Number(live.nonce) };
+  /**
+   * Queues a send. The sender's queue is drained under one hold of the sequence lock: concurrent
+   * callers (the charge job's parallel lanes) wait in memory, not on Postgres, and share one
+   * settle per hold.
+   */
+  function send(chainId: number, purpose: RelayerPurpose, subject: string, to: Address, data: Hex): Promise<SentTransaction> {
+    return new Promise<SentTransaction>((resolve, reject) => {
+      // Inside the executor: no relayer for the chain is a rejection, as from any other send.
+      const s = senderOf(chainId);
+      s.queue.push({ purpose, subject, to, data, resolve, reject });
+      if (!s.draining) void drain(s);
+    });
+  }
 
-      const gas = await rpc(s, async () => {
+  async function drain(s: Sender): Promise<void> {
+    s.draining = true;
+    try {
+      while (s.queue.length > 0) {
+        const taken: SendRequest[] = [];
+        let leftover: SendRequest[] = [];
         try {
-          return await s.client.estimateGas({ account: s.address, to, data });
+          leftover = await withSequenceLock(pool, s.chain.chainId, s.address, (db) => hold(s, db, taken));
         } catch (err) {
-          const words = wordsOf(err);
-          if (/insufficient funds/i.test(words)) {
-            count(s, purpose, 'out_of_gas');
-            throw new RelayerOutOfGas(chainId, s.address, `relayer ${s.address} on chain ${chainId} cannot pay the gas: fund it`);
-          }
-          const decoded = isRevert(err)?.data?.errorName ?? revertNameIn(err);
-          if (decoded !== null || /revert/i.test(words)) throw new RelayerCallRefused(`${purpose} on chain ${chainId} would revert: ${decoded ?? words}`, decoded);
-          throw err;
+          // The lock, the settle or the database failed: each request waiting fails as a send of
+          // its own would have (it would have met the same failure). Those already answered keep
+          // their answer (a promise settles once).
+          for (const r of [...taken, ...s.queue.splice(0)]) r.reject(err);
         }
-      });
-      // Headroom over the estimate: a charge's token calls may cost a little more when mined.
-      const gasLimit = (gas * 120n) / 100n;
-      const fees = await rpc(s, () => s.client.estimateFeesPerGas());
-      const balance = await rpc(s, () => s.client.getBalance({ address: s.address }));
-      if (balance < gasLimit * fees.maxFeePerGas) {
-        count(s, purpose, 'out_of_gas');
-        throw new RelayerOutOfGas(
-          chainId,
-          s.address,
-          `relayer ${s.address} on chain ${chainId} holds ${formatEther(balance)}, less than the ${formatEther(gasLimit * fees.maxFeePerGas)} this ${purpose} may cost: fund it`,
-        );
+        s.queue.unshift(...leftover);
       }
-      const pendingCount = BigInt(await rpc(s, () => s.client.getTransactionCount({ address: s.address, blockTag: 'pending' })));
-      const nonce = max(await nextRecordedNonce(db, chainId, s.address), pendingCount);
-      const raw = await s.account.signTransaction({
-        chainId,
-        type: 'eip1559',
-        to,
-        data,
-        nonce: Number(nonce),
-        gas: gasLimit,
-        maxFeePerGas: fees.maxFeePerGas,
-        maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
-      });
-      const row = await insertRelayerTransaction(db, {
-        chainId,
-        from: s.address,
-        nonce,
-        txHash: keccak256(raw),
-        rawTx: raw,
-        purpose,
-        subject,
-        contract: to,
-        gasLimit,
-        maxFeePerGas: fees.maxFeePerGas,
-        maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
-        sentAtBlock: head,
-      });
-      const sent = { txHash: row.tx_hash as Hex, nonce: Number(nonce) };
-      await opts.afterRecord?.(sent);
-      let accepted: boolean;
+    } finally {
+      s.draining = false;
+    }
+  }
+
+  /**
+   * One hold of the sequence lock: settles once, then sends the queued requests in rounds until the
+   * queue is empty or the hold has lasted HOLD_MAX_MS (other processes and the upkeep wait on the
+   * same lock). Returns the requests it did not get to (put back in the queue for the next hold).
+   */
+  async function hold(s: Sender, db: PoolClient, taken: SendRequest[]): Promise<SendRequest[]> {
+    await settle(s, db);
+    const started = Date.now();
+    while (s.queue.length > 0 && Date.now() - started < HOLD_MAX_MS) {
+      const round = s.queue.splice(0, ROUND_MAX);
+      taken.push(...round);
+      const rest = await sendRound(s, db, round);
+      if (rest.length > 0) return rest;
+    }
+    return [];
+  }
+
+  /**
+   * One round under the hold: the node's answers every send needs (fees, balance, pending count,
+   * head, each call's gas) read at once, then each request signed, recorded, broadcast, in turn.
+   * A fault that is not the request's own (the node not answering, the database, a crash) ends the
+   * hold: the requests after it are returned untouched, to start again with a fresh settle.
+   */
+  async function sendRound(s: Sender, db: PoolClient, round: SendRequest[]): Promise<SendRequest[]> {
+    const chainId = s.chain.chainId;
+    const todo: SendRequest[] = [];
+    const live = await liveTransactionsFor(db, chainId, s.address, [...new Set(round.map((r) => r.subject))]);
+    for (const r of round) {
+      const row = live.get(r.subject);
+      if (row) r.resolve({ txHash: row.tx_hash as Hex, nonce: Number(row.nonce) });
+      else todo.push(r);
+    }
+    if (todo.length === 0) return [];
+    const estimates = todo.map((r) => estimateGasOf(s, r).then((gas) => ({ gas }), (err: unknown) => ({ err })));
+    const shared = Promise.all([
+      rpc(s, () => s.client.getBlockNumber({ cacheTime: 0 })),
+      rpc(s, () => s.client.estimateFeesPerGas()),
+      rpc(s, () => s.client.getBalance({ address: s.address })),
+      rpc(s, () => s.client.getTransactionCount({ address: s.address, blockTag: 'pending' })).then(BigInt),
+    ]);
+    const read = await shared.then((values) => ({ values }), (err: unknown) => ({ err }));
+    if ('err' in read) {
+      await Promise.all(estimates);
+      for (const r of todo) r.reject(read.err);
+      return [];
+    }
+    const [head, fees, balance, pendingCount] = read.values;
+    const gases = await Promise.all(estimates);
+    // The next nonce: read from the records once, then kept here. Only this hold writes the
+    // sequence's records meanwhile (the lock); a nonce whose transaction was refused (its row
+    // `failed`) is taken by the next one. The node's pending count guards against transactions
+    // of the key the records do not know.
+    let nonce = max(await nextRecordedNonce(db, chainId, s.address), pendingCount);
+    const sentNow = new Map<string, SentTransaction>();
+    for (let i = 0; i < todo.length; i++) {
+      const r = todo[i];
+      const already = sentNow.get(r.subject);
+      if (already) {
+        r.resolve(already);
+        continue;
+      }
+      const estimate = gases[i];
+      if ('err' in estimate) {
+        r.reject(estimate.err);
+        continue;
+      }
       try {
-        accepted = await broadcast(s, db, row);
+        const sent = await sendOne(s, db, r, estimate.gas, head, fees, balance, nonce);
+        nonce += 1n;
+        sentNow.set(r.subject, sent);
+        r.resolve(sent);
       } catch (err) {
-        if (err instanceof RelayerOutOfGas) {
-          // The node refused it outright: its nonce was never used, the next transaction takes it.
-          await setRelayerStatus(db, row.id, 'failed', { error: 'insufficient funds' });
-          count(s, purpose, 'out_of_gas');
+        r.reject(err);
+        // Refused before its record or by the node (its row `failed`): its nonce was not used.
+        if (err instanceof RelayerCallRefused || err instanceof RelayerOutOfGas) continue;
+        return todo.slice(i + 1);
+      }
+    }
+    return [];
+  }
+
+  /** eth_estimateGas of one request: a revert is RelayerCallRefused, no gas RelayerOutOfGas. */
+  async function estimateGasOf(s: Sender, r: SendRequest): Promise<bigint> {
+    const chainId = s.chain.chainId;
+    return rpc(s, async () => {
+      try {
+        return await s.client.estimateGas({ account: s.address, to: r.to, data: r.data });
+      } catch (err) {
+        const words = wordsOf(err);
+        if (/insufficient funds/i.test(words)) {
+          count(s, r.purpose, 'out_of_gas');
+          throw new RelayerOutOfGas(chainId, s.address, `relayer ${s.address} on chain ${chainId} cannot pay the gas: fund it`);
         }
+        const decoded = isRevert(err)?.data?.errorName ?? revertNameIn(err);
+        if (decoded !== null || /revert/i.test(words)) throw new RelayerCallRefused(`${r.purpose} on chain ${chainId} would revert: ${decoded ?? words}`, decoded);
         throw err;
       }
-      if (!accepted) {
-        await setRelayerStatus(db, row.id, 'failed', { error: 'refused by the node' });
-        count(s, purpose, 'refused');
-        throw new RelayerCallRefused(`${purpose} on chain ${chainId}: the node refused the transaction`, null);
-      }
-      count(s, purpose, 'sent');
-      log.info({ chain_id: chainId, purpose, subject, tx_hash: sent.txHash, nonce: sent.nonce }, 'relayer transaction sent');
-      return sent;
     });
+  }
+
+  /** Under the lock: signs one request, records it, then broadcasts it. */
+  async function sendOne(
+    s: Sender,
+    db: PoolClient,
+    r: SendRequest,
+    gas: bigint,
+    head: bigint,
+    fees: { maxFeePerGas: bigint; maxPriorityFeePerGas: bigint },
+    balance: bigint,
+    nonce: bigint,
+  ): Promise<SentTransaction> {
+    const chainId = s.chain.chainId;
+    const { purpose, subject, to, data } = r;
+    // Headroom over the estimate: a charge's token calls may cost a little more when mined.
+    const gasLimit = (gas * 120n) / 100n;
+    if (balance < gasLimit * fees.maxFeePerGas) {
+      count(s, purpose, 'out_of_gas');
+      throw new RelayerOutOfGas(
+        chainId,
+        s.address,
+        `relayer ${s.address} on chain ${chainId} holds ${formatEther(balance)}, less than the ${formatEther(gasLimit * fees.maxFeePerGas)} this ${purpose} may cost: fund it`,
+      );
+    }
+    const raw = await s.account.signTransaction({
+      chainId,
+      type: 'eip1559',
+      to,
+      data,
+      nonce: Number(nonce),
+      gas: gasLimit,
+      maxFeePerGas: fees.maxFeePerGas,
+      maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
+    });
+    const row = await insertRelayerTransaction(db, {
+      chainId,
+      from: s.address,
+      nonce,
+      txHash: keccak256(raw),
+      rawTx: raw,
+      purpose,
+      subject,
+      contract: to,
+      gasLimit,
+      maxFeePerGas: fees.maxFeePerGas,
+      maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
+      sentAtBlock: head,
+    });
+    const sent = { txHash: row.tx_hash as Hex, nonce: Number(nonce) };
+    await opts.afterRecord?.(sent);
+    let accepted: boolean;
+    try {
+      accepted = await broadcast(s, db, row);
+    } catch (err) {
+      if (err instanceof RelayerOutOfGas) {
+        // The node refused it outright: its nonce was never used, the next transaction takes it.
+        await setRelayerStatus(db, row.id, 'failed', { error: 'insufficient funds' });
+        count(s, purpose, 'out_of_gas');
+      }
+      throw err;
+    }
+    if (!accepted) {
+      await setRelayerStatus(db, row.id, 'failed', { error: 'refused by the node' });
+      count(s, purpose, 'refused');
+      throw new RelayerCallRefused(`${purpose} on chain ${chainId}: the node refused the transaction`, null);
+    }
+    count(s, purpose, 'sent');
+    log.info({ chain_id: chainId, purpose, subject, tx_hash: sent.txHash, nonce: sent.nonce }, 'relayer transaction sent');
+    return sent;
   }
 
   async function tokenLabel(s: Sender, token: Address): Promise<{ symbol: string; decimals: number }> {

@@ -104,15 +104,15 @@ export async function nextRecordedNonce(db: Queryable, chainId: number, from: st
   return BigInt(rows[0].next);
 }
 
-/** The newest transaction doing `subject` that is still in flight or succeeded (a second request returns it). */
-export async function liveTransactionFor(db: Queryable, chainId: number, from: string, subject: string): Promise<RelayerTransactionRow | null> {
+/** For each of `subjects`, the newest transaction doing it that is still in flight or succeeded (a second request returns it). */
+export async function liveTransactionsFor(db: Queryable, chainId: number, from: string, subjects: readonly string[]): Promise<Map<string, RelayerTransactionRow>> {
   const { rows } = await db.query<RelayerTransactionRow>(
-    `select ${COLUMNS} from relayer_transactions
-     where chain_id = $1 and from_address = lower($2) and subject = $3 and status in ('pending', 'replaced', 'mined')
-     order by id desc limit 1`,
-    [chainId, from, subject],
+    `select distinct on (subject) ${COLUMNS} from relayer_transactions
+     where chain_id = $1 and from_address = lower($2) and subject = any($3::text[]) and status in ('pending', 'replaced', 'mined')
+     order by subject, relayer_transactions.id desc`,
+    [chainId, from, subjects],
   );
-  return rows[0] ?? null;
+  return new Map(rows.map((r) => [r.subject, r]));
 }
 
 /**

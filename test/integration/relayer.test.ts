@@ -12,7 +12,7 @@ import { createWalletClient, http, parseEventLogs, parseGwei, type Address, type
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadChains } from '../../src/chains-config.js';
-import { createRelayer, RelayerCallRefused, RelayerOutOfGas, RelayerUnavailable, type Relayer, type RelayerOptions } from '../../src/chain/relayer.js';
+import { createRelayer, RelayerCallRefused, RelayerNotConfigured, RelayerOutOfGas, RelayerUnavailable, type Relayer, type RelayerOptions } from '../../src/chain/relayer.js';
 import { loadRelayerKeys, LOCAL_RELAYER_KEY_FILE, RelayerKeyError } from '../../src/chain/relayer-keys.js';
 import { SUBSCRIPTION_MANAGER_ABI } from '../../src/chain/subscription-manager-abi.js';
 import { ConfigError, loadConfig } from '../../src/config.js';
@@ -128,6 +128,8 @@ describe('sending', () => {
     const r = relayer();
     expect(r.operatorAddress(chain.chainId)).toBe(operator);
     expect(r.operatorAddress(84532)).toBeNull();
+    // No relayer on that chain: a rejection, as any other failed send (not a throw at the call).
+    await expect(r.sendCharge(84532, { contract: chain.subscriptionManager, onchainId: 1n, periodIndex: 1, paymentReference: '0x0000000000000101' })).rejects.toThrow(RelayerNotConfigured);
     const { id } = await subscribe();
     expect(await r.simulateCharge(chain.chainId, charge(id))).toMatchObject({ ok: false, code: 'period_not_begun' });
     await nextPeriod();
@@ -233,6 +235,91 @@ describe('sending', () => {
     } finally {
       await chain.testClient.setAutomine(true);
     }
+  });
+});
+
+describe('sending in batches (one hold of the sequence lock)', () => {
+  it('twelve charges asked at once (the job\'s parallel lanes): one settle and one read of the node for all, distinct consecutive nonces, each recorded before the node had it, every charge mined once', async () => {
+    const proxy = await startRpcProxy(chain.rpcUrl);
+    try {
+      const viaProxy = loadChains(chain.writeChainsFile(mkdtempSync(path.join(tmpdir(), 'relayer-batch-')), { rpc_urls: [proxy.url] }), {});
+      const checkPool = createPool(db.url, 1);
+      pools.push(checkPool);
+      const atRecord: { txHash: Hex; rowBroadcasts: number | null; nodeKnew: boolean }[] = [];
+      const r = relayer({
+        chains: viaProxy,
+        afterRecord: async (tx) => {
+          const row = (await relayerTransactionsOf(checkPool, chain.chainId)).find((x) => x.tx_hash === tx.txHash);
+          const nodeKnew = await chain.publicClient.getTransaction({ hash: tx.txHash }).then(() => true, () => false);
+          atRecord.push({ txHash: tx.txHash, rowBroadcasts: row ? row.broadcasts : null, nodeKnew });
+        },
+      });
+      const subs = await Promise.all(Array.from({ length: 12 }, () => subscribe()));
+      await nextPeriod();
+      const before = await chain.publicClient.getTransactionCount({ address: operator, blockTag: 'latest' });
+      proxy.resetCalls();
+      const sent = await Promise.all(subs.map(({ id }) => r.sendCharge(chain.chainId, charge(id))));
+      expect(sent.map((x) => x.nonce).sort((a, b) => a - b)).toEqual(Array.from({ length: 12 }, (_, i) => before + i));
+      // Each one recorded (committed, seen from another connection) and unknown to the node when its record was done.
+      expect(atRecord).toHaveLength(12);
+      for (const seen of atRecord) expect(seen).toMatchObject({ rowBroadcasts: 0, nodeKnew: false });
+      expect(new Set(atRecord.map((x) => x.txHash))).toEqual(new Set(sent.map((x) => x.txHash)));
+      // One send at a time would have read the head 12 times and the nonce counts 24-36 times.
+      expect(proxy.calls('eth_blockNumber')).toBeLessThanOrEqual(3);
+      expect(proxy.calls('eth_getTransactionCount')).toBeLessThanOrEqual(4);
+      expect(proxy.calls('eth_sendRawTransaction')).toBe(12);
+      for (const x of sent) expect((await chain.publicClient.waitForTransactionReceipt({ hash: x.txHash })).status).toBe('success');
+      for (const { id } of subs) expect(await chargedLogs(id)).toBe(1);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('two relayers sending batches of eight at once on one key: sixteen distinct consecutive nonces, every charge mined once', async () => {
+    const a = relayer();
+    const b = relayer();
+    const subs = await Promise.all(Array.from({ length: 16 }, () => subscribe()));
+    await nextPeriod();
+    const before = await chain.publicClient.getTransactionCount({ address: operator, blockTag: 'latest' });
+    const sent = await Promise.all([
+      ...subs.slice(0, 8).map(({ id }) => a.sendCharge(chain.chainId, charge(id))),
+      ...subs.slice(8).map(({ id }) => b.sendCharge(chain.chainId, charge(id))),
+    ]);
+    expect(sent.map((x) => x.nonce).sort((x, y) => x - y)).toEqual(Array.from({ length: 16 }, (_, i) => before + i));
+    for (const x of sent) expect((await chain.publicClient.waitForTransactionReceipt({ hash: x.txHash })).status).toBe('success');
+    for (const { id } of subs) expect(await chargedLogs(id)).toBe(1);
+  });
+
+  it('in one batch, a charge that would revert is refused alone and a crash after a record stops the hold: the recorded one is broadcast by the next hold, the rest follow it, no nonce hole, one charge each', async () => {
+    const subs = await Promise.all(Array.from({ length: 5 }, () => subscribe()));
+    await nextPeriod();
+    let records = 0;
+    let crashed: Hex | null = null;
+    const r = relayer({
+      afterRecord: (tx) => {
+        records += 1;
+        if (records === 2) {
+          crashed = tx.txHash;
+          throw new Error('process killed');
+        }
+      },
+    });
+    const before = await chain.publicClient.getTransactionCount({ address: operator, blockTag: 'latest' });
+    const unknown = charge(999_999n);
+    const asked = [r.sendCharge(chain.chainId, charge(subs[0].id)), r.sendCharge(chain.chainId, unknown), ...subs.slice(1).map(({ id }) => r.sendCharge(chain.chainId, charge(id)))];
+    const answers = await Promise.allSettled(asked);
+    expect(answers[1]).toMatchObject({ status: 'rejected', reason: expect.any(RelayerCallRefused) });
+    expect(answers.filter((x) => x.status === 'rejected' && String(x.reason).includes('process killed'))).toHaveLength(1);
+    expect(answers.filter((x) => x.status === 'fulfilled')).toHaveLength(4);
+    expect(crashed).not.toBeNull();
+    // Nothing recorded for the refused one; the crashed one's transaction is on its way (broadcast by the next hold's settle).
+    const mine = (await rows()).filter((x) => Number(x.nonce) >= before);
+    expect(mine.some((x) => x.subject.endsWith(':999999:1'))).toBe(false);
+    expect(mine.map((x) => Number(x.nonce)).sort((a, b) => a - b)).toEqual([0, 1, 2, 3, 4].map((i) => before + i));
+    expect((await chain.publicClient.waitForTransactionReceipt({ hash: crashed! })).status).toBe('success');
+    for (const answer of answers) if (answer.status === 'fulfilled') expect((await chain.publicClient.waitForTransactionReceipt({ hash: answer.value.txHash })).status).toBe('success');
+    for (const { id } of subs) expect(await chargedLogs(id)).toBe(1);
+    expect(await chain.publicClient.getTransactionCount({ address: operator, blockTag: 'latest' })).toBe(before + 5);
   });
 });
 
