@@ -331,8 +331,9 @@ describe('Postgres is the truth', () => {
       const { rows } = await fx.api.pool.query<{ n: number }>(`select count(*)::int as n from invoices where subscription_id = $1 and period_index = 1`, [s.subscriptionId]);
       expect(rows[0].n).toBe(1);
     }
-    // Both workers took part.
-    expect(second.calls.simulate).toBeGreaterThan(0);
+    // Which worker takes each run of the shared job scheduler is BullMQ's pick: usually both take
+    // part, but nothing promises it (CI: the first took all four once), so it is said, not asserted.
+    console.info(`charge simulations by the second worker: ${second.calls.simulate}`);
     for (const s of subs) await retire(s);
     await extraWorker.close();
     extraWorker = undefined;
