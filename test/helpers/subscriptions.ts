@@ -10,8 +10,10 @@ import path from 'node:path';
 import type { Pool } from '../../src/db/pool.js';
 import { wellKnownAccount } from '../../src/devchain/accounts.js';
 import { newId } from '../../src/domain/ids.js';
+import type { SubscriptionCheckoutAnswer } from '../../src/http/schemas/payment-page.js';
 import type { Api } from '../../src/http/types.js';
 import type { OperatorAddressOf } from '../../src/invoicing/subscription-checkout.js';
+import { expect } from 'vitest';
 
 export interface SeedSubscription {
   accountId: string;
@@ -122,6 +124,13 @@ export function subscriptionChainsFile(extra: Record<string, unknown>[] = []): s
 }
 
 /** POST /pay/<link id>/subscribe as the link page's script sends it (same origin); the answer's status and JSON. */
+/** The subscription checkout's answer (the exact terms the wallet signs); the POST must be a 200. */
+export async function subscriptionCheckoutAnswer(app: Api, linkId: string, customerEmail: string): Promise<SubscriptionCheckoutAnswer> {
+  const res = await postSubscriptionCheckout(app, linkId, customerEmail);
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  return res.body as unknown as SubscriptionCheckoutAnswer;
+}
+
 export async function postSubscriptionCheckout(app: Api, linkId: string, customerEmail: string): Promise<{ status: number; body: { checkout_id: string } & Record<string, unknown> }> {
   const res = await app.inject({
     method: 'POST',

@@ -11,7 +11,6 @@ import { createRelayer } from '../../src/chain/relayer.js';
 import { SUBSCRIPTION_MANAGER_ABI } from '../../src/chain/subscription-manager-abi.js';
 import { TEST_USDC_ABI } from '../../src/devchain/contracts.js';
 import { sendSubscription } from '../../src/devchain/subscribe-command.js';
-import type { SubscriptionCheckoutAnswer } from '../../src/http/schemas/payment-page.js';
 import { createLogger } from '../../src/log.js';
 import type { SubscriptionRelayer } from '../../src/queue/job-context.js';
 import { readRelayerKeys } from '../../src/runtime/relayer-runtime.js';
@@ -20,6 +19,7 @@ import { startChainFixture, type ChainFixture } from '../helpers/chain-fixture.j
 import type { ApiFixture } from '../helpers/context.js';
 import { apiClient, type JsonBody } from '../helpers/http.js';
 import { waitUntil } from '../helpers/worker.js';
+import { subscriptionCheckoutAnswer } from '../helpers/subscriptions.js';
 
 const INTERVAL_S = 10;
 const STATE_TIMEOUT_MS = 90_000;
@@ -93,14 +93,7 @@ describe('a node lying that a charge would succeed', () => {
   it('the period is not paid, nothing is signed or counted against the customer; told the truth, the attempt is counted', async () => {
     const payer = chain.payers[4];
     const email = `liar-${Math.random().toString(36).slice(2)}@example.test`;
-    const origin = fixture!.origin!;
-    const res = await fetch(`${origin}/pay/${linkId}/subscribe`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', origin, 'sec-fetch-site': 'same-origin' },
-      body: JSON.stringify({ customer_email: email }),
-    });
-    const answer = (await res.json()) as SubscriptionCheckoutAnswer;
-    expect(res.status, JSON.stringify(answer)).toBe(200);
+    const answer = await subscriptionCheckoutAnswer(fx.api.app, linkId, email);
     const { onchainId } = await sendSubscription({ rpcUrl: chain.rpcUrl, answer }, payer.privateKey);
     let sub: JsonBody | undefined;
     await waitUntil(async () => (sub = (await api.get(`/v1/subscriptions?customer_email=${encodeURIComponent(email)}`, key())).body.data[0]) !== undefined, STATE_TIMEOUT_MS, 250);

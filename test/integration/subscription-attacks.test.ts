@@ -18,6 +18,7 @@ import { startChainFixture, type ChainFixture } from '../helpers/chain-fixture.j
 import type { ApiFixture } from '../helpers/context.js';
 import { apiClient, type JsonBody } from '../helpers/http.js';
 import { waitUntil } from '../helpers/worker.js';
+import { subscriptionCheckoutAnswer } from '../helpers/subscriptions.js';
 
 const INTERVAL_S = 10;
 const STATE_TIMEOUT_MS = 90_000;
@@ -74,14 +75,7 @@ afterAll(async () => {
 
 /** The page script's flow without the page: the checkout over HTTP, then approve and subscribe(terms) from `payer`. */
 async function subscribeByScript(payer: WellKnownAccount, email: string): Promise<{ onchainId: bigint; answer: SubscriptionCheckoutAnswer }> {
-  const origin = fixture!.origin!;
-  const res = await fetch(`${origin}/pay/${linkId}/subscribe`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', origin, 'sec-fetch-site': 'same-origin' },
-    body: JSON.stringify({ customer_email: email }),
-  });
-  const answer = (await res.json()) as SubscriptionCheckoutAnswer;
-  expect(res.status, JSON.stringify(answer)).toBe(200);
+  const answer = await subscriptionCheckoutAnswer(fx.api.app, linkId, email);
   const sent = await sendSubscription({ rpcUrl: chain.rpcUrl, answer }, payer.privateKey);
   return { onchainId: sent.onchainId, answer };
 }
@@ -213,14 +207,7 @@ describe('a subscribe call against a checkout that is no longer payable', () => 
     startMiner();
     const payer = chain.payers[2];
     const email = `void-${Math.random().toString(36).slice(2)}@example.test`;
-    const origin = fixture!.origin!;
-    const res = await fetch(`${origin}/pay/${linkId}/subscribe`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', origin, 'sec-fetch-site': 'same-origin' },
-      body: JSON.stringify({ customer_email: email }),
-    });
-    const answer = (await res.json()) as SubscriptionCheckoutAnswer;
-    expect(res.status, JSON.stringify(answer)).toBe(200);
+    const answer = await subscriptionCheckoutAnswer(fx.api.app, linkId, email);
     const { rows } = await fx.api.pool.query<{ invoice_id: string }>('select invoice_id from subscription_checkouts where checkout_reference = $1', [answer.terms.checkout_reference.toLowerCase()]);
     const invoiceId = rows[0].invoice_id;
     const voided = await api.post(`/v1/invoices/${invoiceId}/void`, key());
@@ -244,14 +231,7 @@ describe('a node whose Subscribed log a reorg takes away', () => {
     stopMiner();
     const payer = chain.payers[3];
     const email = `reorg-${Math.random().toString(36).slice(2)}@example.test`;
-    const origin = fixture!.origin!;
-    const res = await fetch(`${origin}/pay/${linkId}/subscribe`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', origin, 'sec-fetch-site': 'same-origin' },
-      body: JSON.stringify({ customer_email: email }),
-    });
-    const answer = (await res.json()) as SubscriptionCheckoutAnswer;
-    expect(res.status, JSON.stringify(answer)).toBe(200);
+    const answer = await subscriptionCheckoutAnswer(fx.api.app, linkId, email);
     const balanceBefore = await chain.balanceOf(payer.address);
     const sent = await sendSubscription({ rpcUrl: chain.rpcUrl, answer }, payer.privateKey);
     const pendingRow = async () => (await fx.api.pool.query<{ status: string }>(`select status from payments where tx_hash = $1`, [sent.txHash])).rows[0]?.status;
