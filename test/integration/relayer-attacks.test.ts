@@ -1,0 +1,367 @@
+// Attacks on the relayer's batched sends (src/chain/relayer.ts, docs/subscriptions.md "Sending"), on
+// anvil and Postgres through the RPC proxy playing a flaky or lying node: a broadcast answered with
+// an error though the node pooled it; no answer after the node took a broadcast; a pending nonce
+// count that goes backwards, under two relayers and their upkeeps at once; one eth_estimateGas of a
+// round without an answer and another reverting (the subscriber revoked the allowance after the
+// simulation); a relayer process SIGKILLed mid-round, between a record and its broadcast. Each
+// asserts the promises: one nonce sequence without a hole or a reuse, every charge mined once, the
+// other sends of a round untouched by one send's failure, the sequence lock let go.
+import { spawn } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createWalletClient, encodeFunctionData, http, keccak256, parseEventLogs, type Address, type Hex } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadChains } from '../../src/chains-config.js';
+import { createRelayer, RelayerCallRefused, RelayerUnavailable, type Relayer, type RelayerOptions, type SentTransaction } from '../../src/chain/relayer.js';
+import { SUBSCRIPTION_MANAGER_ABI } from '../../src/chain/subscription-manager-abi.js';
+import { createPool, type Pool } from '../../src/db/pool.js';
+import { relayerTransactionsOf } from '../../src/db/relayer-transactions.js';
+import { TEST_USDC_ABI } from '../../src/devchain/contracts.js';
+import type { Chain } from '../../src/domain/chains.js';
+import { Secret } from '../../src/lib/secret.js';
+import { createLogger } from '../../src/log.js';
+import { startRpcProxy, startTestChain, type JsonRpcRequest, type RpcProxy, type TestChain } from '../helpers/anvil.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/context.js';
+import { ROOT, waitUntil } from '../helpers/worker.js';
+
+let chain: TestChain;
+let db: TestDatabase;
+let chains: Chain[];
+let checkPool: Pool;
+const pools: Pool[] = [];
+const relayerKey = generatePrivateKey();
+const operator = privateKeyToAccount(relayerKey).address;
+const log = createLogger('silent');
+const PERIOD = 60;
+const AMOUNT = 10_000_000n; // 10 USDC
+let nextPayer = 0;
+
+beforeAll(async () => {
+  chain = await startTestChain();
+  db = await createTestDatabase();
+  chains = loadChains(chain.writeChainsFile(mkdtempSync(path.join(tmpdir(), 'relayer-attacks-'))), {});
+  checkPool = createPool(db.url, 2);
+  pools.push(checkPool);
+  await chain.testClient.setBalance({ address: operator, value: 10n ** 20n });
+}, 120_000);
+
+afterAll(async () => {
+  await Promise.all(pools.map((p) => p.end()));
+  await db?.drop();
+  await chain?.stop();
+});
+
+function relayer(overrides: Partial<RelayerOptions> = {}): Relayer {
+  const pool = createPool(db.url, 4);
+  pools.push(pool);
+  return createRelayer({
+    pool,
+    chains,
+    keys: [{ chainId: chain.chainId, key: new Secret<Hex>(relayerKey), source: 'test' }],
+    stuckBlocks: 3,
+    minBalance: '0.01',
+    log,
+    ...overrides,
+  });
+}
+
+/** A proxy in front of anvil and the chains the relayer reads through it. */
+async function proxied(): Promise<{ proxy: RpcProxy; chains: Chain[] }> {
+  const proxy = await startRpcProxy(chain.rpcUrl);
+  return { proxy, chains: loadChains(chain.writeChainsFile(mkdtempSync(path.join(tmpdir(), 'relayer-attacks-proxy-')), { rpc_urls: [proxy.url] }), {}) };
+}
+
+/** A payer of its own (anvil lets the test send from it, with gas and 100 USDC) subscribes; returns the subscription's id and payer. */
+async function subscribe(): Promise<{ id: bigint; payer: Address }> {
+  const payer = privateKeyToAccount(generatePrivateKey()).address;
+  await chain.testClient.impersonateAccount({ address: payer });
+  await chain.testClient.setBalance({ address: payer, value: 10n ** 18n });
+  await chain.transfer({ from: chain.payers[nextPayer++ % chain.payers.length].address, to: payer, amountAtomic: AMOUNT * 10n });
+  await approve(payer, AMOUNT * 100n);
+  const wallet = createWalletClient({ transport: http(chain.rpcUrl) });
+  const hash = await wallet.writeContract({
+    account: payer,
+    chain: null,
+    address: chain.subscriptionManager,
+    abi: SUBSCRIPTION_MANAGER_ABI,
+    functionName: 'subscribe',
+    args: [
+      {
+        payee: '0x00000000000000000000000000000000000000aa',
+        token: chain.token,
+        amount: AMOUNT,
+        period: PERIOD,
+        feeBps: 100,
+        feeAddress: chain.feeAddress,
+        operator,
+        endsAt: 0,
+        checkoutReference: `0x${'22'.repeat(32)}`,
+      },
+    ],
+  });
+  const receipt = await chain.publicClient.waitForTransactionReceipt({ hash });
+  expect(receipt.status).toBe('success');
+  const [ev] = parseEventLogs({ abi: SUBSCRIPTION_MANAGER_ABI, eventName: 'Subscribed', logs: receipt.logs });
+  return { id: ev.args.id, payer };
+}
+
+async function approve(payer: Address, amount: bigint): Promise<void> {
+  const wallet = createWalletClient({ transport: http(chain.rpcUrl) });
+  const hash = await wallet.writeContract({ account: payer, chain: null, address: chain.token, abi: TEST_USDC_ABI, functionName: 'approve', args: [chain.subscriptionManager, amount] });
+  expect((await chain.publicClient.waitForTransactionReceipt({ hash })).status).toBe('success');
+}
+
+async function subscribeMany(n: number): Promise<{ id: bigint; payer: Address }[]> {
+  const subs = await Promise.all(Array.from({ length: n }, () => subscribe()));
+  await chain.testClient.increaseTime({ seconds: PERIOD + 1 });
+  await chain.mine(1);
+  return subs;
+}
+
+const charge = (id: bigint, periodIndex = 1) => ({
+  contract: chain.subscriptionManager,
+  onchainId: id,
+  periodIndex,
+  paymentReference: `0x${id.toString(16).padStart(14, '0')}${periodIndex.toString(16).padStart(2, '0')}` as Hex,
+});
+const subjectOf = (id: bigint, periodIndex = 1) => `charge:${chain.subscriptionManager.toLowerCase()}:${id}:${periodIndex}`;
+
+async function chargedLogs(id: bigint): Promise<number> {
+  const logs = await chain.publicClient.getContractEvents({ address: chain.subscriptionManager, abi: SUBSCRIPTION_MANAGER_ABI, eventName: 'Charged', args: { id }, fromBlock: 0n });
+  return logs.length;
+}
+
+const rows = () => relayerTransactionsOf(checkPool, chain.chainId);
+const usedNonces = () => chain.publicClient.getTransactionCount({ address: operator, blockTag: 'latest' });
+const range = (from: number, n: number) => Array.from({ length: n }, (_, i) => from + i);
+const isBroadcast = (req: JsonRpcRequest) => req.method === 'eth_sendRawTransaction';
+const hashOf = (req: JsonRpcRequest) => keccak256((req.params ?? [])[0] as Hex);
+
+/** Every subscription charged once, by a mined transaction the records hold as mined: upkeep settles first. */
+async function expectEachChargedOnce(r: Relayer, subs: { id: bigint }[]): Promise<void> {
+  for (const { id } of subs) expect(await chargedLogs(id)).toBe(1);
+  await r.upkeep();
+  const all = await rows();
+  for (const { id } of subs) {
+    const mine = all.filter((x) => x.subject === subjectOf(id));
+    // One transaction of the period mined, and the records say so (none of it `failed` while it landed).
+    expect(mine.map((x) => x.status)).toEqual(['mined']);
+  }
+}
+
+describe('a flaky or lying node under a batch', () => {
+  it('a broadcast answered with an error though the node pooled it: the send is the one sent, the rest of the round take the next nonces, one charge each', async () => {
+    const { proxy, chains: viaProxy } = await proxied();
+    try {
+      const r = relayer({ chains: viaProxy });
+      const subs = await subscribeMany(4);
+      const before = await usedNonces();
+      let lied: Hex | null = null;
+      proxy.rewrite(async (req, real) => {
+        if (!isBroadcast(req) || lied !== null) return undefined;
+        lied = hashOf(req);
+        await real();
+        // The node took it (it is in its pool, here mined at once) and yet answered with an error.
+        return { jsonrpc: '2.0', id: req.id ?? null, error: { code: -32603, message: 'internal error' } };
+      });
+      const answers = await Promise.allSettled(subs.map(({ id }) => r.sendCharge(chain.chainId, charge(id))));
+      proxy.rewrite(null);
+      expect(lied).not.toBeNull();
+      expect(answers.map((a) => a.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled', 'fulfilled']);
+      const sent = answers.map((a) => (a as PromiseFulfilledResult<SentTransaction>).value);
+      expect(sent[0].txHash).toBe(lied);
+      expect(sent.map((x) => x.nonce)).toEqual(range(before, 4));
+      for (const x of sent) expect((await chain.publicClient.waitForTransactionReceipt({ hash: x.txHash })).status).toBe('success');
+      expect(await usedNonces()).toBe(before + 4);
+      await expectEachChargedOnce(r, subs);
+    } finally {
+      proxy.rewrite(null);
+      await proxy.close();
+    }
+  });
+
+  it('no answer after the node took a broadcast: that send fails as the service\'s fault, the rest follow it without a hole, the lock is let go, asked again it is the same transaction', async () => {
+    const { proxy, chains: viaProxy } = await proxied();
+    try {
+      const r = relayer({ chains: viaProxy });
+      const subs = await subscribeMany(5);
+      const before = await usedNonces();
+      let broadcasts = 0;
+      let lost: Hex | null = null;
+      proxy.rewrite(async (req, real) => {
+        if (!isBroadcast(req) || ++broadcasts !== 2) return undefined;
+        lost = hashOf(req);
+        await real();
+        // The proxy answers 502 (a load balancer losing the node's answer): no answer, for viem.
+        throw new Error('upstream connection reset');
+      });
+      const answers = await Promise.allSettled(subs.map(({ id }) => r.sendCharge(chain.chainId, charge(id))));
+      proxy.rewrite(null);
+      expect(lost).not.toBeNull();
+      expect(answers[1]).toMatchObject({ status: 'rejected', reason: expect.any(RelayerUnavailable) });
+      expect(answers.filter((a) => a.status === 'fulfilled')).toHaveLength(4);
+      // Its record stays: it is the transaction of its period, and the nonces have no hole.
+      const mine = (await rows()).filter((x) => Number(x.nonce) >= before);
+      expect(mine.map((x) => Number(x.nonce))).toEqual(range(before, 5));
+      const lostRow = mine.find((x) => x.tx_hash === lost);
+      expect(lostRow?.subject).toBe(subjectOf(subs[1].id));
+      // Still open, or already settled by the next hold (anvil mines at once): never given up.
+      expect(['pending', 'mined']).toContain(lostRow?.status);
+      // The lock was let go: another relayer's upkeep (the same lock) gets through.
+      await relayer().upkeep();
+      // The job retries the charge: the same transaction, not a second one.
+      expect(await r.sendCharge(chain.chainId, charge(subs[1].id))).toEqual({ txHash: lost, nonce: before + 1 });
+      for (const x of mine) expect((await chain.publicClient.waitForTransactionReceipt({ hash: x.tx_hash as Hex })).status).toBe('success');
+      expect(await usedNonces()).toBe(before + 5);
+      await expectEachChargedOnce(r, subs);
+    } finally {
+      proxy.rewrite(null);
+      await proxy.close();
+    }
+  });
+
+  it('a pending nonce count that goes backwards, under two relayers sending in waves with their upkeeps at once: no nonce used twice or skipped', async () => {
+    const { proxy, chains: viaProxy } = await proxied();
+    try {
+      let lies = 0;
+      // The lying node's pending count: 0 at first, then always lower than the truth.
+      proxy.rewrite(async (req, real) => {
+        if (req.method !== 'eth_getTransactionCount' || (req.params ?? [])[1] !== 'pending') return undefined;
+        const truth = BigInt((await real()).result as string);
+        lies += 1;
+        const told = lies === 1 ? 0n : truth > 3n ? truth - 3n : 0n;
+        return { jsonrpc: '2.0', id: req.id ?? null, result: `0x${told.toString(16)}` };
+      });
+      const liar = relayer({ chains: viaProxy });
+      const honest = relayer();
+      const subs = await subscribeMany(12);
+      const before = await usedNonces();
+      const sent: SentTransaction[] = [];
+      for (let wave = 0; wave < 3; wave++) {
+        const four = subs.slice(wave * 4, wave * 4 + 4);
+        const got = await Promise.all([
+          ...four.map(({ id }, i) => (i % 2 === 0 ? liar : honest).sendCharge(chain.chainId, charge(id))),
+          liar.upkeep().then(() => null),
+          honest.upkeep().then(() => null),
+        ]);
+        sent.push(...got.filter((x): x is SentTransaction => x !== null));
+      }
+      expect(lies).toBeGreaterThan(0);
+      expect(sent.map((x) => x.nonce).sort((a, b) => a - b)).toEqual(range(before, 12));
+      for (const x of sent) expect((await chain.publicClient.waitForTransactionReceipt({ hash: x.txHash })).status).toBe('success');
+      expect(await usedNonces()).toBe(before + 12);
+      await expectEachChargedOnce(honest, subs);
+    } finally {
+      proxy.rewrite(null);
+      await proxy.close();
+    }
+  });
+});
+
+describe('one send\'s failure in a round', () => {
+  it('one estimate unanswered and one reverting (the subscriber revoked the allowance after the simulation): each fails alone, nothing recorded or signed for them, the others consecutive; the revoked one is the customer\'s shortfall at the next simulation', async () => {
+    const { proxy, chains: viaProxy } = await proxied();
+    try {
+      const r = relayer({ chains: viaProxy });
+      const subs = await subscribeMany(5);
+      for (const { id } of subs) expect(await r.simulateCharge(chain.chainId, charge(id))).toEqual({ ok: true });
+      await approve(subs[3].payer, 0n);
+      const unanswered = charge(subs[1].id);
+      const calldataOf1 = encodeFunctionData({ abi: SUBSCRIPTION_MANAGER_ABI, functionName: 'charge', args: [unanswered.onchainId, unanswered.periodIndex, unanswered.paymentReference] });
+      proxy.rewrite((req) => {
+        const call = ((req.params ?? [])[0] ?? {}) as { data?: string; input?: string };
+        if (req.method === 'eth_estimateGas' && (call.data ?? call.input) === calldataOf1) throw new Error('upstream timed out');
+        return undefined;
+      });
+      const before = await usedNonces();
+      const answers = await Promise.allSettled(subs.map(({ id }) => r.sendCharge(chain.chainId, charge(id))));
+      proxy.rewrite(null);
+      expect(answers[1]).toMatchObject({ status: 'rejected', reason: expect.any(RelayerUnavailable) });
+      expect(answers[3]).toMatchObject({ status: 'rejected', reason: expect.any(RelayerCallRefused) });
+      const sent = [0, 2, 4].map((i) => (answers[i] as PromiseFulfilledResult<SentTransaction>).value);
+      expect(sent.map((x) => x.nonce)).toEqual(range(before, 3));
+      const all = await rows();
+      expect(all.filter((x) => x.subject === subjectOf(subs[1].id) || x.subject === subjectOf(subs[3].id))).toEqual([]);
+      for (const x of sent) expect((await chain.publicClient.waitForTransactionReceipt({ hash: x.txHash })).status).toBe('success');
+      expect(await usedNonces()).toBe(before + 3);
+      // The revoked allowance is the customer's, said in their terms (the job counts it at its retry, not at the refused send).
+      expect(await r.simulateCharge(chain.chainId, charge(subs[3].id))).toMatchObject({ ok: false, code: 'insufficient_allowance' });
+      // The unanswered one, asked again, takes the next nonce.
+      const again = await r.sendCharge(chain.chainId, unanswered);
+      expect(again.nonce).toBe(before + 3);
+      expect((await chain.publicClient.waitForTransactionReceipt({ hash: again.txHash })).status).toBe('success');
+      await expectEachChargedOnce(r, [subs[0], subs[1], subs[2], subs[4]]);
+      expect(await chargedLogs(subs[3].id)).toBe(0);
+    } finally {
+      proxy.rewrite(null);
+      await proxy.close();
+    }
+  });
+});
+
+describe('a relayer process SIGKILLed mid-round', () => {
+  it('killed with its third record not yet broadcast: the next relayer broadcasts that very transaction, sends the rest after it, no hole, one charge each', async () => {
+    const { proxy, chains: viaProxy } = await proxied();
+    const subs = await subscribeMany(6);
+    const before = await usedNonces();
+    let broadcasts = 0;
+    let held: Hex | null = null;
+    let release = (): void => undefined;
+    const heldOpen = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    proxy.rewrite(async (req) => {
+      if (!isBroadcast(req) || ++broadcasts !== 3) return undefined;
+      // The third broadcast never reaches the node: the process dies while it is on its way.
+      held = hashOf(req);
+      await heldOpen;
+      return { jsonrpc: '2.0', id: req.id ?? null, error: { code: -32000, message: 'the test held it' } };
+    });
+    const childChains = chain.writeChainsFile(mkdtempSync(path.join(tmpdir(), 'relayer-attacks-child-')), { rpc_urls: [proxy.url] });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'test/helpers/relayer-child.ts'], {
+      cwd: ROOT,
+      env: {
+        ...process.env,
+        DATABASE_URL: db.url,
+        CHAINS_FILE: childChains,
+        CHAIN_ID: String(chain.chainId),
+        RELAYER_KEY: relayerKey,
+        CHARGES: JSON.stringify(subs.map(({ id }) => ({ ...charge(id), onchainId: id.toString() }))),
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const output: string[] = [];
+    child.stdout.on('data', (c: Buffer) => output.push(c.toString('utf8')));
+    child.stderr.on('data', (c: Buffer) => output.push(c.toString('utf8')));
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    try {
+      await waitUntil(async () => held !== null || child.exitCode !== null, 60_000).catch(() => undefined);
+      expect(held, output.join('')).not.toBeNull();
+      child.kill('SIGKILL');
+      await exited;
+      release();
+      proxy.rewrite(null);
+      // Three recorded (the third committed, never broadcast), nothing after them.
+      const recorded = (await rows()).filter((x) => Number(x.nonce) >= before);
+      expect(recorded.map((x) => Number(x.nonce))).toEqual(range(before, 3));
+      expect(recorded[2]).toMatchObject({ tx_hash: held, status: 'pending', broadcasts: 0 });
+      await expect(chain.publicClient.getTransaction({ hash: held! })).rejects.toThrow();
+
+      // A new relayer (a worker restarted) asked for all six: the three recorded come back as they are, the rest follow.
+      const r = relayer({ chains: viaProxy });
+      const sent = await Promise.all(subs.map(({ id }) => r.sendCharge(chain.chainId, charge(id))));
+      expect(sent.map((x) => x.nonce)).toEqual(range(before, 6));
+      expect(sent[2].txHash).toBe(held);
+      for (const x of sent) expect((await chain.publicClient.waitForTransactionReceipt({ hash: x.txHash })).status).toBe('success');
+      expect(await usedNonces()).toBe(before + 6);
+      await expectEachChargedOnce(r, subs);
+    } finally {
+      release();
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      proxy.rewrite(null);
+      await proxy.close();
+    }
+  }, 120_000);
+});
