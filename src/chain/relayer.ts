@@ -306,11 +306,24 @@ export function createRelayer(opts: RelayerOptions): Relayer {
     }
   }
 
+  /** Does the node have the transaction (pooled or mined)? No answer: RelayerUnavailable. */
+  async function nodeHas(s: Sender, hash: string): Promise<boolean> {
+    return rpc(s, async () => {
+      try {
+        await s.client.getTransaction({ hash: hash as Hex });
+        return true;
+      } catch (err) {
+        if (err instanceof TransactionNotFoundError) return false;
+        throw err;
+      }
+    });
+  }
+
   /**
    * Hands a recorded transaction to the node. Settled by the node's answer: accepted (or already
    * known, or its nonce already used: the next settle says by what) -> true; refused for lack of
-   * funds -> RelayerOutOfGas; refused otherwise -> false (the caller decides); no answer ->
-   * RelayerUnavailable (the row stays pending and is broadcast again later).
+   * funds -> RelayerOutOfGas; refused otherwise, and the node does not have it -> false (the caller
+   * decides); no answer -> RelayerUnavailable (the row stays pending and is broadcast again later).
    */
   async function broadcast(s: Sender, db: PoolClient, row: RelayerTransactionRow): Promise<boolean> {
     try {
@@ -329,6 +342,14 @@ export function createRelayer(opts: RelayerOptions): Relayer {
       // No answer (HTTP failure, timeout, socket, rate limit): the node may or may not have it. An
       // answer with a JSON-RPC error is the node's refusal.
       if (noAnswer(err)) throw new RelayerUnavailable(`chain ${s.chain.chainId} RPC unavailable: ${words}`);
+      // An error is not proof of a refusal: a node (or a load balancer before it) may answer one for
+      // a transaction it pooled. Taken as refused, its nonce would go to the next send while it
+      // lands: the nonce used twice, the next send told sent (nonce too low) or refused (underpriced).
+      if (await nodeHas(s, row.tx_hash)) {
+        log.warn({ chain_id: s.chain.chainId, tx_hash: row.tx_hash, nonce: Number(row.nonce), reason: words }, 'relayer transaction answered with an error, yet the node has it: sent');
+        await countBroadcast(db, row.id);
+        return true;
+      }
       log.warn({ chain_id: s.chain.chainId, tx_hash: row.tx_hash, nonce: Number(row.nonce), reason: words }, 'relayer transaction refused by the node');
       return false;
     }
@@ -379,15 +400,7 @@ export function createRelayer(opts: RelayerOptions): Relayer {
         continue;
       }
       const current = rows[rows.length - 1];
-      const known = await rpc(s, async () => {
-        try {
-          await s.client.getTransaction({ hash: current.tx_hash as Hex });
-          return true;
-        } catch (err) {
-          if (err instanceof TransactionNotFoundError) return false;
-          throw err;
-        }
-      });
+      const known = await nodeHas(s, current.tx_hash);
       if (head - BigInt(current.sent_at_block) >= BigInt(opts.stuckBlocks)) {
         await replace(s, db, current, head);
       } else if (!known) {
@@ -412,11 +425,7 @@ export function createRelayer(opts: RelayerOptions): Relayer {
     const recorded = await nextRecordedNonce(db, s.chain.chainId, s.address);
     if (pending >= recorded) return;
     for (const row of await settledRelayerTransactions(db, s.chain.chainId, s.address, pending, recorded)) {
-      const known = await rpc(s, () => s.client.getTransaction({ hash: row.tx_hash as Hex }).then(() => true, (err: unknown) => {
-        if (err instanceof TransactionNotFoundError) return false;
-        throw err;
-      }));
-      if (known) continue;
+      if (await nodeHas(s, row.tx_hash)) continue;
       log.warn({ chain_id: s.chain.chainId, tx_hash: row.tx_hash, nonce: Number(row.nonce), purpose: row.purpose, was: row.status }, 'relayer transaction gone from the chain (a reorg): broadcast again');
       await reopenRelayerTransaction(db, row.id, head);
       if (await broadcast(s, db, row)) count(s, row.purpose, 'rebroadcast');
