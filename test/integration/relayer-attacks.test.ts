@@ -17,7 +17,7 @@ import { loadChains } from '../../src/chains-config.js';
 import { createRelayer, RelayerCallRefused, RelayerUnavailable, type Relayer, type RelayerOptions, type SentTransaction } from '../../src/chain/relayer.js';
 import { SUBSCRIPTION_MANAGER_ABI } from '../../src/chain/subscription-manager-abi.js';
 import { createPool, type Pool } from '../../src/db/pool.js';
-import { relayerTransactionsOf } from '../../src/db/relayer-transactions.js';
+import { openRelayerTransactions, relayerTransactionsOf } from '../../src/db/relayer-transactions.js';
 import { TEST_USDC_ABI } from '../../src/devchain/contracts.js';
 import type { Chain } from '../../src/domain/chains.js';
 import { Secret } from '../../src/lib/secret.js';
@@ -377,4 +377,31 @@ describe('a relayer process SIGKILLed mid-round', () => {
       await proxy.close();
     }
   }, 120_000);
+});
+
+describe('the sequence\'s order in the records', () => {
+  // nonce and id are read as text (bigints): ordered by those, "10" came before "9", so a nonce's
+  // replacement whose id had one digit more than the first's was not its newest row to settle (the
+  // old one was broadcast again, replaced again, its drop window measured from the older send).
+  it('open transactions come by nonce then age as numbers, not as text', async () => {
+    const chainId = 4242;
+    const from = '0x00000000000000000000000000000000000000f1';
+    const insert = (id: bigint, nonce: number, status: string, replaces: bigint | null) =>
+      checkPool.query(
+        `insert into relayer_transactions (id, chain_id, from_address, nonce, tx_hash, raw_tx, purpose, subject, contract_address, gas_limit,
+           max_fee_per_gas, max_priority_fee_per_gas, status, replaces_id, sent_at_block)
+         overriding system value values ($1, $2, $3, $4, $5, '0x', 'charge', $6, $3, 1, 1, 1, $7, $8, 0)`,
+        [id.toString(), chainId, from, nonce, keccak256(`0x${id.toString(16).padStart(16, '0')}`), `charge:x:${nonce}`, status, replaces?.toString() ?? null],
+      );
+    await insert(9_999_999_999n, 9, 'replaced', null);
+    await insert(10_000_000_000n, 9, 'pending', 9_999_999_999n);
+    await insert(10_000_000_001n, 10, 'pending', null);
+    const open = await openRelayerTransactions(checkPool, chainId, from);
+    expect(open.map((x) => [x.nonce, x.id])).toEqual([
+      ['9', '9999999999'],
+      ['9', '10000000000'],
+      ['10', '10000000001'],
+    ]);
+    expect((await relayerTransactionsOf(checkPool, chainId)).map((x) => x.id)).toEqual(['9999999999', '10000000000', '10000000001']);
+  });
 });
