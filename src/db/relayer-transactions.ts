@@ -44,6 +44,8 @@ export interface NewRelayerTransaction {
   replacesId?: string;
 }
 
+// nonce and id are selected as text (bigints): an "order by nonce, id" would sort those output
+// columns as text ("10" before "9"); orders name the table's columns.
 const COLUMNS = `id::text as id, chain_id, from_address, nonce::text as nonce, tx_hash, raw_tx, purpose, subject, contract_address,
   gas_limit::text as gas_limit, max_fee_per_gas::text as max_fee_per_gas, max_priority_fee_per_gas::text as max_priority_fee_per_gas,
   status, replaces_id::text as replaces_id, sent_at_block::text as sent_at_block, broadcasts, mined_block::text as mined_block`;
@@ -89,7 +91,7 @@ export async function insertRelayerTransaction(db: Queryable, t: NewRelayerTrans
 export async function openRelayerTransactions(db: Queryable, chainId: number, from: string): Promise<RelayerTransactionRow[]> {
   const { rows } = await db.query<RelayerTransactionRow>(
     `select ${COLUMNS} from relayer_transactions
-     where chain_id = $1 and from_address = lower($2) and status in ('pending', 'replaced') order by nonce, id`,
+     where chain_id = $1 and from_address = lower($2) and status in ('pending', 'replaced') order by relayer_transactions.nonce, relayer_transactions.id`,
     [chainId, from],
   );
   return rows;
@@ -122,7 +124,7 @@ export async function liveTransactionsFor(db: Queryable, chainId: number, from: 
 export async function settledRelayerTransactions(db: Queryable, chainId: number, address: string, from: bigint, to: bigint): Promise<RelayerTransactionRow[]> {
   const { rows } = await db.query<RelayerTransactionRow>(
     `select ${COLUMNS} from relayer_transactions
-     where chain_id = $1 and from_address = lower($2) and status in ('mined', 'reverted') and nonce >= $3 and nonce < $4 order by nonce, id`,
+     where chain_id = $1 and from_address = lower($2) and status in ('mined', 'reverted') and nonce >= $3 and nonce < $4 order by relayer_transactions.nonce, relayer_transactions.id`,
     [chainId, address, from.toString(), to.toString()],
   );
   return rows;
@@ -145,6 +147,6 @@ export async function reopenRelayerTransaction(db: Queryable, id: string, head: 
 
 /** Every transaction of one chain (tests and operators read them). */
 export async function relayerTransactionsOf(db: Queryable, chainId: number): Promise<RelayerTransactionRow[]> {
-  const { rows } = await db.query<RelayerTransactionRow>(`select ${COLUMNS} from relayer_transactions where chain_id = $1 order by nonce, id`, [chainId]);
+  const { rows } = await db.query<RelayerTransactionRow>(`select ${COLUMNS} from relayer_transactions where chain_id = $1 order by relayer_transactions.nonce, relayer_transactions.id`, [chainId]);
   return rows;
 }
