@@ -273,6 +273,55 @@ describe('a flaky or lying node under a batch', () => {
   });
 });
 
+describe('a pending nonce count that lies upward', () => {
+  // Trusted as it was, one answer 2 above the truth had the round sign past two nonces nobody
+  // would ever use: every later transaction of the key waited behind the hole, replaced again and
+  // again with fees 25% higher each time, never mined.
+  it('counted beyond the records and the mined count: nothing signed over the hole the node claims; once it answers the truth, the sends go out without a hole', async () => {
+    const { proxy, chains: viaProxy } = await proxied();
+    try {
+      let lying = true;
+      proxy.rewrite(async (req, real) => {
+        if (!lying || req.method !== 'eth_getTransactionCount' || (req.params ?? [])[1] !== 'pending') return undefined;
+        const truth = BigInt((await real()).result as string);
+        return { jsonrpc: '2.0', id: req.id ?? null, result: `0x${(truth + 2n).toString(16)}` };
+      });
+      const r = relayer({ chains: viaProxy });
+      const subs = await subscribeMany(4);
+      const before = await usedNonces();
+      const first = await Promise.allSettled(subs.slice(0, 2).map(({ id }) => r.sendCharge(chain.chainId, charge(id))));
+      lying = false;
+      // The service's fault (retried, never counted against the customer), and nothing recorded.
+      for (const answer of first) expect(answer).toMatchObject({ status: 'rejected', reason: expect.any(RelayerUnavailable) });
+      expect((await rows()).filter((x) => Number(x.nonce) >= before)).toEqual([]);
+      const sent = await Promise.all(subs.map(({ id }) => r.sendCharge(chain.chainId, charge(id))));
+      expect(sent.map((x) => x.nonce)).toEqual(range(before, 4));
+      for (const x of sent) expect((await chain.publicClient.waitForTransactionReceipt({ hash: x.txHash })).status).toBe('success');
+      expect(await usedNonces()).toBe(before + 4);
+      await expectEachChargedOnce(r, subs);
+    } finally {
+      proxy.rewrite(null);
+      await proxy.close();
+    }
+  });
+
+  it('counted beyond the records by transactions of the key the node has mined (the key used elsewhere): the next nonces after them', async () => {
+    const r = relayer();
+    const subs = await subscribeMany(2);
+    // The operator's key used outside the service: two transactions the records do not hold, mined.
+    const wallet = createWalletClient({ account: privateKeyToAccount(relayerKey), transport: http(chain.rpcUrl) });
+    for (let i = 0; i < 2; i++) {
+      const hash = await wallet.sendTransaction({ chain: null, to: chain.feeAddress, value: 1n });
+      await chain.publicClient.waitForTransactionReceipt({ hash });
+    }
+    const before = await usedNonces();
+    const sent = await Promise.all(subs.map(({ id }) => r.sendCharge(chain.chainId, charge(id))));
+    expect(sent.map((x) => x.nonce)).toEqual(range(before, 2));
+    for (const x of sent) expect((await chain.publicClient.waitForTransactionReceipt({ hash: x.txHash })).status).toBe('success');
+    await expectEachChargedOnce(r, subs);
+  });
+});
+
 describe('one send\'s failure in a round', () => {
   it('one estimate unanswered and one reverting (the subscriber revoked the allowance after the simulation): each fails alone, nothing recorded or signed for them, the others consecutive; the revoked one is the customer\'s shortfall at the next simulation', async () => {
     const { proxy, chains: viaProxy } = await proxied();
