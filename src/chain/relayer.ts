@@ -570,7 +570,14 @@ export function createRelayer(opts: RelayerOptions): Relayer {
     // sequence's records meanwhile (the lock); a nonce whose transaction was refused (its row
     // `failed`) is taken by the next one. The node's pending count guards against transactions
     // of the key the records do not know.
-    let nonce = max(await nextRecordedNonce(db, chainId, s.address), pendingCount);
+    let nonce: bigint;
+    try {
+      nonce = await nextNonce(s, db, pendingCount);
+    } catch (err) {
+      if (!(err instanceof RelayerUnavailable)) throw err;
+      for (const r of todo) r.reject(err);
+      return [];
+    }
     const sentNow = new Map<string, SentTransaction>();
     for (let i = 0; i < todo.length; i++) {
       const r = todo[i];
@@ -597,6 +604,27 @@ export function createRelayer(opts: RelayerOptions): Relayer {
       }
     }
     return [];
+  }
+
+  /**
+   * Under the lock: the round's first nonce. The records' next, unless the node counts more: mined
+   * transactions of the key the records do not hold are stepped over; a count beyond the mined one
+   * is only the node's word for transactions in its pool, and signing past it on a lie would leave
+   * a hole no transaction fills, every later one waiting behind it: RelayerUnavailable until the
+   * node's pool and the chain agree (those transactions mined, or the node telling the truth).
+   */
+  async function nextNonce(s: Sender, db: PoolClient, pendingCount: bigint): Promise<bigint> {
+    const recorded = await nextRecordedNonce(db, s.chain.chainId, s.address);
+    if (pendingCount <= recorded) return recorded;
+    const mined = BigInt(await rpc(s, () => s.client.getTransactionCount({ address: s.address, blockTag: 'latest' })));
+    if (mined >= pendingCount) return mined;
+    log.warn(
+      { chain_id: s.chain.chainId, address: s.address, recorded: Number(recorded), mined: Number(mined), pending: Number(pendingCount) },
+      'relayer: the node counts pending transactions of the key that the records do not hold; not signing past them until they are mined',
+    );
+    throw new RelayerUnavailable(
+      `chain ${s.chain.chainId}: the node counts ${pendingCount - max(recorded, mined)} pending transaction(s) of ${s.address} the records do not hold; retried once they are mined`,
+    );
   }
 
   /** eth_estimateGas of one request: a revert is RelayerCallRefused, no gas RelayerOutOfGas. */
