@@ -155,10 +155,14 @@ describe('a flaky or lying node under a batch', () => {
   // Mining at once, the next send of the round signed on the same nonce met "nonce too low" and was
   // told sent (a transaction that can never be mined); a node that pools (as geth between blocks)
   // answers it "replacement transaction underpriced", and every later send of the round the same.
+  // "already known" and "nonce too low" are answers a node gives for a transaction it took (a
+  // second node behind the URL, or the first one's retry): both are taken as sent.
   it.each([
-    { mining: 'at once' as const },
-    { mining: 'between blocks' as const },
-  ])('a broadcast answered with an error though the node pooled it (mining $mining): the send is the one sent, the rest of the round take the next nonces, one charge each', async ({ mining }) => {
+    { mining: 'at once' as const, answer: 'internal error' },
+    { mining: 'between blocks' as const, answer: 'internal error' },
+    { mining: 'between blocks' as const, answer: 'already known' },
+    { mining: 'at once' as const, answer: 'nonce too low: next nonce 1, tx nonce 0' },
+  ])('a broadcast answered $answer though the node pooled it (mining $mining): the send is the one sent, the rest of the round take the next nonces, one charge each', async ({ mining, answer }) => {
     const { proxy, chains: viaProxy } = await proxied();
     try {
       const r = relayer({ chains: viaProxy });
@@ -170,7 +174,7 @@ describe('a flaky or lying node under a batch', () => {
         lied = hashOf(req);
         await real();
         // The node took it (it is in its pool, here mined at once) and yet answered with an error.
-        return { jsonrpc: '2.0', id: req.id ?? null, error: { code: -32603, message: 'internal error' } };
+        return { jsonrpc: '2.0', id: req.id ?? null, error: { code: answer === 'internal error' ? -32603 : -32000, message: answer } };
       });
       if (mining === 'between blocks') await chain.testClient.setAutomine(false);
       let answers: PromiseSettledResult<SentTransaction>[];
