@@ -367,6 +367,44 @@ describe('one send\'s failure in a round', () => {
   });
 });
 
+describe('the sequence lock lost mid-round', () => {
+  // The lock is the session's: a session the database ends (pg_terminate_backend, an idle timeout,
+  // a failover) lets another process in while the hold still runs. Every record goes through the
+  // lock's own session, so the hold can record nothing more once it has lost the lock.
+  it('the lock\'s session ended after a record, another relayer sending at once: no nonce used twice or skipped, every charge mined once', async () => {
+    const subs = await subscribeMany(8);
+    const before = await usedNonces();
+    const other = relayer();
+    let records = 0;
+    let others: Promise<PromiseSettledResult<SentTransaction>[]> | null = null;
+    const victim = relayer({
+      afterRecord: async () => {
+        if (++records !== 2) return;
+        const { rows: holders } = await checkPool.query<{ pid: number }>(`select pid from pg_locks where locktype = 'advisory' and granted and database = (select oid from pg_database where datname = current_database())`);
+        expect(holders).toHaveLength(1);
+        await checkPool.query('select pg_terminate_backend($1)', [holders[0].pid]);
+        await waitUntil(async () => (await checkPool.query('select 1 from pg_stat_activity where pid = $1', [holders[0].pid])).rowCount === 0);
+        // The lock is free: the other relayer's batch goes now, while this hold believes it holds it.
+        others = Promise.allSettled(subs.slice(4).map(({ id }) => other.sendCharge(chain.chainId, charge(id))));
+        await waitUntil(async () => (await rows()).filter((x) => Number(x.nonce) >= before).length > 2);
+      },
+    });
+    const mine = await Promise.allSettled(subs.slice(0, 4).map(({ id }) => victim.sendCharge(chain.chainId, charge(id))));
+    expect(others).not.toBeNull();
+    const theirs = await others!;
+    expect(theirs.map((a) => a.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled', 'fulfilled']);
+    // A send that met the lost session is the service's fault; asked again (the job retries), its
+    // recorded transaction or a new one, never a second of its period.
+    for (const [i, a] of mine.entries()) if (a.status === 'rejected') await victim.sendCharge(chain.chainId, charge(subs[i].id));
+    await victim.upkeep();
+    const recorded = (await rows()).filter((x) => Number(x.nonce) >= before && x.status !== 'failed');
+    expect(recorded.map((x) => Number(x.nonce)).sort((a, b) => a - b)).toEqual(range(before, 8));
+    for (const x of recorded) expect((await chain.publicClient.waitForTransactionReceipt({ hash: x.tx_hash as Hex })).status).toBe('success');
+    expect(await usedNonces()).toBe(before + 8);
+    await expectEachChargedOnce(victim, subs);
+  });
+});
+
 describe('a relayer process SIGKILLed mid-round', () => {
   it('killed with its third record not yet broadcast: the next relayer broadcasts that very transaction, sends the rest after it, no hole, one charge each', async () => {
     const { proxy, chains: viaProxy } = await proxied();
