@@ -58,6 +58,14 @@ export async function withSequenceLock<T>(pool: Pool, chainId: number, from: str
   const client = await pool.connect();
   const key = `relayer:${chainId}:${from.toLowerCase()}`;
   let broken: Error | undefined;
+  // A checked-out client has no pool listener, and a hold spends most of its time between queries
+  // (on the node): a session the server ends then (a failover, pg_terminate_backend) emits 'error',
+  // which without a listener is an uncaught exception that kills the process. The lock went with
+  // the session; fn's next query fails, and the client is closed rather than pooled.
+  const onError = (err: Error) => {
+    broken = err;
+  };
+  client.on('error', onError);
   try {
     await client.query('select pg_advisory_lock(hashtextextended($1, 0))', [key]);
     try {
@@ -69,6 +77,7 @@ export async function withSequenceLock<T>(pool: Pool, chainId: number, from: str
       });
     }
   } finally {
+    client.removeListener('error', onError);
     client.release(broken);
   }
 }
