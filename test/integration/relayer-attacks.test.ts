@@ -199,6 +199,43 @@ describe('a flaky or lying node under a batch', () => {
     }
   });
 
+  // The nonce taken, between the round's read and the broadcast, by a transaction of the key the
+  // records do not hold (the key used elsewhere, or a node behind the URL that had pooled one the
+  // records say was refused): "nonce too low" for a transaction the node does not have was taken
+  // for sent, the caller told a hash that can never be mined (until settled dropped blocks later).
+  it('a broadcast answered "nonce too low" for a transaction the node does not have: not sent; the service\'s fault, asked again a new one, the rest of the round after the nonce used', async () => {
+    const { proxy, chains: viaProxy } = await proxied();
+    try {
+      const r = relayer({ chains: viaProxy });
+      const subs = await subscribeMany(3);
+      const before = await usedNonces();
+      let outrun: Hex | null = null;
+      proxy.rewrite(async (req) => {
+        if (!isBroadcast(req) || outrun !== null) return undefined;
+        outrun = hashOf(req);
+        // Another sender of the key takes this very nonce first, and it is mined.
+        const wallet = createWalletClient({ account: privateKeyToAccount(relayerKey), transport: http(chain.rpcUrl) });
+        const hash = await wallet.sendTransaction({ chain: null, to: chain.feeAddress, value: 1n, nonce: before });
+        await chain.publicClient.waitForTransactionReceipt({ hash });
+        return undefined;
+      });
+      const answers = await Promise.allSettled(subs.map(({ id }) => r.sendCharge(chain.chainId, charge(id))));
+      proxy.rewrite(null);
+      expect(outrun).not.toBeNull();
+      expect(answers[0]).toMatchObject({ status: 'rejected', reason: expect.any(RelayerUnavailable) });
+      expect((await rows()).find((x) => x.tx_hash === outrun)).toMatchObject({ nonce: String(before), status: 'dropped' });
+      const again = await r.sendCharge(chain.chainId, charge(subs[0].id));
+      const sent = [again, ...answers.slice(1).map((a) => (a as PromiseFulfilledResult<SentTransaction>).value)];
+      expect(sent.map((x) => x.nonce).sort((a, b) => a - b)).toEqual(range(before + 1, 3));
+      for (const x of sent) expect((await chain.publicClient.waitForTransactionReceipt({ hash: x.txHash })).status).toBe('success');
+      expect(await usedNonces()).toBe(before + 4);
+      for (const { id } of subs) expect(await chargedLogs(id)).toBe(1);
+    } finally {
+      proxy.rewrite(null);
+      await proxy.close();
+    }
+  });
+
   it('no answer after the node took a broadcast: that send fails as the service\'s fault, the rest follow it without a hole, the lock is let go, asked again it is the same transaction', async () => {
     const { proxy, chains: viaProxy } = await proxied();
     try {
