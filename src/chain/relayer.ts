@@ -321,17 +321,27 @@ export function createRelayer(opts: RelayerOptions): Relayer {
 
   /**
    * Hands a recorded transaction to the node. Settled by the node's answer: accepted (or already
-   * known, or its nonce already used: the next settle says by what) -> true; refused for lack of
+   * known, or its nonce already used: the next settle says by what; for a `fresh` one, its first
+   * broadcast, a nonce used by a transaction the node does not have -> `dropped`,
+   * RelayerUnavailable) -> true; refused for lack of
    * funds -> RelayerOutOfGas; refused otherwise, and the node does not have it -> false (the caller
    * decides); no answer -> RelayerUnavailable (the row stays pending and is broadcast again later).
    */
-  async function broadcast(s: Sender, db: PoolClient, row: RelayerTransactionRow): Promise<boolean> {
+  async function broadcast(s: Sender, db: PoolClient, row: RelayerTransactionRow, opts: { fresh?: boolean } = {}): Promise<boolean> {
     try {
       await s.client.request({ method: 'eth_sendRawTransaction', params: [row.raw_tx as Hex] });
       await countBroadcast(db, row.id);
       return true;
     } catch (err) {
       const words = wordsOf(err);
+      // A first broadcast's nonce used, by a transaction the node does not have: not ours, so this
+      // one can never be mined (the records and the node's count were behind: the key used
+      // elsewhere). Dropped, and the hold ends: the next one reads the sequence again.
+      if (opts.fresh && /nonce too low|nonce has already been used/i.test(words) && !(await nodeHas(s, row.tx_hash))) {
+        await setRelayerStatus(db, row.id, 'dropped', { error: words });
+        count(s, row.purpose, 'dropped');
+        throw new RelayerUnavailable(`chain ${s.chain.chainId}: nonce ${row.nonce} of ${s.address} was used by a transaction the records do not hold; retried with the next`);
+      }
       if (/already known|already imported|known transaction|nonce too low|nonce has already been used/i.test(words)) {
         await countBroadcast(db, row.id);
         return true;
@@ -697,7 +707,7 @@ export function createRelayer(opts: RelayerOptions): Relayer {
     await opts.afterRecord?.(sent);
     let accepted: boolean;
     try {
-      accepted = await broadcast(s, db, row);
+      accepted = await broadcast(s, db, row, { fresh: true });
     } catch (err) {
       if (err instanceof RelayerOutOfGas) {
         // The node refused it outright: its nonce was never used, the next transaction takes it.
