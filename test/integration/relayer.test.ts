@@ -40,6 +40,7 @@ const log = createLogger('trace', { write: (line: string) => void logged.push(li
 const PERIOD = 60;
 const AMOUNT = 10_000_000n; // 10 USDC
 let nextPayer = 0;
+const fundingOf = new Map<Address, Promise<unknown>>();
 
 beforeAll(async () => {
   chain = await startTestChain();
@@ -74,7 +75,13 @@ async function subscribe(opts: { endsAt?: number; allowance?: bigint; operator?:
   const payer = privateKeyToAccount(generatePrivateKey()).address;
   await chain.testClient.impersonateAccount({ address: payer });
   await chain.testClient.setBalance({ address: payer, value: 10n ** 18n });
-  await chain.transfer({ from: chain.payers[nextPayer++ % chain.payers.length].address, to: payer, amountAtomic: AMOUNT * 10n });
+  // One transfer at a time from each funding payer: the tests subscribe more at once than there are
+  // payers, and two sends from one account at once may be given one nonce by the node
+  // ("replacement transaction underpriced").
+  const from = chain.payers[nextPayer++ % chain.payers.length].address;
+  const funded = (fundingOf.get(from) ?? Promise.resolve()).then(() => chain.transfer({ from, to: payer, amountAtomic: AMOUNT * 10n }));
+  fundingOf.set(from, funded.catch(() => undefined));
+  await funded;
   const wallet = createWalletClient({ transport: http(chain.rpcUrl) });
   const approve = await wallet.writeContract({
     account: payer, chain: null, address: chain.token, abi: TEST_USDC_ABI, functionName: 'approve', args: [chain.subscriptionManager, opts.allowance ?? AMOUNT * 100n],
