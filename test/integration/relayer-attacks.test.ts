@@ -142,6 +142,27 @@ const range = (from: number, n: number) => Array.from({ length: n }, (_, i) => f
 const isBroadcast = (req: JsonRpcRequest) => req.method === 'eth_sendRawTransaction';
 const hashOf = (req: JsonRpcRequest) => keccak256((req.params ?? [])[0] as Hex);
 
+/** A process that is only a relayer (test/helpers/relayer-child.ts) sending `charges` at once; its output lines kept. */
+function spawnRelayer(chainsFile: string, charges: ReturnType<typeof charge>[]) {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'test/helpers/relayer-child.ts'], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      DATABASE_URL: db.url,
+      CHAINS_FILE: chainsFile,
+      CHAIN_ID: String(chain.chainId),
+      RELAYER_KEY: relayerKey,
+      CHARGES: JSON.stringify(charges.map((c) => ({ ...c, onchainId: c.onchainId.toString() }))),
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const output: string[] = [];
+  child.stdout.on('data', (c: Buffer) => output.push(c.toString('utf8')));
+  child.stderr.on('data', (c: Buffer) => output.push(c.toString('utf8')));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return Object.assign(child, { output, exited });
+}
+
 /** Every subscription charged once, by a mined transaction the records hold as mined: upkeep settles first. */
 async function expectEachChargedOnce(r: Relayer, subs: { id: bigint }[]): Promise<void> {
   for (const { id } of subs) expect(await chargedLogs(id)).toBe(1);
@@ -445,6 +466,27 @@ describe('the sequence lock lost mid-round', () => {
   });
 });
 
+describe('two relayer processes', () => {
+  it('two processes sending a batch each at once on one key: distinct consecutive nonces, every charge mined once', async () => {
+    const subs = await subscribeMany(12);
+    const before = await usedNonces();
+    const file = chain.writeChainsFile(mkdtempSync(path.join(tmpdir(), 'relayer-attacks-two-')));
+    const both = [spawnRelayer(file, subs.slice(0, 6).map(({ id }) => charge(id))), spawnRelayer(file, subs.slice(6).map(({ id }) => charge(id)))];
+    try {
+      for (const p of both) expect(await p.exited, p.output.join('')).toBe(0);
+      const answers = both.flatMap((p) => p.output.join('').split('\n').filter((l) => l.startsWith('{"sent"') || l.startsWith('{"failed"')));
+      expect(answers.filter((l) => l.startsWith('{"sent"'))).toHaveLength(12);
+      const recorded = (await rows()).filter((x) => Number(x.nonce) >= before);
+      expect(recorded.map((x) => Number(x.nonce))).toEqual(range(before, 12));
+      for (const x of recorded) expect((await chain.publicClient.waitForTransactionReceipt({ hash: x.tx_hash as Hex })).status).toBe('success');
+      expect(await usedNonces()).toBe(before + 12);
+      await expectEachChargedOnce(relayer(), subs);
+    } finally {
+      for (const p of both) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
+    }
+  }, 120_000);
+});
+
 describe('a relayer process SIGKILLed mid-round', () => {
   it('killed with its third record not yet broadcast: the next relayer broadcasts that very transaction, sends the rest after it, no hole, one charge each', async () => {
     const { proxy, chains: viaProxy } = await proxied();
@@ -463,23 +505,8 @@ describe('a relayer process SIGKILLed mid-round', () => {
       await heldOpen;
       return { jsonrpc: '2.0', id: req.id ?? null, error: { code: -32000, message: 'the test held it' } };
     });
-    const childChains = chain.writeChainsFile(mkdtempSync(path.join(tmpdir(), 'relayer-attacks-child-')), { rpc_urls: [proxy.url] });
-    const child = spawn(process.execPath, ['--import', 'tsx', 'test/helpers/relayer-child.ts'], {
-      cwd: ROOT,
-      env: {
-        ...process.env,
-        DATABASE_URL: db.url,
-        CHAINS_FILE: childChains,
-        CHAIN_ID: String(chain.chainId),
-        RELAYER_KEY: relayerKey,
-        CHARGES: JSON.stringify(subs.map(({ id }) => ({ ...charge(id), onchainId: id.toString() }))),
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const output: string[] = [];
-    child.stdout.on('data', (c: Buffer) => output.push(c.toString('utf8')));
-    child.stderr.on('data', (c: Buffer) => output.push(c.toString('utf8')));
-    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    const child = spawnRelayer(chain.writeChainsFile(mkdtempSync(path.join(tmpdir(), 'relayer-attacks-child-')), { rpc_urls: [proxy.url] }), subs.map(({ id }) => charge(id)));
+    const { output, exited } = child;
     try {
       await waitUntil(async () => held !== null || child.exitCode !== null, 60_000).catch(() => undefined);
       expect(held, output.join('')).not.toBeNull();
