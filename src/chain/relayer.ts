@@ -321,11 +321,11 @@ export function createRelayer(opts: RelayerOptions): Relayer {
 
   /**
    * Hands a recorded transaction to the node. Settled by the node's answer: accepted (or already
-   * known, or its nonce already used: the next settle says by what; for a `fresh` one, its first
-   * broadcast, a nonce used by a transaction the node does not have -> `dropped`,
-   * RelayerUnavailable) -> true; refused for lack of
+   * known, or its nonce already used: the next settle says by what) -> true; refused for lack of
    * funds -> RelayerOutOfGas; refused otherwise, and the node does not have it -> false (the caller
    * decides); no answer -> RelayerUnavailable (the row stays pending and is broadcast again later).
+   * `fresh` (its first broadcast): its nonce used by a transaction the node does not have -> the
+   * row `dropped`, RelayerUnavailable.
    */
   async function broadcast(s: Sender, db: PoolClient, row: RelayerTransactionRow, opts: { fresh?: boolean } = {}): Promise<boolean> {
     try {
@@ -349,8 +349,7 @@ export function createRelayer(opts: RelayerOptions): Relayer {
       if (/insufficient funds/i.test(words)) {
         throw new RelayerOutOfGas(s.chain.chainId, s.address, `relayer ${s.address} on chain ${s.chain.chainId} cannot pay the gas: fund it (${words})`);
       }
-      // No answer (HTTP failure, timeout, socket, rate limit): the node may or may not have it. An
-      // answer with a JSON-RPC error is the node's refusal.
+      // No answer (HTTP failure, timeout, socket, rate limit): the node may or may not have it.
       if (noAnswer(err)) throw new RelayerUnavailable(`chain ${s.chain.chainId} RPC unavailable: ${words}`);
       // An error is not proof of a refusal: a node (or a load balancer before it) may answer one for
       // a transaction it pooled. Taken as refused, its nonce would go to the next send while it
@@ -578,8 +577,8 @@ export function createRelayer(opts: RelayerOptions): Relayer {
     const gases = await Promise.all(estimates);
     // The next nonce: read from the records once, then kept here. Only this hold writes the
     // sequence's records meanwhile (the lock); a nonce whose transaction was refused (its row
-    // `failed`) is taken by the next one. The node's pending count guards against transactions
-    // of the key the records do not know.
+    // `failed`) is taken by the next one. The node's counts guard against transactions of the key
+    // the records do not know (nextNonce).
     let nonce: bigint;
     try {
       nonce = await nextNonce(s, db, pendingCount);
