@@ -3,6 +3,7 @@
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log.js';
+import { pendingOutbox } from '../../src/db/outbox.js';
 import { createMetrics } from '../../src/observability/metrics.js';
 import { jobIdOf } from '../../src/queue/catalogue.js';
 import { startOutboxRelayLoop } from '../../src/runtime/outbox-relay-loop.js';
@@ -56,5 +57,17 @@ describe('outbox relay', () => {
     expect(await metrics.registry.getSingleMetricAsString('invoice_outbox_set_aside_total')).toContain('invoice_outbox_set_aside_total{reason="unknown_job"} 1');
     // The backlog gauge counts what is still to hand over: a set-aside row is not.
     expect(await metrics.registry.getSingleMetricAsString('invoice_outbox_backlog')).toMatch(/invoice_outbox_backlog 0$/m);
+  });
+
+  // The id is read as text (a bigint): ordered by that column, "10000000000" came before
+  // "9999999999", so once ids gained a digit the oldest waiting rows went after every newer one.
+  it('the oldest pending rows come first, ids compared as numbers', async () => {
+    const db = fx.api.pool;
+    await db.query(`insert into outbox (id, job_name, job_id, payload) values (9999999999, 'test.order', 'order-old', '{}'), (10000000000, 'test.order', 'order-new', '{}')`);
+    try {
+      expect((await pendingOutbox(db, 1)).map((r) => r.job_id)).toEqual(['order-old']);
+    } finally {
+      await db.query(`delete from outbox where job_name = 'test.order'`);
+    }
   });
 });
