@@ -27,8 +27,9 @@ export async function pendingReceiptJob(db: Queryable, invoiceId: string): Promi
 
 /** Oldest rows not yet handed over to BullMQ (rows set aside excluded). */
 export async function pendingOutbox(db: Queryable, limit: number): Promise<OutboxRow[]> {
+  // Ordered by the table's id: the select's id is text, and "10" sorts before "9".
   const { rows } = await db.query<OutboxRow>(
-    'select id::text as id, job_name, job_id, payload from outbox where enqueued_at is null and failed_at is null order by id limit $1',
+    'select id::text as id, job_name, job_id, payload from outbox where enqueued_at is null and failed_at is null order by outbox.id limit $1',
     [limit],
   );
   return rows;
