@@ -31,16 +31,26 @@ export function withSnapshot<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Pr
 
 async function inTransaction<T>(pool: pg.Pool, begin: string, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
+  // A checked-out client has no pool listener, and fn may wait between its queries (on a node, a
+  // lock): a session the server ends then (a failover, pg_terminate_backend) emits 'error', which
+  // without a listener is an uncaught exception that kills the process. fn's next query fails
+  // instead, the transaction is rolled back with the session, and the client is closed, not pooled.
+  let broken: Error | undefined;
+  const onError = (err: Error) => {
+    broken = err;
+  };
+  client.on('error', onError);
   try {
     await client.query(begin);
     const result = await fn(client);
     await client.query('commit');
     return result;
   } catch (err) {
-    await client.query('rollback').catch(() => undefined);
+    if (!broken) await client.query('rollback').catch(() => undefined);
     throw err;
   } finally {
-    client.release();
+    client.removeListener('error', onError);
+    client.release(broken);
   }
 }
 
