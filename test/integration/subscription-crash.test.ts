@@ -220,6 +220,9 @@ async function crashRightAfterCharge(payer: WellKnownAccount, email: string, kil
   // replacement: same nonce): the relayer never signed a second charge of the period.
   const period1Logs = (await chargedLogs(chain, s.onchainId)).filter((l) => l.periodIndex === 1);
   expect(period1Logs).toHaveLength(1);
+  // The relayer's rows settle on its own timer (the next worker's upkeep), not with the watcher
+  // that paid the invoice: waited for, as their final state.
+  await waitUntil(async () => (await chargeTransactions(fx.api.pool, chain, s.onchainId, 1)).every((t) => t.status !== 'pending' && t.status !== 'replaced'), STATE_MS, 250);
   const txs = await chargeTransactions(fx.api.pool, chain, s.onchainId, 1);
   if (opts.stuck) {
     expect(txs, JSON.stringify(txs)).toMatchObject([
