@@ -18,30 +18,39 @@
 //   jobs/subscriptions-cancel.ts) or kept past_due with the next period billed
 //   (DUNNING_FINAL_ACTION);
 // - the relayer's own faults (RPC down, no gas: it throws) are retried soon, never counted.
+//
+// Charges falling due together are billed in batches, each stage once for the batch (a burst of
+// them is the common case: subscribers who signed up together fall due together): the batch's
+// period invoices made in one transaction, its pending payments read in one query, its
+// simulations a few at a time, its sends queued at once (the relayer signs and records a round
+// together), the sent ones recorded and their leases moved in one statement each. A few batches
+// are worked at once, so one's invoices are made while another's charges are being sent.
 import { newId } from '../src/domain/ids.js';
-import { recordChargeSent, recordFailedAttempt, type InvoiceRow } from '../src/db/invoices.js';
+import { recordChargesSent, recordFailedAttempt, type InvoiceRow } from '../src/db/invoices.js';
 import { upsertDelivery } from '../src/db/deliveries.js';
-import { pendingPaymentsAtomic } from '../src/db/payments.js';
+import { pendingPaymentsAtomicOf } from '../src/db/payments.js';
 import { withTransaction } from '../src/db/pool.js';
 import {
   claimChargeWork,
   markSubscriptionEnded,
   recordSubscriptionAttemptFailed,
   releaseWork,
+  releaseWorks,
   skipPeriod,
   type SubscriptionWork,
 } from '../src/db/subscriptions.js';
 import { failureMessage, isFailureCode, nextAttemptAt, periodChargeVerdict, periodIndexAt, type FailureCode } from '../src/domain/subscriptions.js';
-import { ensurePeriodInvoice } from '../src/invoicing/subscription-period.js';
+import { ensurePeriodInvoices } from '../src/invoicing/subscription-period.js';
 import { messageIdFor } from '../src/mail/message-id.js';
 import type { JobHandler } from '../src/queue/dispatcher.js';
 import type { ChargeTarget, JobContext, SubscriptionRelayer } from '../src/queue/job-context.js';
 import { enqueueInTransaction } from '../src/queue/outbox.js';
 import type { Logger } from '../src/log.js';
 
-/** Subscriptions claimed per statement, and looked at in parallel (the relayer serialises the sends of a chain itself). */
+/** Subscriptions claimed per statement and billed as one batch; batches worked at once; simulations in flight at once per batch. */
 const BATCH = 100;
-const PARALLEL = 16;
+const BATCH_LANES = 3;
+const SIMULATIONS_IN_FLIGHT = 32;
 /** How long a claim holds a subscription: a worker that dies mid-way frees it this much later. */
 const LEASE_MS = 120_000;
 /** A sent charge not paid this much later is looked at again (simulated: landed, lost, or now failing). */
@@ -56,37 +65,137 @@ const RECHECK_PENDING_PAYMENT_MS = 10_000;
 const RUN_BUDGET_MS = 30_000;
 
 type Outcome = 'payment_pending' | 'sent' | 'awaiting_confirmation' | 'failed_attempt' | 'ended' | 'period_skipped' | 'retry_later' | 'relayer_fault' | 'no_operator' | 'lease_lost';
+type Count = (outcome: Outcome) => void;
+type Ctx = JobContext & { log: Logger };
 
 export const subscriptionsCharge: JobHandler<Record<string, never>, JobContext> = async (_payload, ctx) => {
   const relayer = ctx.relayer;
   if (!relayer) return 'no relayer in this process';
   const tally = new Map<Outcome, number>();
+  const count: Count = (outcome) => {
+    tally.set(outcome, (tally.get(outcome) ?? 0) + 1);
+    ctx.countSubscriptionWork?.('subscriptions.charge', outcome);
+  };
   const deadline = Date.now() + RUN_BUDGET_MS;
-  while (Date.now() < deadline) {
-    const claimed = await claimChargeWork(ctx.pool, BATCH, LEASE_MS);
-    await inParallel(claimed, PARALLEL, async (sub) => {
-      let outcome: Outcome;
-      try {
-        outcome = await chargeOne(sub, ctx, relayer);
-      } catch (err) {
-        // A database error or a bug: logged with its stack; the lease makes it due again.
-        ctx.log.error({ err, subscription_id: sub.id }, 'subscription charge failed; retried when its lease ends');
-        outcome = 'retry_later';
-      }
-      tally.set(outcome, (tally.get(outcome) ?? 0) + 1);
-      ctx.countSubscriptionWork?.('subscriptions.charge', outcome);
-    });
-    if (claimed.length < BATCH) break;
-  }
+  let drained = false;
+  const lane = async () => {
+    while (!drained && Date.now() < deadline) {
+      const claimed = await claimChargeWork(ctx.pool, BATCH, LEASE_MS);
+      if (claimed.length < BATCH) drained = true;
+      if (claimed.length > 0) await chargeBatch(claimed, ctx, relayer, count);
+    }
+  };
+  await Promise.all(Array.from({ length: BATCH_LANES }, lane));
   if (tally.size === 0) return 'nothing due';
   const summary = Object.fromEntries(tally);
   ctx.log.info(summary, 'subscriptions looked at');
   return [...tally].map(([k, v]) => `${k} ${v}`).join(', ');
 };
 
-async function chargeOne(sub: SubscriptionWork, ctx: JobContext & { log: Logger }, relayer: SubscriptionRelayer): Promise<Outcome> {
-  const log = ctx.log.child({ subscription_id: sub.id });
-  const after = (ms: number) => new Date(Date.now() + ms);
+/** A charge that would succeed, to be sent with the rest of its batch. */
+interface Chargeable {
+  sub: SubscriptionWork;
+  invoice: InvoiceRow;
+  target: ChargeTarget & { gas?: bigint };
+  firstAttempt: boolean;
+}
+
+/**
+ * One claimed batch, stage by stage. A database error or a bug in a stage shared by the batch is
+ * logged with its stack and each of its subscriptions is retried when its lease ends; in a
+ * subscription's own step, only that one is.
+ */
+async function chargeBatch(subs: readonly SubscriptionWork[], ctx: Ctx, relayer: SubscriptionRelayer, count: Count): Promise<void> {
+  const own = async (sub: SubscriptionWork, step: () => Promise<Outcome | Chargeable>): Promise<Chargeable | null> => {
+    try {
+      const result = await step();
+      if (typeof result !== 'string') return result;
+      count(result);
+    } catch (err) {
+      ctx.log.error({ err, subscription_id: sub.id }, 'subscription charge failed; retried when its lease ends');
+      count('retry_later');
+    }
+    return null;
+  };
+  const billable: SubscriptionWork[] = [];
+  for (const sub of subs) {
+    try {
+      const outcome = await triage(sub, ctx, relayer);
+      if (outcome === 'billable') billable.push(sub);
+      else count(outcome);
+    } catch (err) {
+      ctx.log.error({ err, subscription_id: sub.id }, 'subscription charge failed; retried when its lease ends');
+      count('retry_later');
+    }
+  }
+  if (billable.length === 0) return;
+  let chargeable: Chargeable[];
+  try {
+    const periods = billable.map((sub) => ({ sub, k: Math.max(1, periodIndexAt({ startedAt: sub.started_at, intervalSeconds: sub.interval_seconds }, sub.next_charge_at)) }));
+    const { invoices, failed } = await ensurePeriodInvoices(ctx.pool, periods);
+    const pending = await pendingPaymentsAtomicOf(ctx.pool, [...invoices.values()].map((i) => i.id));
+    const found: Chargeable[] = [];
+    for (const { sub, k } of periods) {
+      const invoice = invoices.get(sub.id);
+      const c = await own(sub, async () => {
+        if (!invoice) throw failed.get(sub.id) ?? new Error(`period ${k} invoice of subscription ${sub.id} was not made`);
+        return bill(sub, k, invoice, pending.get(invoice.id) ?? 0n, ctx);
+      });
+      if (c) found.push(c);
+    }
+    chargeable = found;
+  } catch (err) {
+    ctx.log.error({ err, subscriptions: billable.length }, 'subscription charges of a batch failed; retried when their leases end');
+    for (let i = 0; i < billable.length; i++) count('retry_later');
+    return;
+  }
+  // Simulated at once (a few in flight), then every charge that would succeed queued at once: the
+  // relayer takes them in rounds under one hold of the chain's sequence lock.
+  const toSend: Chargeable[] = [];
+  await inParallel(chargeable, SIMULATIONS_IN_FLIGHT, async (c) => {
+    const next = await own(c.sub, () => simulate(c, ctx, relayer));
+    if (next) toSend.push(next);
+  });
+  const sent: { c: Chargeable; txHash: string; nonce: number }[] = [];
+  await Promise.all(
+    toSend.map((c) =>
+      own(c.sub, async () => {
+        try {
+          const tx = await relayer.sendCharge(c.sub.chain_id, c.target);
+          sent.push({ c, ...tx });
+          return 'sent';
+        } catch (err) {
+          ctx.log.warn({ err, subscription_id: c.sub.id, invoice_id: c.invoice.id }, 'relayer could not send the charge; retried, not counted');
+          await releaseWork(ctx.pool, c.sub.id, c.sub.lease, after(RETRY_FAULT_MS));
+          return 'relayer_fault';
+        }
+      }).then(() => undefined),
+    ),
+  );
+  if (sent.length === 0) return;
+  try {
+    await recordChargesSent(
+      ctx.pool,
+      sent.map(({ c, txHash }) => ({ invoiceId: c.invoice.id, txHash })),
+    );
+    await releaseWorks(
+      ctx.pool,
+      sent.map(({ c }) => ({ id: c.sub.id, lease: c.sub.lease, at: after(CHECK_SENT_AFTER_MS) })),
+    );
+  } catch (err) {
+    // On the chain already: the watcher pays the invoices; the leases bring them back to be looked at.
+    ctx.log.error({ err, charges: sent.length }, 'sent charges could not be recorded; looked at again when their leases end');
+  }
+  for (const { c, txHash, nonce } of sent) {
+    if (c.firstAttempt) ctx.observeChargeLateness?.((Date.now() - c.sub.next_charge_at.getTime()) / 1000);
+    ctx.log.info({ subscription_id: c.sub.id, invoice_id: c.invoice.id, period_index: c.target.periodIndex, tx_hash: txHash, nonce }, 'charge sent');
+  }
+}
+
+const after = (ms: number) => new Date(Date.now() + ms);
+
+/** Before its period is billed: ended (ends_at passed), or not ours to charge (no key, another operator). */
+async function triage(sub: SubscriptionWork, ctx: Ctx, relayer: SubscriptionRelayer): Promise<Outcome | 'billable'> {
   if (sub.ends_at !== null && sub.ends_at.getTime() <= Date.now()) {
     return (await markSubscriptionEnded(ctx.pool, sub.id, sub.lease)) ? 'ended' : 'lease_lost';
   }
@@ -94,18 +203,23 @@ async function chargeOne(sub: SubscriptionWork, ctx: JobContext & { log: Logger 
   if (operator === null || (sub.operator_address !== null && sub.operator_address.toLowerCase() !== operator.toLowerCase())) {
     // No key here, or the subscription names another operator (a key that was replaced): only
     // that operator can charge it; the warning repeats every lease until an operator acts.
-    log.warn({ chain_id: sub.chain_id, operator: sub.operator_address, relayer: operator }, 'this relayer cannot charge the subscription (no key for its chain, or another operator)');
+    ctx.log.warn(
+      { subscription_id: sub.id, chain_id: sub.chain_id, operator: sub.operator_address, relayer: operator },
+      'this relayer cannot charge the subscription (no key for its chain, or another operator)',
+    );
     await releaseWork(ctx.pool, sub.id, sub.lease, after(LEASE_MS));
     return 'no_operator';
   }
-  const clock = { startedAt: sub.started_at, intervalSeconds: sub.interval_seconds };
-  const k = Math.max(1, periodIndexAt(clock, sub.next_charge_at));
-  const invoice = await ensurePeriodInvoice(ctx.pool, sub, k);
+  return 'billable';
+}
+
+/** Period k's invoice as it stands: settled or awaiting a payment (nothing to charge), or a charge to simulate. */
+async function bill(sub: SubscriptionWork, k: number, invoice: InvoiceRow, pendingAtomic: bigint, ctx: Ctx): Promise<Outcome | Chargeable> {
   const period = periodChargeVerdict({
     status: invoice.status,
     amountAtomic: BigInt(invoice.amount_atomic ?? sub.amount_atomic),
     paidAtomic: BigInt(invoice.amount_paid_atomic),
-    pendingAtomic: await pendingPaymentsAtomic(ctx.pool, invoice.id),
+    pendingAtomic,
   });
   if (period === 'payment_pending') {
     // Not charged, not counted: looked at again once the payment had time to confirm (it pays
@@ -121,36 +235,31 @@ async function chargeOne(sub: SubscriptionWork, ctx: JobContext & { log: Logger 
     return ok ? 'period_skipped' : 'lease_lost';
   }
   if (invoice.payment_reference === null) throw new Error(`period invoice ${invoice.id} has no payment reference`);
-  const target: ChargeTarget = {
-    contract: sub.contract_address as `0x${string}`,
-    onchainId: BigInt(sub.onchain_id),
-    periodIndex: k,
-    paymentReference: invoice.payment_reference as `0x${string}`,
+  return {
+    sub,
+    invoice,
+    target: {
+      contract: sub.contract_address as `0x${string}`,
+      onchainId: BigInt(sub.onchain_id),
+      periodIndex: k,
+      paymentReference: invoice.payment_reference as `0x${string}`,
+    },
+    firstAttempt: invoice.attempt_count === 0 && invoice.charge_sent_at === null && invoice.failure_code === null,
   };
-  const firstAttempt = invoice.attempt_count === 0 && invoice.charge_sent_at === null && invoice.failure_code === null;
+}
+
+/** The charge simulated: would succeed (to be sent, with the gas the simulation measured), or what it means when it would not. */
+async function simulate(c: Chargeable, ctx: Ctx, relayer: SubscriptionRelayer): Promise<Outcome | Chargeable> {
+  const { sub, invoice } = c;
   let verdict: Awaited<ReturnType<SubscriptionRelayer['simulateCharge']>>;
   try {
-    verdict = await relayer.simulateCharge(sub.chain_id, target);
+    verdict = await relayer.simulateCharge(sub.chain_id, c.target);
   } catch (err) {
-    log.warn({ err, invoice_id: invoice.id }, 'relayer could not simulate the charge; retried, not counted');
+    ctx.log.warn({ err, subscription_id: sub.id, invoice_id: invoice.id }, 'relayer could not simulate the charge; retried, not counted');
     await releaseWork(ctx.pool, sub.id, sub.lease, after(RETRY_FAULT_MS));
     return 'relayer_fault';
   }
-  if (verdict.ok) {
-    let sent: { txHash: string; nonce: number };
-    try {
-      sent = await relayer.sendCharge(sub.chain_id, target);
-    } catch (err) {
-      log.warn({ err, invoice_id: invoice.id }, 'relayer could not send the charge; retried, not counted');
-      await releaseWork(ctx.pool, sub.id, sub.lease, after(RETRY_FAULT_MS));
-      return 'relayer_fault';
-    }
-    if (firstAttempt) ctx.observeChargeLateness?.((Date.now() - sub.next_charge_at.getTime()) / 1000);
-    await recordChargeSent(ctx.pool, invoice.id, sent.txHash);
-    await releaseWork(ctx.pool, sub.id, sub.lease, after(CHECK_SENT_AFTER_MS));
-    log.info({ invoice_id: invoice.id, period_index: k, tx_hash: sent.txHash, nonce: sent.nonce }, 'charge sent');
-    return 'sent';
-  }
+  if (verdict.ok) return { ...c, target: { ...c.target, ...(verdict.gas === undefined ? {} : { gas: verdict.gas }) } };
   if (verdict.code === 'period_already_charged') {
     // On-chain already (this worker's earlier send, or one before a crash): the watcher pays the invoice.
     await releaseWork(ctx.pool, sub.id, sub.lease, after(CHECK_SENT_AFTER_MS));
@@ -160,9 +269,9 @@ async function chargeOne(sub: SubscriptionWork, ctx: JobContext & { log: Logger 
     await releaseWork(ctx.pool, sub.id, sub.lease, after(RETRY_NOT_BEGUN_MS));
     return 'retry_later';
   }
-  if (firstAttempt) ctx.observeChargeLateness?.((Date.now() - sub.next_charge_at.getTime()) / 1000);
+  if (c.firstAttempt) ctx.observeChargeLateness?.((Date.now() - sub.next_charge_at.getTime()) / 1000);
   const recorded = await recordAttemptFailed(ctx, sub, invoice, verdict.code, verdict.shortAtomic);
-  if (recorded) log.info({ invoice_id: invoice.id, period_index: k, failure_code: verdict.code }, 'charge attempt failed');
+  if (recorded) ctx.log.info({ subscription_id: sub.id, invoice_id: invoice.id, period_index: c.target.periodIndex, failure_code: verdict.code }, 'charge attempt failed');
   return recorded ? 'failed_attempt' : 'lease_lost';
 }
 

@@ -39,8 +39,11 @@ import { privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import type { Chain } from '../domain/chains.js';
 import type { Pool, PoolClient } from '../db/pool.js';
 import {
+  closeUnsent,
   countBroadcast,
+  countBroadcasts,
   insertRelayerTransaction,
+  insertRelayerTransactions,
   liveTransactionsFor,
   nextRecordedNonce,
   openRelayerTransactions,
@@ -48,6 +51,7 @@ import {
   setRelayerStatus,
   settledRelayerTransactions,
   withSequenceLock,
+  type NewRelayerTransaction,
   type RelayerPurpose,
   type RelayerTransactionRow,
 } from '../db/relayer-transactions.js';
@@ -68,7 +72,7 @@ const TIMEOUT_MS = 15_000;
 /** A replacement's fees: at least the old ones + 25% (nodes ask for +10% at least, some more). */
 const BUMP_PERCENT = 125n;
 /** Sends taken from the queue at once (their node reads made together), and how long one hold of the sequence lock may last. */
-const ROUND_MAX = 32;
+const ROUND_MAX = 128;
 const HOLD_MAX_MS = 2_000;
 
 // ---------------------------------------------------------------------------------------------
@@ -98,7 +102,14 @@ export type ChargeFailureCode =
   | 'period_already_charged';
 
 export type SimulateChargeResult =
-  | { ok: true }
+  | {
+      ok: true;
+      /**
+       * The node's gas estimate of the charge (the simulation is an eth_estimateGas): sendCharge
+       * takes it as `gas` instead of asking again. Absent: the send estimates it itself.
+       */
+      gas?: bigint;
+    }
   | {
       ok: false;
       code: ChargeFailureCode;
@@ -158,8 +169,10 @@ export interface Relayer {
   /**
    * Signs, records, then broadcasts the charge. Asked again for the same period while its
    * transaction is in flight or mined, returns that transaction (broadcast again if the node lost it).
+   * `gas`: the estimate of a simulation made just before (simulateCharge's); unset, the relayer
+   * estimates it itself (and a call that would revert is refused, nothing signed).
    */
-  sendCharge(chainId: number, args: ChargeArgs): Promise<SentTransaction>;
+  sendCharge(chainId: number, args: ChargeArgs & { gas?: bigint }): Promise<SentTransaction>;
   /** As sendCharge, for cancel(onchainId). */
   sendCancel(chainId: number, args: CancelArgs): Promise<SentTransaction>;
   /**
@@ -209,6 +222,8 @@ interface SendRequest {
   subject: string;
   to: Address;
   data: Hex;
+  /** The gas a simulation just measured; unset: estimated in the round. */
+  gas: bigint | undefined;
   resolve: (sent: SentTransaction) => void;
   reject: (err: unknown) => void;
 }
@@ -327,10 +342,12 @@ export function createRelayer(opts: RelayerOptions): Relayer {
    * `fresh` (its first broadcast): its nonce used by a transaction the node does not have -> the
    * row `dropped`, RelayerUnavailable.
    */
-  async function broadcast(s: Sender, db: PoolClient, row: RelayerTransactionRow, opts: { fresh?: boolean } = {}): Promise<boolean> {
+  async function broadcast(s: Sender, db: PoolClient, row: RelayerTransactionRow, opts: { fresh?: boolean; counted?: string[] } = {}): Promise<boolean> {
+    // A round counts its broadcasts in one statement at its end (`counted`); others at once.
+    const counts = async () => (opts.counted ? void opts.counted.push(row.id) : countBroadcast(db, row.id));
     try {
       await s.client.request({ method: 'eth_sendRawTransaction', params: [row.raw_tx as Hex] });
-      await countBroadcast(db, row.id);
+      await counts();
       return true;
     } catch (err) {
       const words = wordsOf(err);
@@ -343,7 +360,7 @@ export function createRelayer(opts: RelayerOptions): Relayer {
         throw new RelayerUnavailable(`chain ${s.chain.chainId}: nonce ${row.nonce} of ${s.address} was used by a transaction the records do not hold; retried with the next`);
       }
       if (/already known|already imported|known transaction|nonce too low|nonce has already been used/i.test(words)) {
-        await countBroadcast(db, row.id);
+        await counts();
         return true;
       }
       if (/insufficient funds/i.test(words)) {
@@ -356,7 +373,7 @@ export function createRelayer(opts: RelayerOptions): Relayer {
       // lands: the nonce used twice, the next send told sent (nonce too low) or refused (underpriced).
       if (await nodeHas(s, row.tx_hash)) {
         log.warn({ chain_id: s.chain.chainId, tx_hash: row.tx_hash, nonce: Number(row.nonce), reason: words }, 'relayer transaction answered with an error, yet the node has it: sent');
-        await countBroadcast(db, row.id);
+        await counts();
         return true;
       }
       log.warn({ chain_id: s.chain.chainId, tx_hash: row.tx_hash, nonce: Number(row.nonce), reason: words }, 'relayer transaction refused by the node');
@@ -497,11 +514,11 @@ export function createRelayer(opts: RelayerOptions): Relayer {
    * callers (the charge job's parallel lanes) wait in memory, not on Postgres, and share one
    * settle per hold.
    */
-  function send(chainId: number, purpose: RelayerPurpose, subject: string, to: Address, data: Hex): Promise<SentTransaction> {
+  function send(chainId: number, purpose: RelayerPurpose, subject: string, to: Address, data: Hex, gas?: bigint): Promise<SentTransaction> {
     return new Promise<SentTransaction>((resolve, reject) => {
       // Inside the executor: no relayer for the chain is a rejection, as from any other send.
       const s = senderOf(chainId);
-      s.queue.push({ purpose, subject, to, data, resolve, reject });
+      s.queue.push({ purpose, subject, to, data, gas, resolve, reject });
       if (!s.draining) void drain(s);
     });
   }
@@ -560,7 +577,8 @@ export function createRelayer(opts: RelayerOptions): Relayer {
       else todo.push(r);
     }
     if (todo.length === 0) return [];
-    const estimates = todo.map((r) => estimateGasOf(s, r).then((gas) => ({ gas }), (err: unknown) => ({ err })));
+    // A charge simulated just before comes with its gas (the simulation was the estimate): not asked twice.
+    const estimates = todo.map((r) => (r.gas !== undefined ? Promise.resolve({ gas: r.gas }) : estimateGasOf(s, r).then((gas) => ({ gas }), (err: unknown) => ({ err }))));
     const shared = Promise.all([
       rpc(s, () => s.client.getBlockNumber({ cacheTime: 0 })),
       rpc(s, () => s.client.estimateFeesPerGas()),
@@ -587,12 +605,16 @@ export function createRelayer(opts: RelayerOptions): Relayer {
       for (const r of todo) r.reject(err);
       return [];
     }
-    const sentNow = new Map<string, SentTransaction>();
+    // Each request signed with the next nonce, all of them recorded in one statement (one commit),
+    // then broadcast one by one in nonce order.
+    const signed: { r: SendRequest; tx: NewRelayerTransaction }[] = [];
+    const firstOf = new Set<string>();
+    const later: SendRequest[] = [];
     for (let i = 0; i < todo.length; i++) {
       const r = todo[i];
-      const already = sentNow.get(r.subject);
-      if (already) {
-        r.resolve(already);
+      if (firstOf.has(r.subject)) {
+        // Asked twice in one round: the second finds the first's transaction at the next hold.
+        later.push(r);
         continue;
       }
       const estimate = gases[i];
@@ -601,18 +623,65 @@ export function createRelayer(opts: RelayerOptions): Relayer {
         continue;
       }
       try {
-        const sent = await sendOne(s, db, r, estimate.gas, head, fees, balance, nonce);
+        signed.push({ r, tx: await signOne(s, r, estimate.gas, head, fees, balance, nonce) });
+        firstOf.add(r.subject);
         nonce += 1n;
-        sentNow.set(r.subject, sent);
-        r.resolve(sent);
       } catch (err) {
+        // Out of gas: nothing signed, its nonce not used.
         r.reject(err);
-        // Refused before its record or by the node (its row `failed`): its nonce was not used.
-        if (err instanceof RelayerCallRefused || err instanceof RelayerOutOfGas) continue;
-        return todo.slice(i + 1);
       }
     }
-    return [];
+    if (signed.length === 0) return later;
+    let rows: RelayerTransactionRow[];
+    try {
+      rows = await insertRelayerTransactions(
+        db,
+        signed.map((x) => x.tx),
+      );
+    } catch (err) {
+      for (const { r } of signed) r.reject(err);
+      return later;
+    }
+    const counted: string[] = [];
+    try {
+      for (let i = 0; i < signed.length; i++) {
+        const { r } = signed[i];
+        const row = rows[i];
+        const sent = { txHash: row.tx_hash as Hex, nonce: Number(row.nonce) };
+        try {
+          await opts.afterRecord?.(sent);
+          if (await broadcast(s, db, row, { fresh: true, counted })) {
+            count(s, r.purpose, 'sent');
+            log.info({ chain_id: chainId, purpose: r.purpose, subject: r.subject, tx_hash: sent.txHash, nonce: sent.nonce }, 'relayer transaction sent');
+            r.resolve(sent);
+            continue;
+          }
+          // Refused by the node: its nonce was never used.
+          await setRelayerStatus(db, row.id, 'failed', { error: 'refused by the node' });
+          count(s, r.purpose, 'refused');
+          r.reject(new RelayerCallRefused(`${r.purpose} on chain ${chainId}: the node refused the transaction`, null));
+        } catch (err) {
+          if (err instanceof RelayerOutOfGas) {
+            // The node refused it outright: its nonce was never used, the next transaction takes it.
+            await setRelayerStatus(db, row.id, 'failed', { error: 'insufficient funds' });
+            count(s, r.purpose, 'out_of_gas');
+          }
+          r.reject(err);
+        }
+        // Stopped at this one (refused, out of gas, no answer, a crash, a nonce not ours): those
+        // signed after it were recorded and never broadcast. Broadcast now, they could wait behind
+        // a nonce never used; so they are closed as never sent, and their requests go to the next
+        // hold, signed again after the sequence as it then stands.
+        await closeUnsent(
+          db,
+          rows.slice(i + 1).map((x) => x.id),
+        );
+        return [...signed.slice(i + 1).map((x) => x.r), ...later];
+      }
+    } finally {
+      await countBroadcasts(db, counted).catch((err: unknown) => log.warn({ chain_id: chainId, reason: wordsOf(err) }, 'relayer: the broadcasts of a round were not counted'));
+    }
+    return later;
   }
 
   /**
@@ -655,17 +724,16 @@ export function createRelayer(opts: RelayerOptions): Relayer {
     });
   }
 
-  /** Under the lock: signs one request, records it, then broadcasts it. */
-  async function sendOne(
+  /** Under the lock: one request signed with `nonce` (refused when the relayer cannot pay its gas), ready to be recorded. */
+  async function signOne(
     s: Sender,
-    db: PoolClient,
     r: SendRequest,
     gas: bigint,
     head: bigint,
     fees: { maxFeePerGas: bigint; maxPriorityFeePerGas: bigint },
     balance: bigint,
     nonce: bigint,
-  ): Promise<SentTransaction> {
+  ): Promise<NewRelayerTransaction> {
     const chainId = s.chain.chainId;
     const { purpose, subject, to, data } = r;
     // Headroom over the estimate: a charge's token calls may cost a little more when mined.
@@ -688,7 +756,7 @@ export function createRelayer(opts: RelayerOptions): Relayer {
       maxFeePerGas: fees.maxFeePerGas,
       maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
     });
-    const row = await insertRelayerTransaction(db, {
+    return {
       chainId,
       from: s.address,
       nonce,
@@ -701,28 +769,7 @@ export function createRelayer(opts: RelayerOptions): Relayer {
       maxFeePerGas: fees.maxFeePerGas,
       maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
       sentAtBlock: head,
-    });
-    const sent = { txHash: row.tx_hash as Hex, nonce: Number(nonce) };
-    await opts.afterRecord?.(sent);
-    let accepted: boolean;
-    try {
-      accepted = await broadcast(s, db, row, { fresh: true });
-    } catch (err) {
-      if (err instanceof RelayerOutOfGas) {
-        // The node refused it outright: its nonce was never used, the next transaction takes it.
-        await setRelayerStatus(db, row.id, 'failed', { error: 'insufficient funds' });
-        count(s, purpose, 'out_of_gas');
-      }
-      throw err;
-    }
-    if (!accepted) {
-      await setRelayerStatus(db, row.id, 'failed', { error: 'refused by the node' });
-      count(s, purpose, 'refused');
-      throw new RelayerCallRefused(`${purpose} on chain ${chainId}: the node refused the transaction`, null);
-    }
-    count(s, purpose, 'sent');
-    log.info({ chain_id: chainId, purpose, subject, tx_hash: sent.txHash, nonce: sent.nonce }, 'relayer transaction sent');
-    return sent;
+    };
   }
 
   async function tokenLabel(s: Sender, token: Address): Promise<{ symbol: string; decimals: number }> {
@@ -738,14 +785,19 @@ export function createRelayer(opts: RelayerOptions): Relayer {
   async function simulateCharge(chainId: number, args: ChargeArgs): Promise<SimulateChargeResult> {
     const s = senderOf(chainId);
     try {
-      await s.client.simulateContract({
+      // eth_estimateGas rather than eth_call: the same execution from the operator, reverting the
+      // same way, and its gas is what the send needs (one call to the node per charge, not two).
+      // Against the latest block, as an eth_call is: a node's pending block may already carry a
+      // time past the period's start that the block the charge lands in does not.
+      const gas = await s.client.estimateContractGas({
+        blockTag: 'latest',
         account: s.address,
         address: args.contract,
         abi: SUBSCRIPTION_MANAGER_ABI,
         functionName: 'charge',
         args: [args.onchainId, args.periodIndex, args.paymentReference],
       });
-      return { ok: true };
+      return { ok: true, gas };
     } catch (err) {
       const revert = isRevert(err);
       if (!revert) throw unavailableOr(err, chainId);
@@ -827,7 +879,14 @@ export function createRelayer(opts: RelayerOptions): Relayer {
     operatorAddress: (chainId) => senders.get(chainId)?.address ?? null,
     simulateCharge,
     sendCharge: (chainId, args) =>
-      send(chainId, 'charge', chargeSubject(args), args.contract, encodeFunctionData({ abi: SUBSCRIPTION_MANAGER_ABI, functionName: 'charge', args: [args.onchainId, args.periodIndex, args.paymentReference] })),
+      send(
+        chainId,
+        'charge',
+        chargeSubject(args),
+        args.contract,
+        encodeFunctionData({ abi: SUBSCRIPTION_MANAGER_ABI, functionName: 'charge', args: [args.onchainId, args.periodIndex, args.paymentReference] }),
+        args.gas,
+      ),
     sendCancel: (chainId, args) =>
       send(chainId, 'cancel', cancelSubject(args), args.contract, encodeFunctionData({ abi: SUBSCRIPTION_MANAGER_ABI, functionName: 'cancel', args: [args.onchainId] })),
     async upkeep() {

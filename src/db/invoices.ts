@@ -328,6 +328,17 @@ export async function findPeriodInvoice(db: Queryable, subscriptionId: string, p
   return rows[0] ?? null;
 }
 
+/** The period invoices of many subscriptions at once, by subscription id: `pairs` are (subscription, period index). */
+export async function findPeriodInvoices(db: Queryable, pairs: readonly { subscriptionId: string; periodIndex: number }[]): Promise<Map<string, InvoiceRow>> {
+  if (pairs.length === 0) return new Map();
+  const { rows } = await db.query<InvoiceRow & { period_of: string }>(
+    `select ${COLUMNS}, subscription_id as period_of from invoices
+     where (subscription_id, period_index) in (select * from unnest($1::text[], $2::int[]))`,
+    [pairs.map((p) => p.subscriptionId), pairs.map((p) => p.periodIndex)],
+  );
+  return new Map(rows.map(({ period_of, ...row }) => [period_of, row]));
+}
+
 /** Makes a fresh draft period k of its subscription (the unique (subscription_id, period_index) refuses a second). */
 export async function setInvoicePeriod(db: Queryable, invoiceId: string, p: { subscriptionId: string; periodIndex: number; start: Date; end: Date }): Promise<void> {
   await db.query(
@@ -338,10 +349,17 @@ export async function setInvoicePeriod(db: Queryable, invoiceId: string, p: { su
 
 /** The relayer sent a charge for this open period invoice (the watcher's Charged log pays it). */
 export async function recordChargeSent(db: Queryable, invoiceId: string, txHash: string): Promise<void> {
+  await recordChargesSent(db, [{ invoiceId, txHash }]);
+}
+
+/** recordChargeSent of many invoices in one statement. */
+export async function recordChargesSent(db: Queryable, sent: readonly { invoiceId: string; txHash: string }[]): Promise<void> {
+  if (sent.length === 0) return;
   await db.query(
-    `update invoices set charge_tx_hash = $2, charge_sent_at = clock_timestamp(), updated_at = clock_timestamp()
-     where id = $1 and status in ('open', 'overdue')`,
-    [invoiceId, txHash],
+    `update invoices i set charge_tx_hash = s.tx_hash, charge_sent_at = clock_timestamp(), updated_at = clock_timestamp()
+     from unnest($1::text[], $2::text[]) as s(id, tx_hash)
+     where i.id = s.id and i.status in ('open', 'overdue')`,
+    [sent.map((x) => x.invoiceId), sent.map((x) => x.txHash)],
   );
 }
 

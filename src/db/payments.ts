@@ -555,6 +555,19 @@ export async function paymentsOfInvoice(db: Queryable, invoiceId: string): Promi
 }
 
 /** What the invoice's payments seen on the chain and not yet confirmed moved (received + fee received), atomic. */
+/** pendingPaymentsAtomic of many invoices in one query (0 for those with none). */
+export async function pendingPaymentsAtomicOf(db: Queryable, invoiceIds: readonly string[]): Promise<Map<string, bigint>> {
+  const totals = new Map<string, bigint>(invoiceIds.map((id) => [id, 0n]));
+  if (invoiceIds.length === 0) return totals;
+  const { rows } = await db.query<{ invoice_id: string; total: string }>(
+    `select invoice_id, sum(received_atomic + fee_received_atomic)::text as total from payments
+     where invoice_id = any($1::text[]) and status = 'pending' group by invoice_id`,
+    [invoiceIds],
+  );
+  for (const r of rows) totals.set(r.invoice_id, BigInt(r.total));
+  return totals;
+}
+
 export async function pendingPaymentsAtomic(db: Queryable, invoiceId: string): Promise<bigint> {
   const { rows } = await db.query<{ total: string }>(
     `select coalesce(sum(received_atomic + fee_received_atomic), 0)::text as total from payments where invoice_id = $1 and status = 'pending'`,

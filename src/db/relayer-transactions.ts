@@ -26,6 +26,8 @@ export interface RelayerTransactionRow {
   sent_at_block: string;
   broadcasts: number;
   mined_block: string | null;
+  /** Why it failed, in the node's words (or why it was never broadcast). */
+  error: string | null;
 }
 
 export interface NewRelayerTransaction {
@@ -48,7 +50,7 @@ export interface NewRelayerTransaction {
 // columns as text ("10" before "9"); orders name the table's columns.
 const COLUMNS = `id::text as id, chain_id, from_address, nonce::text as nonce, tx_hash, raw_tx, purpose, subject, contract_address,
   gas_limit::text as gas_limit, max_fee_per_gas::text as max_fee_per_gas, max_priority_fee_per_gas::text as max_priority_fee_per_gas,
-  status, replaces_id::text as replaces_id, sent_at_block::text as sent_at_block, broadcasts, mined_block::text as mined_block`;
+  status, replaces_id::text as replaces_id, sent_at_block::text as sent_at_block, broadcasts, mined_block::text as mined_block, error`;
 
 /**
  * Runs fn holding the sequence lock of (chainId, from): every sender of that key on that chain, in
@@ -83,17 +85,32 @@ export async function withSequenceLock<T>(pool: Pool, chainId: number, from: str
 }
 
 export async function insertRelayerTransaction(db: Queryable, t: NewRelayerTransaction): Promise<RelayerTransactionRow> {
+  return (await insertRelayerTransactions(db, [t]))[0];
+}
+
+/** Records many signed transactions in one statement (one commit), returned in the order given. */
+export async function insertRelayerTransactions(db: Queryable, ts: readonly NewRelayerTransaction[]): Promise<RelayerTransactionRow[]> {
+  if (ts.length === 0) return [];
+  const column = <T>(f: (t: NewRelayerTransaction) => T): T[] => ts.map(f);
   const { rows } = await db.query<RelayerTransactionRow>(
     `insert into relayer_transactions (chain_id, from_address, nonce, tx_hash, raw_tx, purpose, subject, contract_address, gas_limit,
        max_fee_per_gas, max_priority_fee_per_gas, sent_at_block, replaces_id)
-     values ($1, lower($2), $3, lower($4), $5, $6, $7, lower($8), $9, $10, $11, $12, $13)
+     select t.chain_id, lower(t.from_address), t.nonce, lower(t.tx_hash), t.raw_tx, t.purpose, t.subject, lower(t.contract_address), t.gas_limit,
+       t.max_fee_per_gas, t.max_priority_fee_per_gas, t.sent_at_block, t.replaces_id
+     from unnest($1::int[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::numeric[], $10::numeric[],
+       $11::numeric[], $12::bigint[], $13::bigint[])
+       as t(chain_id, from_address, nonce, tx_hash, raw_tx, purpose, subject, contract_address, gas_limit, max_fee_per_gas,
+         max_priority_fee_per_gas, sent_at_block, replaces_id)
      returning ${COLUMNS}`,
     [
-      t.chainId, t.from, t.nonce.toString(), t.txHash, t.rawTx, t.purpose, t.subject, t.contract, t.gasLimit.toString(),
-      t.maxFeePerGas.toString(), t.maxPriorityFeePerGas.toString(), t.sentAtBlock.toString(), t.replacesId ?? null,
+      column((t) => t.chainId), column((t) => t.from), column((t) => t.nonce.toString()), column((t) => t.txHash), column((t) => t.rawTx),
+      column((t) => t.purpose), column((t) => t.subject), column((t) => t.contract), column((t) => t.gasLimit.toString()),
+      column((t) => t.maxFeePerGas.toString()), column((t) => t.maxPriorityFeePerGas.toString()), column((t) => t.sentAtBlock.toString()),
+      column((t) => t.replacesId ?? null),
     ],
   );
-  return rows[0];
+  const byHash = new Map(rows.map((r) => [r.tx_hash, r]));
+  return ts.map((t) => byHash.get(t.txHash.toLowerCase())!);
 }
 
 /** The transactions of the sequence not known to be settled (pending and replaced), by nonce then age. */
@@ -140,7 +157,29 @@ export async function settledRelayerTransactions(db: Queryable, chainId: number,
 }
 
 export async function countBroadcast(db: Queryable, id: string): Promise<void> {
-  await db.query('update relayer_transactions set broadcasts = broadcasts + 1, updated_at = now() where id = $1', [id]);
+  await countBroadcasts(db, [id]);
+}
+
+/** countBroadcast of many transactions in one statement. */
+export async function countBroadcasts(db: Queryable, ids: readonly string[]): Promise<void> {
+  if (ids.length === 0) return;
+  await db.query('update relayer_transactions set broadcasts = broadcasts + 1, updated_at = now() where id = any($1::bigint[])', [ids]);
+}
+
+/** The error of a transaction closed by closeUnsent. */
+export const NEVER_BROADCAST = 'never broadcast: an earlier transaction of its round stopped the round';
+
+/**
+ * Transactions recorded under the sequence lock and never broadcast (the round stopped before them):
+ * `failed`, so their nonces are signed again. Only the hold that recorded them may say so.
+ */
+export async function closeUnsent(db: Queryable, ids: readonly string[]): Promise<void> {
+  if (ids.length === 0) return;
+  await db.query(
+    `update relayer_transactions set status = 'failed', error = $2, updated_at = now()
+     where id = any($1::bigint[]) and status = 'pending' and broadcasts = 0`,
+    [ids, NEVER_BROADCAST],
+  );
 }
 
 export async function setRelayerStatus(db: Queryable, id: string, status: RelayerTxStatus, opts: { minedBlock?: bigint; error?: string } = {}): Promise<void> {

@@ -161,6 +161,17 @@ export async function releaseWork(db: Queryable, id: string, lease: Date, at: Da
   return rowCount === 1;
 }
 
+/** releaseWork of many leases in one statement; those no longer ours are left as they are. */
+export async function releaseWorks(db: Queryable, leases: readonly { id: string; lease: Date; at: Date }[]): Promise<void> {
+  if (leases.length === 0) return;
+  await db.query(
+    `update subscriptions s set next_work_at = r.at
+     from unnest($1::text[], $2::timestamptz[], $3::timestamptz[]) as r(id, lease, at)
+     where s.id = r.id and s.next_work_at = r.lease`,
+    [leases.map((l) => l.id), leases.map((l) => l.lease), leases.map((l) => l.at)],
+  );
+}
+
 /** ends_at has passed: a running subscription turns ended (its event by the trigger). False when the lease is gone. */
 export async function markSubscriptionEnded(db: Queryable, id: string, lease: Date): Promise<boolean> {
   const { rowCount } = await db.query(
