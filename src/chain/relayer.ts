@@ -33,8 +33,10 @@ import {
   type Address,
   type Hex,
   type PublicClient,
+  type TransactionReceipt,
   type Transport,
 } from 'viem';
+import pMap from 'p-map';
 import { privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import type { Chain } from '../domain/chains.js';
 import type { Pool, PoolClient } from '../db/pool.js';
@@ -49,6 +51,7 @@ import {
   openRelayerTransactions,
   reopenRelayerTransaction,
   setRelayerStatus,
+  setRelayerStatuses,
   settledRelayerTransactions,
   withSequenceLock,
   type NewRelayerTransaction,
@@ -74,6 +77,8 @@ const BUMP_PERCENT = 125n;
 /** Sends taken from the queue at once (their node reads made together), and how long one hold of the sequence lock may last. */
 const ROUND_MAX = 128;
 const HOLD_MAX_MS = 2_000;
+/** Calls to the node in flight at once when a settle looks up the open transactions. */
+const LOOKUPS_IN_FLIGHT = 16;
 
 // ---------------------------------------------------------------------------------------------
 // What callers see
@@ -395,49 +400,65 @@ export function createRelayer(opts: RelayerOptions): Relayer {
     const used = BigInt(await rpc(s, () => s.client.getTransactionCount({ address: s.address, blockTag: 'latest' })));
     const byNonce = new Map<string, RelayerTransactionRow[]>();
     for (const row of open) byNonce.set(row.nonce, [...(byNonce.get(row.nonce) ?? []), row]);
+    // The node is asked about every open transaction at once, a few calls in flight (after a burst
+    // of sends there are hundreds: one after the other, a settle would hold the lock for seconds).
+    const usedRows = open.filter((row) => BigInt(row.nonce) < used);
+    const receipts = new Map(
+      await pMap(usedRows, async (row) => [row.id, await receiptOf(s, row.tx_hash)] as const, { concurrency: LOOKUPS_IN_FLIGHT }),
+    );
+    const outcomes: { row: RelayerTransactionRow; status: 'mined' | 'reverted' | 'dropped'; minedBlock?: bigint }[] = [];
     for (const [nonce, rows] of byNonce) {
-      if (BigInt(nonce) < used) {
-        let minedId: string | null = null;
-        for (const row of rows) {
-          const receipt = await rpc(s, async () => {
-            try {
-              return await s.client.getTransactionReceipt({ hash: row.tx_hash as Hex });
-            } catch (err) {
-              if (err instanceof TransactionReceiptNotFoundError) return null;
-              throw err;
-            }
-          });
-          if (receipt === null) continue;
-          minedId = row.id;
-          const status = receipt.status === 'success' ? 'mined' : 'reverted';
-          await setRelayerStatus(db, row.id, status, { minedBlock: receipt.blockNumber });
-          count(s, row.purpose, status);
-          log.info({ chain_id: s.chain.chainId, tx_hash: row.tx_hash, nonce: Number(nonce), purpose: row.purpose, status, block: Number(receipt.blockNumber) }, 'relayer transaction settled');
-        }
-        // Used, yet no receipt of ours: the count may already include a block whose receipt the
-        // node (or another node behind the same URL) does not return yet. Dropped only once that
-        // cannot be the reason any more, RELAYER_STUCK_BLOCKS after the last of them was sent.
-        if (minedId === null && head - BigInt(rows[rows.length - 1].sent_at_block) < BigInt(opts.stuckBlocks)) continue;
-        for (const row of rows) {
-          if (row.id === minedId) continue;
-          await setRelayerStatus(db, row.id, 'dropped');
-          count(s, row.purpose, 'dropped');
-        }
-        continue;
+      if (BigInt(nonce) >= used) continue;
+      let minedId: string | null = null;
+      for (const row of rows) {
+        const receipt = receipts.get(row.id);
+        if (!receipt) continue;
+        minedId = row.id;
+        outcomes.push({ row, status: receipt.status === 'success' ? 'mined' : 'reverted', minedBlock: receipt.blockNumber });
       }
-      const current = rows[rows.length - 1];
-      const known = await nodeHas(s, current.tx_hash);
-      if (head - BigInt(current.sent_at_block) >= BigInt(opts.stuckBlocks)) {
-        await replace(s, db, current, head);
-      } else if (!known) {
-        log.info({ chain_id: s.chain.chainId, tx_hash: current.tx_hash, nonce: Number(nonce), purpose: current.purpose }, 'relayer transaction unknown to the node: broadcast again');
+      // Used, yet no receipt of ours: the count may already include a block whose receipt the
+      // node (or another node behind the same URL) does not return yet. Dropped only once that
+      // cannot be the reason any more, RELAYER_STUCK_BLOCKS after the last of them was sent.
+      if (minedId === null && head - BigInt(rows[rows.length - 1].sent_at_block) < BigInt(opts.stuckBlocks)) continue;
+      for (const row of rows) if (row.id !== minedId) outcomes.push({ row, status: 'dropped' });
+    }
+    await setRelayerStatuses(
+      db,
+      outcomes.map(({ row, status, minedBlock }) => ({ id: row.id, status, ...(minedBlock === undefined ? {} : { minedBlock }) })),
+    );
+    for (const { row, status, minedBlock } of outcomes) {
+      count(s, row.purpose, status);
+      if (minedBlock !== undefined) {
+        log.info({ chain_id: s.chain.chainId, tx_hash: row.tx_hash, nonce: Number(row.nonce), purpose: row.purpose, status, block: Number(minedBlock) }, 'relayer transaction settled');
+      }
+    }
+    // A nonce still open: its current transaction, known to the node or not.
+    const current = [...byNonce.entries()].filter(([nonce]) => BigInt(nonce) >= used).map(([, rows]) => rows[rows.length - 1]);
+    const known = new Map(await pMap(current, async (row) => [row.id, await nodeHas(s, row.tx_hash)] as const, { concurrency: LOOKUPS_IN_FLIGHT }));
+    for (const row of current) {
+      if (head - BigInt(row.sent_at_block) >= BigInt(opts.stuckBlocks)) {
+        await replace(s, db, row, head);
+      } else if (!known.get(row.id)) {
+        log.info({ chain_id: s.chain.chainId, tx_hash: row.tx_hash, nonce: Number(row.nonce), purpose: row.purpose }, 'relayer transaction unknown to the node: broadcast again');
         // Refused now (its fees below what the node takes today, say): signed again at today's
         // fees, same nonce. Never given up: a nonce left unused would hold every later one back.
-        if (await broadcast(s, db, current)) count(s, current.purpose, 'rebroadcast');
-        else await replace(s, db, current, head);
+        if (await broadcast(s, db, row)) count(s, row.purpose, 'rebroadcast');
+        else await replace(s, db, row, head);
       }
     }
     return head;
+  }
+
+  /** The transaction's receipt, or null while the node has none. */
+  async function receiptOf(s: Sender, hash: string): Promise<TransactionReceipt | null> {
+    return rpc(s, async () => {
+      try {
+        return await s.client.getTransactionReceipt({ hash: hash as Hex });
+      } catch (err) {
+        if (err instanceof TransactionReceiptNotFoundError) return null;
+        throw err;
+      }
+    });
   }
 
   /**

@@ -151,20 +151,36 @@ export interface NewInvoice {
 }
 
 export async function insertInvoice(db: Queryable, inv: NewInvoice): Promise<InvoiceRow> {
+  return (await insertInvoices(db, [inv]))[0];
+}
+
+/** Inserts drafts in one statement, returned in the order given. */
+export async function insertInvoices(db: Queryable, invs: readonly NewInvoice[]): Promise<InvoiceRow[]> {
+  if (invs.length === 0) return [];
+  const col = <T>(f: (inv: NewInvoice) => T): T[] => invs.map(f);
   const { rows } = await db.query<InvoiceRow>(
     `insert into invoices (id, account_id, environment, customer_id, reference, amount, amount_atomic, fee_atomic,
        currency, network, chain_id, token_address, token_decimals, reminders_enabled, metadata, due_at, memo, footer, tax_id,
        customer_locale, fee_bps, payment_link_id)
-     values ($1, $2, $3, $4, $5, $6::numeric, $7::numeric, $8::numeric, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)
+     select t.id, t.account_id, t.environment::environment, t.customer_id, t.reference, t.amount, t.amount_atomic, t.fee_atomic,
+       t.currency, t.network, t.chain_id, t.token_address, t.token_decimals, t.reminders_enabled, t.metadata, t.due_at, t.memo, t.footer, t.tax_id,
+       t.customer_locale, t.fee_bps, t.payment_link_id
+     from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::numeric[], $7::numeric[], $8::numeric[], $9::text[], $10::text[],
+       $11::int[], $12::text[], $13::int[], $14::boolean[], $15::jsonb[], $16::timestamptz[], $17::text[], $18::text[], $19::text[], $20::text[],
+       $21::int[], $22::text[])
+       as t(id, account_id, environment, customer_id, reference, amount, amount_atomic, fee_atomic, currency, network, chain_id, token_address,
+         token_decimals, reminders_enabled, metadata, due_at, memo, footer, tax_id, customer_locale, fee_bps, payment_link_id)
      returning ${COLUMNS}`,
     [
-      inv.id, inv.scope.accountId, inv.scope.environment, inv.customerId, inv.reference, inv.amount, inv.amountAtomic,
-      inv.feeAtomic, inv.currency, inv.network, inv.chainId, inv.tokenAddress, inv.tokenDecimals, inv.remindersEnabled,
-      JSON.stringify(inv.metadata), inv.dueAt, inv.memo, inv.footer, inv.taxId, inv.customerLocale, inv.feeBps,
-      inv.paymentLinkId ?? null,
+      col((i) => i.id), col((i) => i.scope.accountId), col((i) => i.scope.environment), col((i) => i.customerId), col((i) => i.reference),
+      col((i) => i.amount), col((i) => i.amountAtomic), col((i) => i.feeAtomic), col((i) => i.currency), col((i) => i.network),
+      col((i) => i.chainId), col((i) => i.tokenAddress), col((i) => i.tokenDecimals), col((i) => i.remindersEnabled),
+      col((i) => JSON.stringify(i.metadata)), col((i) => i.dueAt), col((i) => i.memo), col((i) => i.footer), col((i) => i.taxId),
+      col((i) => i.customerLocale), col((i) => i.feeBps), col((i) => i.paymentLinkId ?? null),
     ],
   );
-  return rows[0];
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  return invs.map((i) => byId.get(i.id)!);
 }
 
 /** Replaces every line of an invoice with the given ones, in order. */
@@ -173,13 +189,23 @@ export async function replaceLines(
   invoiceId: string,
   lines: { description: string; quantity: number; unitAmount: string }[],
 ): Promise<void> {
-  await db.query('delete from invoice_line_items where invoice_id = $1', [invoiceId]);
-  if (lines.length === 0) return;
+  await replaceLinesOf(db, [{ invoiceId, lines }]);
+}
+
+/** replaceLines of many invoices: one delete, one insert. */
+export async function replaceLinesOf(
+  db: Queryable,
+  invoices: readonly { invoiceId: string; lines: readonly { description: string; quantity: number; unitAmount: string }[] }[],
+): Promise<void> {
+  if (invoices.length === 0) return;
+  await db.query('delete from invoice_line_items where invoice_id = any($1::text[])', [invoices.map((i) => i.invoiceId)]);
+  const flat = invoices.flatMap(({ invoiceId, lines }) => lines.map((l, i) => ({ invoiceId, position: i + 1, ...l })));
+  if (flat.length === 0) return;
   await db.query(
     `insert into invoice_line_items (invoice_id, position, description, quantity, unit_amount)
-     select $1, p, d, q, u::numeric
-     from unnest($2::int[], $3::text[], $4::int[], $5::text[]) as t(p, d, q, u)`,
-    [invoiceId, lines.map((_, i) => i + 1), lines.map((l) => l.description), lines.map((l) => l.quantity), lines.map((l) => l.unitAmount)],
+     select i, p, d, q, u::numeric
+     from unnest($1::text[], $2::int[], $3::text[], $4::int[], $5::text[]) as t(i, p, d, q, u)`,
+    [flat.map((l) => l.invoiceId), flat.map((l) => l.position), flat.map((l) => l.description), flat.map((l) => l.quantity), flat.map((l) => l.unitAmount)],
   );
 }
 
@@ -220,13 +246,18 @@ export async function updateDraft(db: Queryable, id: string, edit: DraftEdit): P
 
 /** Takes the next invoice number of the account's environment (row-locked until commit). */
 export async function nextInvoiceNumber(db: Queryable, scope: Scope): Promise<number> {
+  return nextInvoiceNumbers(db, scope, 1);
+}
+
+/** Takes `count` consecutive invoice numbers of the account and environment at once: returns the first. */
+export async function nextInvoiceNumbers(db: Queryable, scope: Scope, count: number): Promise<number> {
   const { rows } = await db.query<{ last_number: number }>(
-    `insert into invoice_counters (account_id, environment, last_number) values ($1, $2, 1)
-     on conflict (account_id, environment) do update set last_number = invoice_counters.last_number + 1
+    `insert into invoice_counters (account_id, environment, last_number) values ($1, $2, $3)
+     on conflict (account_id, environment) do update set last_number = invoice_counters.last_number + $3
      returning last_number`,
-    [scope.accountId, scope.environment],
+    [scope.accountId, scope.environment, count],
   );
-  return rows[0].last_number;
+  return rows[0].last_number - count + 1;
 }
 
 /** Where and how a sent invoice is paid on-chain, fixed at send (null: no settlement address yet). */
@@ -239,16 +270,29 @@ export interface PaymentTarget {
 
 /** draft -> open. Conditional on the status, so two racing sends cannot both win. */
 export async function markSent(db: Queryable, id: string, code: string, target: PaymentTarget | null = null): Promise<InvoiceRow | null> {
+  return (await markSentMany(db, [{ id, code, target }]))[0] ?? null;
+}
+
+/** markSent of many drafts in one statement: the rows it issued (those still drafts), in the order given. */
+export async function markSentMany(db: Queryable, sends: readonly { id: string; code: string; target: PaymentTarget | null }[]): Promise<InvoiceRow[]> {
+  if (sends.length === 0) return [];
   // clock_timestamp(), not now(): now() is when the transaction began, possibly before it waited
   // for the row lock behind an edit; sent_at must come after that edit's updated_at.
   const { rows } = await db.query<InvoiceRow>(
-    `update invoices set status = 'open', code = $2, sent_at = c.t, updated_at = c.t,
-       settlement_address = $3, reference_salt = $4, payment_reference = $5, payment_reference_topic = $6
-     from (select clock_timestamp() as t) c
-     where id = $1 and status = 'draft' returning ${COLUMNS}`,
-    [id, code, target?.settlementAddress ?? null, target?.salt ?? null, target?.reference ?? null, target?.referenceTopic ?? null],
+    `update invoices set status = 'open', code = s.new_code, sent_at = c.t, updated_at = c.t,
+       settlement_address = s.new_settlement_address, reference_salt = s.new_salt, payment_reference = s.new_reference,
+       payment_reference_topic = s.new_topic
+     from (select clock_timestamp() as t) c,
+       unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
+         as s(draft_id, new_code, new_settlement_address, new_salt, new_reference, new_topic)
+     where invoices.id = s.draft_id and invoices.status = 'draft' returning ${COLUMNS}`,
+    [
+      sends.map((x) => x.id), sends.map((x) => x.code), sends.map((x) => x.target?.settlementAddress ?? null), sends.map((x) => x.target?.salt ?? null),
+      sends.map((x) => x.target?.reference ?? null), sends.map((x) => x.target?.referenceTopic ?? null),
+    ],
   );
-  return rows[0] ?? null;
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  return sends.flatMap((x) => byId.get(x.id) ?? []);
 }
 
 export async function setRemindersEnabled(db: Queryable, id: string, enabled: boolean): Promise<InvoiceRow> {
@@ -341,9 +385,17 @@ export async function findPeriodInvoices(db: Queryable, pairs: readonly { subscr
 
 /** Makes a fresh draft period k of its subscription (the unique (subscription_id, period_index) refuses a second). */
 export async function setInvoicePeriod(db: Queryable, invoiceId: string, p: { subscriptionId: string; periodIndex: number; start: Date; end: Date }): Promise<void> {
+  await setInvoicePeriods(db, [{ invoiceId, ...p }]);
+}
+
+/** setInvoicePeriod of many drafts in one statement. */
+export async function setInvoicePeriods(db: Queryable, ps: readonly { invoiceId: string; subscriptionId: string; periodIndex: number; start: Date; end: Date }[]): Promise<void> {
+  if (ps.length === 0) return;
   await db.query(
-    `update invoices set subscription_id = $2, period_index = $3, period_start = $4, period_end = $5 where id = $1 and status = 'draft'`,
-    [invoiceId, p.subscriptionId, p.periodIndex, p.start, p.end],
+    `update invoices i set subscription_id = p.subscription_id, period_index = p.period_index, period_start = p.period_start, period_end = p.period_end
+     from unnest($1::text[], $2::text[], $3::int[], $4::timestamptz[], $5::timestamptz[]) as p(id, subscription_id, period_index, period_start, period_end)
+     where i.id = p.id and i.status = 'draft'`,
+    [ps.map((p) => p.invoiceId), ps.map((p) => p.subscriptionId), ps.map((p) => p.periodIndex), ps.map((p) => p.start), ps.map((p) => p.end)],
   );
 }
 

@@ -182,6 +182,17 @@ export async function closeUnsent(db: Queryable, ids: readonly string[]): Promis
   );
 }
 
+/** Settles many transactions in one statement (the node's verdicts of one settle). */
+export async function setRelayerStatuses(db: Queryable, settled: readonly { id: string; status: RelayerTxStatus; minedBlock?: bigint }[]): Promise<void> {
+  if (settled.length === 0) return;
+  await db.query(
+    `update relayer_transactions r set status = u.status, mined_block = coalesce(u.mined_block, r.mined_block), updated_at = now()
+     from unnest($1::bigint[], $2::text[], $3::bigint[]) as u(id, status, mined_block)
+     where r.id = u.id`,
+    [settled.map((x) => x.id), settled.map((x) => x.status), settled.map((x) => x.minedBlock?.toString() ?? null)],
+  );
+}
+
 export async function setRelayerStatus(db: Queryable, id: string, status: RelayerTxStatus, opts: { minedBlock?: bigint; error?: string } = {}): Promise<void> {
   await db.query('update relayer_transactions set status = $2, mined_block = coalesce($3, mined_block), error = coalesce($4, error), updated_at = now() where id = $1', [
     id, status, opts.minedBlock?.toString() ?? null, opts.error ?? null,

@@ -256,14 +256,15 @@ export async function cancelSubscription(
   return existing ? { outcome: 'not_active', subscription: existing } : { outcome: 'not_found' };
 }
 
-/** What a period invoice is made with beside the subscription: its line's text and the customer's language. */
-export async function periodInvoiceContext(db: Queryable, subscriptionId: string): Promise<{ productName: string; locale: string | null } | null> {
-  const { rows } = await db.query<{ productName: string; locale: string | null }>(
-    `select p.name as "productName",
+/** What a period invoice of each subscription says besides its terms: the product's name and the customer's locale (or the last period invoice's). */
+export async function periodInvoiceContexts(db: Queryable, subscriptionIds: readonly string[]): Promise<Map<string, { productName: string; locale: string | null }>> {
+  if (subscriptionIds.length === 0) return new Map();
+  const { rows } = await db.query<{ id: string; productName: string; locale: string | null }>(
+    `select s.id, p.name as "productName",
        coalesce(c.locale, (select i.customer_locale from invoices i where i.subscription_id = s.id order by i.period_index desc nulls last limit 1)) as locale
      from subscriptions s join prices pr on pr.id = s.price_id join products p on p.id = pr.product_id join customers c on c.id = s.customer_id
-     where s.id = $1`,
-    [subscriptionId],
+     where s.id = any($1::text[])`,
+    [subscriptionIds],
   );
-  return rows[0] ?? null;
+  return new Map(rows.map(({ id, ...context }) => [id, context]));
 }

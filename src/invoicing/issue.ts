@@ -4,7 +4,7 @@
 // way; only the invoice email is not owed for a checkout. Below HTTP: refusals are DomainErrors.
 import { findSettlementAddress } from '../db/accounts.js';
 import { upsertDelivery } from '../db/deliveries.js';
-import { findInvoice, markSent, nextInvoiceNumber, type InvoiceRow, type Scope } from '../db/invoices.js';
+import { findInvoice, markSentMany, nextInvoiceNumbers, type InvoiceRow, type Scope } from '../db/invoices.js';
 import { withTransaction, type Pool, type PoolClient } from '../db/pool.js';
 import { formatInvoiceCode, newId } from '../domain/ids.js';
 import { nextStatus } from '../domain/invoice-rules.js';
@@ -33,15 +33,32 @@ export async function issueInvoiceInTransaction(tx: PoolClient, scope: Scope, in
   if (inv.amount === null) {
     throw new DomainError('invoice_amount_missing', 'This invoice has no amount; set amount or line_items before sending it.');
   }
-  const code = formatInvoiceCode(scope.environment, await nextInvoiceNumber(tx, scope));
-  // The address it is paid to and its payment reference are fixed now: a later change of
-  // the settlement address concerns invoices sent after it.
   // A subscription's period is paid to the payee its contract terms fixed (`payTo`), whatever the
   // account's settlement address is today.
   const settlement = payTo ?? (await findSettlementAddress(tx, scope));
-  const sent = await markSent(tx, inv.id, code, settlement === null ? null : newPaymentTarget(inv.id, settlement));
+  const [sent] = await issueDraftsInTransaction(tx, scope, [{ id: inv.id, payTo: settlement }]);
   if (!sent) throw new DomainError('invoice_already_sent', 'This invoice was already sent.');
   return sent;
+}
+
+/**
+ * The issuing itself, for drafts the caller has checked (issueInvoiceInTransaction) or has just
+ * made with their amounts (a batch of subscription period invoices): consecutive codes taken at
+ * once, in the order given, and each draft open with its code, the address it is paid to and its
+ * payment reference, fixed now (a later change of the settlement address concerns invoices sent
+ * after it). Returns the rows issued (a draft issued meanwhile by someone else is not).
+ */
+export async function issueDraftsInTransaction(tx: PoolClient, scope: Scope, drafts: readonly { id: string; payTo: string | null }[]): Promise<InvoiceRow[]> {
+  if (drafts.length === 0) return [];
+  const first = await nextInvoiceNumbers(tx, scope, drafts.length);
+  return markSentMany(
+    tx,
+    drafts.map((d, i) => ({
+      id: d.id,
+      code: formatInvoiceCode(scope.environment, first + i),
+      target: d.payTo === null ? null : newPaymentTarget(d.id, d.payTo),
+    })),
+  );
 }
 
 /**
