@@ -25,6 +25,7 @@
 // simulations a few at a time, its sends queued at once (the relayer signs and records a round
 // together), the sent ones recorded and their leases moved in one statement each. A few batches
 // are worked at once, so one's invoices are made while another's charges are being sent.
+import pMap from 'p-map';
 import { newId } from '../src/domain/ids.js';
 import { recordChargesSent, recordFailedAttempt, type InvoiceRow } from '../src/db/invoices.js';
 import { upsertDelivery } from '../src/db/deliveries.js';
@@ -50,7 +51,7 @@ import type { Logger } from '../src/log.js';
 /** Subscriptions claimed per statement and billed as one batch; batches worked at once; simulations in flight at once per batch. */
 const BATCH = 100;
 const BATCH_LANES = 3;
-const SIMULATIONS_IN_FLIGHT = 32;
+const SIMULATIONS_IN_FLIGHT = 64;
 /** How long a claim holds a subscription: a worker that dies mid-way frees it this much later. */
 const LEASE_MS = 120_000;
 /** A sent charge not paid this much later is looked at again (simulated: landed, lost, or now failing). */
@@ -152,10 +153,14 @@ async function chargeBatch(subs: readonly SubscriptionWork[], ctx: Ctx, relayer:
   // Simulated at once (a few in flight), then every charge that would succeed queued at once: the
   // relayer takes them in rounds under one hold of the chain's sequence lock.
   const toSend: Chargeable[] = [];
-  await inParallel(chargeable, SIMULATIONS_IN_FLIGHT, async (c) => {
-    const next = await own(c.sub, () => simulate(c, ctx, relayer));
-    if (next) toSend.push(next);
-  });
+  await pMap(
+    chargeable,
+    async (c) => {
+      const next = await own(c.sub, () => simulate(c, ctx, relayer));
+      if (next) toSend.push(next);
+    },
+    { concurrency: SIMULATIONS_IN_FLIGHT },
+  );
   const sent: { c: Chargeable; txHash: string; nonce: number }[] = [];
   await Promise.all(
     toSend.map((c) =>
@@ -335,13 +340,4 @@ async function recordAttemptFailed(
     if (err instanceof LeaseLost) return false;
     throw err;
   }
-}
-
-/** Runs `fn` over `items`, at most `limit` at a time. */
-async function inParallel<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const lanes = Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) await fn(items[next++]);
-  });
-  await Promise.all(lanes);
 }

@@ -75,7 +75,7 @@ const TIMEOUT_MS = 15_000;
 /** A replacement's fees: at least the old ones + 25% (nodes ask for +10% at least, some more). */
 const BUMP_PERCENT = 125n;
 /** Sends taken from the queue at once (their node reads made together), and how long one hold of the sequence lock may last. */
-const ROUND_MAX = 128;
+const ROUND_MAX = 256;
 const HOLD_MAX_MS = 2_000;
 /** Calls to the node in flight at once when a settle looks up the open transactions. */
 const LOOKUPS_IN_FLIGHT = 16;
