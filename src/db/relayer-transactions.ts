@@ -88,7 +88,12 @@ export async function insertRelayerTransaction(db: Queryable, t: NewRelayerTrans
   return (await insertRelayerTransactions(db, [t]))[0];
 }
 
-/** Records many signed transactions in one statement (one commit), returned in the order given. */
+/**
+ * Records many signed transactions in one statement (one commit), returned in the order given.
+ * A transaction signed again exactly as one recorded `failed` (never in any pool: refused, or
+ * closed unsent when its round stopped) has its hash: with the same nonce, call, gas and fees
+ * (no block between) signing gives the same bytes. That record is the one taken up again, pending.
+ */
 export async function insertRelayerTransactions(db: Queryable, ts: readonly NewRelayerTransaction[]): Promise<RelayerTransactionRow[]> {
   if (ts.length === 0) return [];
   const column = <T>(f: (t: NewRelayerTransaction) => T): T[] => ts.map(f);
@@ -101,6 +106,8 @@ export async function insertRelayerTransactions(db: Queryable, ts: readonly NewR
        $11::numeric[], $12::bigint[], $13::bigint[])
        as t(chain_id, from_address, nonce, tx_hash, raw_tx, purpose, subject, contract_address, gas_limit, max_fee_per_gas,
          max_priority_fee_per_gas, sent_at_block, replaces_id)
+     on conflict (tx_hash) do update set status = 'pending', error = null, sent_at_block = excluded.sent_at_block, updated_at = now()
+       where relayer_transactions.status = 'failed'
      returning ${COLUMNS}`,
     [
       column((t) => t.chainId), column((t) => t.from), column((t) => t.nonce.toString()), column((t) => t.txHash), column((t) => t.rawTx),
@@ -110,7 +117,11 @@ export async function insertRelayerTransactions(db: Queryable, ts: readonly NewR
     ],
   );
   const byHash = new Map(rows.map((r) => [r.tx_hash, r]));
-  return ts.map((t) => byHash.get(t.txHash.toLowerCase())!);
+  return ts.map((t) => {
+    const row = byHash.get(t.txHash.toLowerCase());
+    if (!row) throw new Error(`relayer transaction ${t.txHash} (nonce ${t.nonce}) is recorded already and not failed: not recorded again`);
+    return row;
+  });
 }
 
 /** The transactions of the sequence not known to be settled (pending and replaced), by nonce then age. */

@@ -430,6 +430,40 @@ describe('one send\'s failure in a round', () => {
   });
 });
 
+describe('a round stopped early, its unsent sends signed again at once', () => {
+  // The sends after the stop were recorded, closed `failed` (never broadcast) and queued again.
+  // Signed again with the same nonce, call, gas and fees (no block between: the same fee
+  // estimate) they are the very transactions closed, hash and all: the record of the new one
+  // collided with the closed one's (tx_hash is unique), and the whole next round was refused
+  // with a database error instead of being sent.
+  it('a crash at the round\'s first record, no block mined before the next hold: the others are sent at the next nonces, once each', async () => {
+    const subs = await subscribeMany(3);
+    const before = await usedNonces();
+    let records = 0;
+    const r = relayer({
+      afterRecord: () => {
+        if (++records === 1) throw new Error('the test: a crash after the record');
+      },
+    });
+    let answers: PromiseSettledResult<SentTransaction>[];
+    await chain.testClient.setAutomine(false);
+    try {
+      answers = await Promise.allSettled(subs.map(({ id }) => r.sendCharge(chain.chainId, charge(id))));
+    } finally {
+      await chain.testClient.setAutomine(true);
+    }
+    await chain.mine(1);
+    expect(answers[0]).toMatchObject({ status: 'rejected' });
+    expect(answers.slice(1).map((a) => (a.status === 'rejected' ? String(a.reason) : a.status))).toEqual(['fulfilled', 'fulfilled']);
+    const sent = answers.slice(1).map((a) => (a as PromiseFulfilledResult<SentTransaction>).value);
+    expect(sent.map((x) => x.nonce)).toEqual(range(before + 1, 2));
+    for (const x of sent) expect((await chain.publicClient.waitForTransactionReceipt({ hash: x.txHash })).status).toBe('success');
+    // The first, recorded and never broadcast by its round, went out with the next hold's settle.
+    expect(await usedNonces()).toBe(before + 3);
+    await expectEachChargedOnce(r, subs);
+  });
+});
+
 describe('the sequence lock lost mid-round', () => {
   // The lock is the session's: a session the database ends (pg_terminate_backend, an idle timeout,
   // a failover) lets another process in while the hold still runs. Every record goes through the
