@@ -124,8 +124,11 @@ async function makePeriodInvoices(tx: PoolClient, periods: readonly { sub: Subsc
     if (group) group.push(d);
     else byScope.set(key, [d]);
   }
+  // The counters taken in one order (by account and environment), whatever order the batch came
+  // in: two batches at once spanning the same counters would otherwise each hold one and wait for
+  // the other's (a deadlock, one of them made again one invoice at a time).
   const issued = new Map<string, InvoiceRow>();
-  for (const group of byScope.values()) {
+  for (const [, group] of [...byScope].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
     const rows = await issueDraftsInTransaction(
       tx,
       group[0].invoice.scope,
