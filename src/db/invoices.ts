@@ -404,15 +404,33 @@ export async function recordChargeSent(db: Queryable, invoiceId: string, txHash:
   await recordChargesSent(db, [{ invoiceId, txHash }]);
 }
 
-/** recordChargeSent of many invoices in one statement. */
+/**
+ * recordChargeSent of many invoices in one statement. The watcher pays a range's invoices in one
+ * transaction, in log order: one statement waiting for a row it holds while holding rows it then
+ * asks for would deadlock with it. So the statement takes only the rows no one holds (skip
+ * locked, it never waits), and each of the others is written alone after (waiting, it holds nothing else).
+ */
 export async function recordChargesSent(db: Queryable, sent: readonly { invoiceId: string; txHash: string }[]): Promise<void> {
   if (sent.length === 0) return;
-  await db.query(
-    `update invoices i set charge_tx_hash = s.tx_hash, charge_sent_at = clock_timestamp(), updated_at = clock_timestamp()
-     from unnest($1::text[], $2::text[]) as s(id, tx_hash)
-     where i.id = s.id and i.status in ('open', 'overdue')`,
+  const { rows } = await db.query<{ id: string }>(
+    `with mine as (select id from invoices where id = any($1::text[]) for update skip locked),
+     recorded as (
+       update invoices i set charge_tx_hash = s.tx_hash, charge_sent_at = clock_timestamp(), updated_at = clock_timestamp()
+       from unnest($1::text[], $2::text[]) as s(id, tx_hash)
+       where i.id = s.id and i.id in (select id from mine) and i.status in ('open', 'overdue')
+     )
+     select id from mine`,
     [sent.map((x) => x.invoiceId), sent.map((x) => x.txHash)],
   );
+  const taken = new Set(rows.map((r) => r.id));
+  for (const x of sent) {
+    if (taken.has(x.invoiceId)) continue;
+    await db.query(
+      `update invoices set charge_tx_hash = $2, charge_sent_at = clock_timestamp(), updated_at = clock_timestamp()
+       where id = $1 and status in ('open', 'overdue')`,
+      [x.invoiceId, x.txHash],
+    );
+  }
 }
 
 /**

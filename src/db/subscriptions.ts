@@ -161,15 +161,26 @@ export async function releaseWork(db: Queryable, id: string, lease: Date, at: Da
   return rowCount === 1;
 }
 
-/** releaseWork of many leases in one statement; those no longer ours are left as they are. */
+/**
+ * releaseWork of many leases in one statement; those no longer ours are left as they are. The
+ * watcher's transaction paying a range's invoices moves their subscriptions (the advance trigger)
+ * one after the other: the statement takes only the rows no one holds (skip locked, it never
+ * waits, so it cannot deadlock with it), and each of the others is released alone after.
+ */
 export async function releaseWorks(db: Queryable, leases: readonly { id: string; lease: Date; at: Date }[]): Promise<void> {
   if (leases.length === 0) return;
-  await db.query(
-    `update subscriptions s set next_work_at = r.at
-     from unnest($1::text[], $2::timestamptz[], $3::timestamptz[]) as r(id, lease, at)
-     where s.id = r.id and s.next_work_at = r.lease`,
+  const { rows } = await db.query<{ id: string }>(
+    `with mine as (select id from subscriptions where id = any($1::text[]) for update skip locked),
+     released as (
+       update subscriptions s set next_work_at = r.at
+       from unnest($1::text[], $2::timestamptz[], $3::timestamptz[]) as r(id, lease, at)
+       where s.id = r.id and s.id in (select id from mine) and s.next_work_at = r.lease
+     )
+     select id from mine`,
     [leases.map((l) => l.id), leases.map((l) => l.lease), leases.map((l) => l.at)],
   );
+  const taken = new Set(rows.map((r) => r.id));
+  for (const l of leases) if (!taken.has(l.id)) await releaseWork(db, l.id, l.lease, l.at);
 }
 
 /** ends_at has passed: a running subscription turns ended (its event by the trigger). False when the lease is gone. */

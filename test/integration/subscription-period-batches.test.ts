@@ -5,7 +5,8 @@
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { upsertCustomer } from '../../src/db/customers.js';
-import { claimChargeWork } from '../../src/db/subscriptions.js';
+import { recordChargesSent } from '../../src/db/invoices.js';
+import { claimChargeWork, releaseWorks } from '../../src/db/subscriptions.js';
 import { ensurePeriodInvoices } from '../../src/invoicing/subscription-period.js';
 import { useApiFixture } from '../helpers/http.js';
 import { seedSubscription, type SeedSubscription } from '../helpers/subscriptions.js';
@@ -93,6 +94,90 @@ describe('period invoices of two batches at once', () => {
       // One transaction made (and issued) the batch's invoices: their rows carry its id.
       const { rows } = await fx.api.pool.query<{ xmin: string }>('select xmin::text from invoices where id = any($1::text[])', [ids]);
       expect(new Set(rows.map((r) => r.xmin)).size, `batch ${i} made in one transaction`).toBe(1);
+    }
+  });
+});
+
+describe('the sent charges of a batch recorded at once', () => {
+  // The watcher pays the invoices of a range of Charged logs in one transaction, one after the
+  // other in log order (src/chain/detector.ts, recordRange); a burst of charges is mined while the
+  // job records them sent. One statement taking the batch's invoice rows in an order of its own
+  // and waiting for one the watcher holds, while the watcher waits for one it took: a deadlock.
+  it('while a transaction paying two of the invoices holds one and then asks for the other: neither waits on the other for good', async () => {
+    const [a, b] = [await seed('sandbox'), await seed('sandbox')];
+    const claimed = new Map((await claimChargeWork(fx.api.pool, 10, 60_000)).map((w) => [w.id, w]));
+    const made = await ensurePeriodInvoices(fx.api.pool, [a, b].map((id) => ({ sub: claimed.get(id)!, k: 1 })));
+    const [invA, invB] = [made.invoices.get(a)!, made.invoices.get(b)!];
+    const watcher = await fx.api.pool.connect();
+    try {
+      await watcher.query('begin');
+      await watcher.query('update invoices set updated_at = now() where id = $1', [invB.id]);
+      const recording = recordChargesSent(fx.api.pool, [
+        { invoiceId: invA.id, txHash: `0x${'a'.repeat(64)}` },
+        { invoiceId: invB.id, txHash: `0x${'b'.repeat(64)}` },
+      ]).then(
+        () => 'recorded',
+        (err: unknown) => String(err),
+      );
+      let settled = false;
+      void recording.then(() => (settled = true));
+      await waitUntil(async () => {
+        if (settled) return true;
+        const { rows } = await fx.api.pool.query<{ n: number }>(
+          `select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query like '%charge_tx_hash%'`,
+        );
+        return rows[0].n === 1;
+      });
+      const watcherAnswer = await watcher.query('update invoices set updated_at = now() where id = $1', [invA.id]).then(
+        () => 'updated',
+        (err: unknown) => String(err),
+      );
+      await watcher.query(watcherAnswer === 'updated' ? 'commit' : 'rollback');
+      expect({ watcher: watcherAnswer, recording: await recording }).toEqual({ watcher: 'updated', recording: 'recorded' });
+      // Both recorded: the one held once the holder let go.
+      const { rows } = await fx.api.pool.query<{ id: string; charge_tx_hash: string | null }>('select id, charge_tx_hash from invoices where id = any($1::text[]) order by id', [[invA.id, invB.id]]);
+      expect(Object.fromEntries(rows.map((r) => [r.id, r.charge_tx_hash]))).toEqual({ [invA.id]: `0x${'a'.repeat(64)}`, [invB.id]: `0x${'b'.repeat(64)}` });
+    } finally {
+      watcher.release();
+    }
+  });
+});
+
+describe('the leases of a batch moved at once', () => {
+  // The same with the subscriptions: the watcher's transaction moves each paid period's
+  // subscription on (the advance trigger) one after the other while the job moves the batch's leases.
+  it('while a transaction holds one of the subscriptions and then asks for another: neither waits on the other for good', async () => {
+    const [a, b] = [await seed('sandbox'), await seed('sandbox')];
+    const claimed = new Map((await claimChargeWork(fx.api.pool, 10, 60_000)).map((w) => [w.id, w]));
+    const later = new Date(Date.now() + 60_000);
+    const watcher = await fx.api.pool.connect();
+    try {
+      await watcher.query('begin');
+      await watcher.query('update subscriptions set updated_at = now() where id = $1', [b]);
+      const releasing = releaseWorks(fx.api.pool, [a, b].map((id) => ({ id, lease: claimed.get(id)!.lease, at: later }))).then(
+        () => 'released',
+        (err: unknown) => String(err),
+      );
+      let settled = false;
+      void releasing.then(() => (settled = true));
+      await waitUntil(async () => {
+        if (settled) return true;
+        const { rows } = await fx.api.pool.query<{ n: number }>(
+          `select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query like '%set next_work_at%'`,
+        );
+        return rows[0].n === 1;
+      });
+      const watcherAnswer = await watcher.query('update subscriptions set updated_at = now() where id = $1', [a]).then(
+        () => 'updated',
+        (err: unknown) => String(err),
+      );
+      await watcher.query(watcherAnswer === 'updated' ? 'commit' : 'rollback');
+      expect({ watcher: watcherAnswer, releasing: await releasing }).toEqual({ watcher: 'updated', releasing: 'released' });
+      // Both leases moved: the one held was released once the holder let go.
+      const { rows } = await fx.api.pool.query<{ id: string; next_work_at: Date }>('select id, next_work_at from subscriptions where id = any($1::text[])', [[a, b]]);
+      for (const r of rows) expect(r.next_work_at.getTime(), r.id).toBe(later.getTime());
+    } finally {
+      watcher.release();
     }
   });
 });
