@@ -554,7 +554,6 @@ export async function paymentsOfInvoice(db: Queryable, invoiceId: string): Promi
   return rows;
 }
 
-/** What the invoice's payments seen on the chain and not yet confirmed moved (received + fee received), atomic. */
 /** pendingPaymentsAtomic of many invoices in one query (0 for those with none). */
 export async function pendingPaymentsAtomicOf(db: Queryable, invoiceIds: readonly string[]): Promise<Map<string, bigint>> {
   const totals = new Map<string, bigint>(invoiceIds.map((id) => [id, 0n]));
@@ -568,6 +567,7 @@ export async function pendingPaymentsAtomicOf(db: Queryable, invoiceIds: readonl
   return totals;
 }
 
+/** What the invoice's payments seen on the chain and not yet confirmed moved (received + fee received), atomic. */
 export async function pendingPaymentsAtomic(db: Queryable, invoiceId: string): Promise<bigint> {
   const { rows } = await db.query<{ total: string }>(
     `select coalesce(sum(received_atomic + fee_received_atomic), 0)::text as total from payments where invoice_id = $1 and status = 'pending'`,
