@@ -106,9 +106,12 @@ describe('the compiled build', () => {
 
 describe('signals', () => {
   it('SIGTERM mid-batch: active jobs finish, the rest stay queued, exit 0, no process left; another worker sends the rest', async () => {
+    // The sends are queued before the worker starts: a backlog it cannot drain before the signal.
+    // Queued while it ran, on a loaded machine the worker kept up with the test making them, and
+    // had sent all 16 by the time the signal came (the run this was found in).
+    const ids = await sendInvoices(16, 'term');
     const worker = spawned({ WORKER_CONCURRENCY: '4', SHUTDOWN_TIMEOUT_MS: '20000' });
     await worker.waitForLine((l) => l.msg === 'worker started');
-    const ids = await sendInvoices(16, 'term');
     await waitUntil(async () => (await sentCount(ids)) >= 1 && (await activeSends()) > 0, 30_000);
     worker.child.kill('SIGTERM');
     const code = await worker.exited;
