@@ -52,6 +52,20 @@ const seed = (environment: 'sandbox' | 'live') =>
     startedAt: new Date(Date.now() - 61_000),
   });
 
+/** Waits until `write` has settled, or its statement (its text like `pattern`) waits on a row lock. */
+async function untilSettledOrWaitingOnLock(write: Promise<unknown>, pattern: string): Promise<void> {
+  let settled = false;
+  void write.then(() => (settled = true));
+  await waitUntil(async () => {
+    if (settled) return true;
+    const { rows } = await fx.api.pool.query<{ n: number }>(
+      `select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query like $1`,
+      [pattern],
+    );
+    return rows[0].n === 1;
+  });
+}
+
 describe('period invoices of two batches at once', () => {
   it('batches spanning the sandbox and live counters in opposite orders: each made in its one transaction, no deadlock between them', async () => {
     const [s1, l1, s2, l2] = [await seed('sandbox'), await seed('live'), await seed('sandbox'), await seed('live')];
@@ -119,15 +133,7 @@ describe('the sent charges of a batch recorded at once', () => {
         () => 'recorded',
         (err: unknown) => String(err),
       );
-      let settled = false;
-      void recording.then(() => (settled = true));
-      await waitUntil(async () => {
-        if (settled) return true;
-        const { rows } = await fx.api.pool.query<{ n: number }>(
-          `select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query like '%charge_tx_hash%'`,
-        );
-        return rows[0].n === 1;
-      });
+      await untilSettledOrWaitingOnLock(recording, '%charge_tx_hash%');
       const watcherAnswer = await watcher.query('update invoices set updated_at = now() where id = $1', [invA.id]).then(
         () => 'updated',
         (err: unknown) => String(err),
@@ -158,15 +164,7 @@ describe('the leases of a batch moved at once', () => {
         () => 'released',
         (err: unknown) => String(err),
       );
-      let settled = false;
-      void releasing.then(() => (settled = true));
-      await waitUntil(async () => {
-        if (settled) return true;
-        const { rows } = await fx.api.pool.query<{ n: number }>(
-          `select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query like '%set next_work_at%'`,
-        );
-        return rows[0].n === 1;
-      });
+      await untilSettledOrWaitingOnLock(releasing, '%set next_work_at%');
       const watcherAnswer = await watcher.query('update subscriptions set updated_at = now() where id = $1', [a]).then(
         () => 'updated',
         (err: unknown) => String(err),
