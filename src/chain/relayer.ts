@@ -36,6 +36,7 @@ import {
   type TransactionReceipt,
   type Transport,
 } from 'viem';
+import { setTimeout as sleep } from 'node:timers/promises';
 import pMap from 'p-map';
 import { privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import type { Chain } from '../domain/chains.js';
@@ -79,6 +80,15 @@ const ROUND_MAX = 256;
 const HOLD_MAX_MS = 2_000;
 /** Calls to the node in flight at once when a settle looks up the open transactions. */
 const LOOKUPS_IN_FLIGHT = 16;
+/** JSON-RPC requests per HTTP batch at most. */
+const RPC_BATCH_SIZE = 100;
+/**
+ * A charge whose period has begun by our clock but not yet by the chain's latest block waits this
+ * long at most for a block that says so (the next block, on a live chain), then is simulated again.
+ */
+const CHAIN_CLOCK_WAIT_MS = 5_000;
+/** How often the chain's head is read while charges wait for it to reach their period. */
+const CHAIN_CLOCK_POLL_MS = 100;
 
 // ---------------------------------------------------------------------------------------------
 // What callers see
@@ -220,6 +230,8 @@ interface Sender {
   queue: SendRequest[];
   /** A drain of the queue is running (it takes what is queued meanwhile too). */
   draining: boolean;
+  /** The chain's latest block time as last read (unix seconds), when, and the read in flight. */
+  clock: { seconds: number; readAt: number; reading: Promise<number> | null };
 }
 
 interface SendRequest {
@@ -233,8 +245,19 @@ interface SendRequest {
   reject: (err: unknown) => void;
 }
 
+/** How the node took a broadcast (readAnswer). */
+type Delivery =
+  | { kind: 'sent' }
+  | { kind: 'refused'; words: string }
+  | { kind: 'out_of_gas'; err: RelayerOutOfGas }
+  | { kind: 'not_ours'; words: string }
+  | { kind: 'no_answer'; err: RelayerUnavailable };
+
 function transportOf(urls: readonly string[]): Transport {
-  const one = (url: string) => (url.startsWith('ws') ? webSocket(url, { retryCount: 0, timeout: TIMEOUT_MS }) : http(url, { retryCount: 0, timeout: TIMEOUT_MS }));
+  // Calls made together (a batch's simulations, a settle's lookups) go as one JSON-RPC batch, as
+  // the watcher's do (src/chain/rpc.ts): a burst of charges costs a few HTTP requests, not one each.
+  const one = (url: string) =>
+    url.startsWith('ws') ? webSocket(url, { retryCount: 0, timeout: TIMEOUT_MS }) : http(url, { retryCount: 0, timeout: TIMEOUT_MS, batch: { batchSize: RPC_BATCH_SIZE, wait: 0 } });
   return urls.length === 1 ? one(urls[0]) : fallback(urls.map(one), { retryCount: 0 });
 }
 
@@ -306,6 +329,7 @@ export function createRelayer(opts: RelayerOptions): Relayer {
       low: null,
       queue: [],
       draining: false,
+      clock: { seconds: 0, readAt: 0, reading: null },
     });
   }
 
@@ -340,50 +364,143 @@ export function createRelayer(opts: RelayerOptions): Relayer {
   }
 
   /**
-   * Hands a recorded transaction to the node. Settled by the node's answer: accepted (or already
-   * known, or its nonce already used: the next settle says by what) -> true; refused for lack of
-   * funds -> RelayerOutOfGas; refused otherwise, and the node does not have it -> false (the caller
-   * decides); no answer -> RelayerUnavailable (the row stays pending and is broadcast again later).
-   * `fresh` (its first broadcast): its nonce used by a transaction the node does not have -> the
-   * row `dropped`, RelayerUnavailable.
+   * Hands a recorded transaction to the node again (settle: one it lost, or a replacement).
+   * Taken (or already known, or its nonce already used: the next settle says by what) -> true;
+   * refused, and the node does not have it -> false (the caller decides); refused for lack of
+   * funds -> RelayerOutOfGas; no answer, and the node cannot say it has it -> RelayerUnavailable
+   * (the row stays pending and is broadcast again later).
    */
-  async function broadcast(s: Sender, db: PoolClient, row: RelayerTransactionRow, opts: { fresh?: boolean; counted?: string[] } = {}): Promise<boolean> {
-    // A round counts its broadcasts in one statement at its end (`counted`); others at once.
-    const counts = async () => (opts.counted ? void opts.counted.push(row.id) : countBroadcast(db, row.id));
-    try {
-      await s.client.request({ method: 'eth_sendRawTransaction', params: [row.raw_tx as Hex] });
-      await counts();
-      return true;
-    } catch (err) {
-      const words = wordsOf(err);
-      // A first broadcast's nonce used, by a transaction the node does not have: not ours, so this
-      // one can never be mined (the records and the node's count were behind: the key used
-      // elsewhere). Dropped, and the hold ends: the next one reads the sequence again.
-      if (opts.fresh && /nonce too low|nonce has already been used/i.test(words) && !(await nodeHas(s, row.tx_hash))) {
-        await setRelayerStatus(db, row.id, 'dropped', { error: words });
-        count(s, row.purpose, 'dropped');
-        throw new RelayerUnavailable(`chain ${s.chain.chainId}: nonce ${row.nonce} of ${s.address} was used by a transaction the records do not hold; retried with the next`);
-      }
-      if (/already known|already imported|known transaction|nonce too low|nonce has already been used/i.test(words)) {
-        await counts();
+  async function broadcast(s: Sender, db: PoolClient, row: RelayerTransactionRow): Promise<boolean> {
+    const [answer] = await Promise.allSettled([s.client.request({ method: 'eth_sendRawTransaction', params: [row.raw_tx as Hex] })]);
+    const taken = await readAnswer(s, row, answer, false);
+    switch (taken.kind) {
+      case 'sent':
+        await countBroadcast(db, row.id);
         return true;
-      }
-      if (/insufficient funds/i.test(words)) {
-        throw new RelayerOutOfGas(s.chain.chainId, s.address, `relayer ${s.address} on chain ${s.chain.chainId} cannot pay the gas: fund it (${words})`);
-      }
-      // No answer (HTTP failure, timeout, socket, rate limit): the node may or may not have it.
-      if (noAnswer(err)) throw new RelayerUnavailable(`chain ${s.chain.chainId} RPC unavailable: ${words}`);
-      // An error is not proof of a refusal: a node (or a load balancer before it) may answer one for
-      // a transaction it pooled. Taken as refused, its nonce would go to the next send while it
-      // lands: the nonce used twice, the next send told sent (nonce too low) or refused (underpriced).
-      if (await nodeHas(s, row.tx_hash)) {
-        log.warn({ chain_id: s.chain.chainId, tx_hash: row.tx_hash, nonce: Number(row.nonce), reason: words }, 'relayer transaction answered with an error, yet the node has it: sent');
-        await counts();
-        return true;
-      }
-      log.warn({ chain_id: s.chain.chainId, tx_hash: row.tx_hash, nonce: Number(row.nonce), reason: words }, 'relayer transaction refused by the node');
-      return false;
+      case 'out_of_gas':
+      case 'no_answer':
+        throw taken.err;
+      default:
+        return false;
     }
+  }
+
+  /**
+   * The node's answer to a broadcast of `row`: taken (or already known) -> sent; refused for lack
+   * of funds -> out_of_gas; anything else, the node is asked whether it has the transaction (an
+   * error is no proof of a refusal: a node, or a load balancer before it, may answer one for a
+   * transaction it pooled; taken as refused, its nonce would go to the next send while it lands)
+   * -> sent when it has; no answer -> no_answer (it may be on its way); otherwise refused. Its
+   * nonce used: a transaction broadcast before is sent (the next settle says by what mined that
+   * nonce); a `fresh` one (its first broadcast) the node does not have is not_ours: the nonce went
+   * to a transaction the records do not hold (the key used elsewhere), and this one can never be mined.
+   */
+  async function readAnswer(s: Sender, row: RelayerTransactionRow, answer: PromiseSettledResult<unknown>, fresh: boolean): Promise<Delivery> {
+    if (answer.status === 'fulfilled') return { kind: 'sent' };
+    const chainId = s.chain.chainId;
+    const words = wordsOf(answer.reason);
+    if (/insufficient funds/i.test(words)) {
+      return { kind: 'out_of_gas', err: new RelayerOutOfGas(chainId, s.address, `relayer ${s.address} on chain ${chainId} cannot pay the gas: fund it (${words})`) };
+    }
+    const nonceUsed = /nonce too low|nonce has already been used/i.test(words);
+    if (/already known|already imported|known transaction/i.test(words) || (nonceUsed && !fresh)) return { kind: 'sent' };
+    let has: boolean;
+    try {
+      has = await nodeHas(s, row.tx_hash);
+    } catch {
+      return { kind: 'no_answer', err: new RelayerUnavailable(`chain ${chainId} RPC unavailable: ${words}`) };
+    }
+    if (has) {
+      if (!nonceUsed && !noAnswer(answer.reason)) {
+        log.warn({ chain_id: chainId, tx_hash: row.tx_hash, nonce: Number(row.nonce), reason: words }, 'relayer transaction answered with an error, yet the node has it: sent');
+      }
+      return { kind: 'sent' };
+    }
+    if (nonceUsed) return { kind: 'not_ours', words };
+    if (noAnswer(answer.reason)) return { kind: 'no_answer', err: new RelayerUnavailable(`chain ${chainId} RPC unavailable: ${words}`) };
+    log.warn({ chain_id: chainId, tx_hash: row.tx_hash, nonce: Number(row.nonce), reason: words }, 'relayer transaction refused by the node');
+    return { kind: 'refused', words };
+  }
+
+  /**
+   * Under the lock: a batch of a round's recorded transactions (consecutive nonces) handed to the
+   * node as one JSON-RPC batch, each answer settled as `broadcast` settles one, requests answered.
+   * Returns null when every one went out, else the index from which the rest are to be closed and
+   * asked again: just after the first one the node does not have and nothing after it has.
+   *
+   * One the node refused (or did not answer for, or a crash stopped before) while a later one of
+   * the batch is on the node is never closed: its nonce must be used for the later ones to be
+   * mined. It stays pending, its caller told the service's fault; the next settle broadcasts it
+   * again or replaces it (`settle`).
+   */
+  async function deliverBatch(s: Sender, db: PoolClient, rows: readonly RelayerTransactionRow[], requests: readonly SendRequest[], counted: string[]): Promise<number | null> {
+    const chainId = s.chain.chainId;
+    const sentOf = (row: RelayerTransactionRow): SentTransaction => ({ txHash: row.tx_hash as Hex, nonce: Number(row.nonce) });
+    // A throw of the hook stands for the process dying after that record: the ones before it go out.
+    let crashedAt = rows.length;
+    let crash: unknown = null;
+    for (let i = 0; i < rows.length && crash === null; i++) {
+      try {
+        await opts.afterRecord?.(sentOf(rows[i]));
+      } catch (err) {
+        crashedAt = i;
+        crash = err;
+      }
+    }
+    const answers = await deliverFresh(s, rows.slice(0, crashedAt));
+    const lastTaken = answers.map((a) => a.kind).lastIndexOf('sent');
+    for (let i = 0; i < answers.length; i++) {
+      const [a, row, r] = [answers[i], rows[i], requests[i]];
+      if (a.kind === 'sent') {
+        counted.push(row.id);
+        count(s, r.purpose, 'sent');
+        log.info({ chain_id: chainId, purpose: r.purpose, subject: r.subject, tx_hash: row.tx_hash, nonce: Number(row.nonce) }, 'relayer transaction sent');
+        r.resolve(sentOf(row));
+        continue;
+      }
+      if (a.kind === 'not_ours') {
+        // Its nonce was used by a transaction the records do not hold (the key used elsewhere): this
+        // one can never be mined. Dropped; no hole (the nonce is used).
+        await setRelayerStatus(db, row.id, 'dropped', { error: a.words });
+        count(s, r.purpose, 'dropped');
+        r.reject(new RelayerUnavailable(`chain ${chainId}: nonce ${row.nonce} of ${s.address} was used by a transaction the records do not hold; retried with the next`));
+        if (i > lastTaken) return i + 1;
+        continue;
+      }
+      if (i < lastTaken) {
+        log.warn(
+          { chain_id: chainId, tx_hash: row.tx_hash, nonce: Number(row.nonce), purpose: r.purpose, answer: a.kind },
+          'relayer transaction not taken by the node while a later one was: kept, broadcast again or replaced by the next settle',
+        );
+        r.reject(new RelayerUnavailable(`${r.purpose} on chain ${chainId}: the node did not take the transaction (${a.kind}); it is broadcast again by the relayer's next settle`));
+        continue;
+      }
+      if (a.kind === 'refused') {
+        // Its nonce was never used.
+        await setRelayerStatus(db, row.id, 'failed', { error: 'refused by the node' });
+        count(s, r.purpose, 'refused');
+        r.reject(new RelayerCallRefused(`${r.purpose} on chain ${chainId}: the node refused the transaction`, null));
+      } else if (a.kind === 'out_of_gas') {
+        // Refused outright: its nonce was never used, the next transaction takes it.
+        await setRelayerStatus(db, row.id, 'failed', { error: 'insufficient funds' });
+        count(s, r.purpose, 'out_of_gas');
+        r.reject(a.err);
+      } else {
+        // No answer, and the node cannot say it has it: it may be on its way. Kept pending: the
+        // next settle finds it on the node or broadcasts it again.
+        r.reject(a.err);
+      }
+      return i + 1;
+    }
+    if (crash === null) return null;
+    requests[crashedAt].reject(crash);
+    return crashedAt + 1;
+  }
+
+  /** Fresh transactions (their first broadcast) handed to the node together, in nonce order, each answer read. */
+  async function deliverFresh(s: Sender, rows: readonly RelayerTransactionRow[]): Promise<Delivery[]> {
+    const answers = await Promise.allSettled(rows.map((row) => s.client.request({ method: 'eth_sendRawTransaction', params: [row.raw_tx as Hex] })));
+    return pMap(rows, (row, i) => readAnswer(s, row, answers[i], true), { concurrency: LOOKUPS_IN_FLIGHT });
   }
 
   /**
@@ -665,39 +782,21 @@ export function createRelayer(opts: RelayerOptions): Relayer {
     }
     const counted: string[] = [];
     try {
-      for (let i = 0; i < signed.length; i++) {
-        const { r } = signed[i];
-        const row = rows[i];
-        const sent = { txHash: row.tx_hash as Hex, nonce: Number(row.nonce) };
-        try {
-          await opts.afterRecord?.(sent);
-          if (await broadcast(s, db, row, { fresh: true, counted })) {
-            count(s, r.purpose, 'sent');
-            log.info({ chain_id: chainId, purpose: r.purpose, subject: r.subject, tx_hash: sent.txHash, nonce: sent.nonce }, 'relayer transaction sent');
-            r.resolve(sent);
-            continue;
-          }
-          // Refused by the node: its nonce was never used.
-          await setRelayerStatus(db, row.id, 'failed', { error: 'refused by the node' });
-          count(s, r.purpose, 'refused');
-          r.reject(new RelayerCallRefused(`${r.purpose} on chain ${chainId}: the node refused the transaction`, null));
-        } catch (err) {
-          if (err instanceof RelayerOutOfGas) {
-            // The node refused it outright: its nonce was never used, the next transaction takes it.
-            await setRelayerStatus(db, row.id, 'failed', { error: 'insufficient funds' });
-            count(s, r.purpose, 'out_of_gas');
-          }
-          r.reject(err);
-        }
-        // Stopped at this one (refused, out of gas, no answer, a crash, a nonce not ours): those
-        // signed after it were recorded and never broadcast. Broadcast now, they could wait behind
-        // a nonce never used; so they are closed as never sent, and their requests go to the next
-        // hold, signed again after the sequence as it then stands.
+      // Handed to the node a batch at a time, in nonce order (one HTTP request each, not one per
+      // transaction: a round's wall time is the node's, not the event loop's turns).
+      for (let from = 0; from < signed.length; from += RPC_BATCH_SIZE) {
+        const upTo = Math.min(signed.length, from + RPC_BATCH_SIZE);
+        const stop = await deliverBatch(s, db, rows.slice(from, upTo), signed.slice(from, upTo).map((x) => x.r), counted);
+        if (stop === null) continue;
+        // Stopped (refused, out of gas, no answer, a crash, a nonce not ours), and nothing after
+        // that one is on the node: those after it were recorded and never took. Broadcast later,
+        // they could wait behind a nonce never used; so they are closed as never sent, and their
+        // requests go to the next hold, signed again after the sequence as it then stands.
         await closeUnsent(
           db,
-          rows.slice(i + 1).map((x) => x.id),
+          rows.slice(from + stop).map((x) => x.id),
         );
-        return [...signed.slice(i + 1).map((x) => x.r), ...later];
+        return [...signed.slice(from + stop).map((x) => x.r), ...later];
       }
     } finally {
       await countBroadcasts(db, counted).catch((err: unknown) => log.warn({ chain_id: chainId, reason: wordsOf(err) }, 'relayer: the broadcasts of a round were not counted'));
@@ -803,8 +902,49 @@ export function createRelayer(opts: RelayerOptions): Relayer {
     return { symbol, decimals };
   }
 
+  /** The chain's time, its latest block's (unix seconds): read at most every CHAIN_CLOCK_POLL_MS, however many ask. */
+  function chainSeconds(s: Sender): Promise<number> {
+    if (s.clock.reading) return s.clock.reading;
+    if (Date.now() - s.clock.readAt < CHAIN_CLOCK_POLL_MS) return Promise.resolve(s.clock.seconds);
+    const reading = rpc(s, () => s.client.getBlock({ blockTag: 'latest' })).then(
+      (block) => {
+        s.clock = { seconds: Number(block.timestamp), readAt: Date.now(), reading: null };
+        return s.clock.seconds;
+      },
+      (err: unknown) => {
+        s.clock.reading = null;
+        throw err;
+      },
+    );
+    s.clock.reading = reading;
+    return reading;
+  }
+
+  /** Whether the chain's latest block reaches `at` (unix seconds) within `maxMs`. */
+  async function chainReaches(s: Sender, at: number, maxMs: number): Promise<boolean> {
+    const deadline = Date.now() + maxMs;
+    for (;;) {
+      if ((await chainSeconds(s)) >= at) return true;
+      if (Date.now() >= deadline) return false;
+      await sleep(CHAIN_CLOCK_POLL_MS);
+    }
+  }
+
   async function simulateCharge(chainId: number, args: ChargeArgs): Promise<SimulateChargeResult> {
     const s = senderOf(chainId);
+    const { beginsAt, ...first } = await simulateOnce(s, args);
+    // Begun by our clock, not yet by the chain's latest block (blocks come every few seconds, the
+    // charge job runs as the period begins): simulated again once a block says so, not left for
+    // the job's next look.
+    if (beginsAt === undefined || beginsAt > Date.now() / 1000) return first;
+    if (!(await chainReaches(s, beginsAt, CHAIN_CLOCK_WAIT_MS))) return first;
+    const { beginsAt: _, ...again } = await simulateOnce(s, args);
+    return again;
+  }
+
+  /** One simulation; a period not begun says when it begins (`beginsAt`, unix seconds). */
+  async function simulateOnce(s: Sender, args: ChargeArgs): Promise<SimulateChargeResult & { beginsAt?: number }> {
+    const chainId = s.chain.chainId;
     try {
       // eth_estimateGas rather than eth_call: the same execution from the operator, reverting the
       // same way, and its gas is what the send needs (one call to the node per charge, not two).
@@ -832,7 +972,7 @@ export function createRelayer(opts: RelayerOptions): Relayer {
         }
         case 'PeriodNotBegun': {
           const beginsAt = Number(revert.data!.args![2] as bigint);
-          return { ok: false, code: 'period_not_begun', message: `This period has not begun yet: it begins at ${new Date(beginsAt * 1000).toISOString()}.` };
+          return { ok: false, code: 'period_not_begun', beginsAt, message: `This period has not begun yet: it begins at ${new Date(beginsAt * 1000).toISOString()}.` };
         }
         case 'PeriodAlreadyCharged':
           return { ok: false, code: 'period_already_charged', message: 'This period was already charged.' };

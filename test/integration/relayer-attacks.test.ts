@@ -1,9 +1,10 @@
 // Attacks on the relayer's batched sends (src/chain/relayer.ts, docs/subscriptions.md "Sending"), on
 // anvil and Postgres through the RPC proxy playing a flaky or lying node: a broadcast answered with
-// an error though the node pooled it; no answer after the node took a broadcast; a pending nonce
-// count that goes backwards, under two relayers and their upkeeps at once; one eth_estimateGas of a
-// round without an answer and another reverting (the subscriber revoked the allowance after the
-// simulation); a relayer process SIGKILLed mid-round, between a record and its broadcast. Each
+// an error though the node pooled it; no answer to a round's batch of broadcasts after the node
+// took one of it; a pending nonce count that goes backwards, under two relayers and their upkeeps
+// at once; one eth_estimateGas of a round refused by a rate limit and another reverting (the
+// subscriber revoked the allowance after the simulation); a relayer process SIGKILLed mid-round,
+// its round's broadcasts on their way. Each
 // asserts the promises: one nonce sequence without a hole or a reuse, every charge mined once, the
 // other sends of a round untouched by one send's failure, the sequence lock let go.
 import { spawn } from 'node:child_process';
@@ -262,7 +263,10 @@ describe('a flaky or lying node under a batch', () => {
     }
   });
 
-  it('no answer after the node took a broadcast: that send fails as the service\'s fault, the rest follow it without a hole, the lock is let go, asked again it is the same transaction', async () => {
+  // A round's broadcasts go as one JSON-RPC batch: no answer to it leaves the relayer not knowing
+  // which of them the node took. It asks the node about each; the ones it has are sent, and none
+  // before the last of those is closed (its nonce carries the later ones).
+  it('no answer to a round\'s batch after the node took its second: that one is sent, the first and third stay recorded and fail as the service\'s fault, the rest go to the next hold, no hole, the lock is let go, asked again each is the same transaction', async () => {
     const { proxy, chains: viaProxy } = await proxied();
     try {
       const r = relayer({ chains: viaProxy });
@@ -274,27 +278,68 @@ describe('a flaky or lying node under a batch', () => {
         if (!isBroadcast(req) || ++broadcasts !== 2) return undefined;
         lost = hashOf(req);
         await real();
-        // The proxy answers 502 (a load balancer losing the node's answer): no answer, for viem.
+        // The proxy answers 502 (a load balancer losing the node's answer): no answer, for viem,
+        // to the whole batch; of it, only this one reached the node.
         throw new Error('upstream connection reset');
       });
       const answers = await Promise.allSettled(subs.map(({ id }) => r.sendCharge(chain.chainId, charge(id))));
       proxy.rewrite(null);
       expect(lost).not.toBeNull();
-      expect(answers[1]).toMatchObject({ status: 'rejected', reason: expect.any(RelayerUnavailable) });
-      expect(answers.filter((a) => a.status === 'fulfilled')).toHaveLength(4);
-      // Its record stays: it is the transaction of its period, and the nonces have no hole.
+      expect(answers[1]).toMatchObject({ status: 'fulfilled', value: { txHash: lost, nonce: before + 1 } });
+      for (const i of [0, 2]) expect(answers[i]).toMatchObject({ status: 'rejected', reason: expect.any(RelayerUnavailable) });
+      expect(answers.slice(3).map((a) => a.status)).toEqual(['fulfilled', 'fulfilled']);
+      // Their records stay: each the transaction of its period, and the nonces have no hole.
       const mine = (await rows()).filter((x) => Number(x.nonce) >= before);
       expect(mine.map((x) => Number(x.nonce))).toEqual(range(before, 5));
-      const lostRow = mine.find((x) => x.tx_hash === lost);
-      expect(lostRow?.subject).toBe(subjectOf(subs[1].id));
-      // Still open, or already settled by the next hold (anvil mines at once): never given up.
-      expect(['pending', 'mined']).toContain(lostRow?.status);
+      for (const i of [0, 2]) {
+        const kept = mine.find((x) => x.subject === subjectOf(subs[i].id));
+        // Still open, or already settled after the next hold's settle broadcast it (anvil mines at once): never given up.
+        expect(['pending', 'mined']).toContain(kept?.status);
+        // The job retries the charge: the same transaction, not a second one.
+        expect(await r.sendCharge(chain.chainId, charge(subs[i].id))).toEqual({ txHash: kept!.tx_hash, nonce: Number(kept!.nonce) });
+      }
       // The lock was let go: another relayer's upkeep (the same lock) gets through.
       await relayer().upkeep();
-      // The job retries the charge: the same transaction, not a second one.
-      expect(await r.sendCharge(chain.chainId, charge(subs[1].id))).toEqual({ txHash: lost, nonce: before + 1 });
       for (const x of mine) expect((await chain.publicClient.waitForTransactionReceipt({ hash: x.tx_hash as Hex })).status).toBe('success');
       expect(await usedNonces()).toBe(before + 5);
+      await expectEachChargedOnce(r, subs);
+    } finally {
+      proxy.rewrite(null);
+      await proxy.close();
+    }
+  });
+
+  // The node refuses the first of a round's batch and takes the two after it (a node may refuse
+  // one for its own reasons: its pool full for a moment, a price rule). Closed as refused, its
+  // nonce would be a hole the two taken wait behind, and the next round would sign after them.
+  it('the first of a round\'s batch refused while the node took the two after it: kept, not closed (its nonce carries them), the service\'s fault; the next settle broadcasts it, no hole, one charge each', async () => {
+    const { proxy, chains: viaProxy } = await proxied();
+    try {
+      const r = relayer({ chains: viaProxy });
+      const subs = await subscribeMany(3);
+      const before = await usedNonces();
+      let refused: Hex | null = null;
+      proxy.rewrite(async (req) => {
+        if (!isBroadcast(req) || refused !== null) return undefined;
+        refused = hashOf(req);
+        return { jsonrpc: '2.0', id: req.id ?? null, error: { code: -32000, message: 'txpool is full' } };
+      });
+      const answers = await Promise.allSettled(subs.map(({ id }) => r.sendCharge(chain.chainId, charge(id))));
+      proxy.rewrite(null);
+      expect(refused).not.toBeNull();
+      expect(answers[0]).toMatchObject({ status: 'rejected', reason: expect.any(RelayerUnavailable) });
+      expect(answers.slice(1).map((a) => a.status)).toEqual(['fulfilled', 'fulfilled']);
+      const mine = (await rows()).filter((x) => Number(x.nonce) >= before);
+      expect(mine.map((x) => Number(x.nonce))).toEqual(range(before, 3));
+      expect(mine[0]).toMatchObject({ tx_hash: refused, status: 'pending', broadcasts: 0 });
+      // Behind the hole, the two taken wait.
+      expect(await usedNonces()).toBe(before);
+      // The next hold's settle (here the upkeep) broadcasts it: the three are mined.
+      await r.upkeep();
+      for (const x of mine) expect((await chain.publicClient.waitForTransactionReceipt({ hash: x.tx_hash as Hex })).status).toBe('success');
+      expect(await usedNonces()).toBe(before + 3);
+      // Asked again (the job retries), it is that same transaction.
+      expect(await r.sendCharge(chain.chainId, charge(subs[0].id))).toEqual({ txHash: refused, nonce: before });
       await expectEachChargedOnce(r, subs);
     } finally {
       proxy.rewrite(null);
@@ -390,7 +435,9 @@ describe('a pending nonce count that lies upward', () => {
 });
 
 describe('one send\'s failure in a round', () => {
-  it('one estimate unanswered and one reverting (the subscriber revoked the allowance after the simulation): each fails alone, nothing recorded or signed for them, the others consecutive; the revoked one is the customer\'s shortfall at the next simulation', async () => {
+  // The round's estimates go as one JSON-RPC batch; a node answers for each call of it (here a
+  // rate limit for one, as providers count each call of a batch).
+  it('one estimate refused by the rate limit and one reverting (the subscriber revoked the allowance after the simulation): each fails alone, nothing recorded or signed for them, the others consecutive; the revoked one is the customer\'s shortfall at the next simulation', async () => {
     const { proxy, chains: viaProxy } = await proxied();
     try {
       const r = relayer({ chains: viaProxy });
@@ -401,7 +448,7 @@ describe('one send\'s failure in a round', () => {
       const calldataOf1 = encodeFunctionData({ abi: SUBSCRIPTION_MANAGER_ABI, functionName: 'charge', args: [unanswered.onchainId, unanswered.periodIndex, unanswered.paymentReference] });
       proxy.rewrite((req) => {
         const call = ((req.params ?? [])[0] ?? {}) as { data?: string; input?: string };
-        if (req.method === 'eth_estimateGas' && (call.data ?? call.input) === calldataOf1) throw new Error('upstream timed out');
+        if (req.method === 'eth_estimateGas' && (call.data ?? call.input) === calldataOf1) return { jsonrpc: '2.0', id: req.id ?? null, error: { code: -32005, message: 'limit exceeded' } };
         return undefined;
       });
       const before = await usedNonces();
@@ -524,7 +571,7 @@ describe('two relayer processes', () => {
 });
 
 describe('a relayer process SIGKILLed mid-round', () => {
-  it('killed with its third record not yet broadcast: the next relayer broadcasts that very transaction, sends the rest after it, no hole, one charge each', async () => {
+  it('killed with its round on its way to the node, the third held: the next relayer broadcasts those very transactions, no hole, one charge each', async () => {
     const { proxy, chains: viaProxy } = await proxied();
     const subs = await subscribeMany(6);
     const before = await usedNonces();
@@ -550,12 +597,13 @@ describe('a relayer process SIGKILLed mid-round', () => {
       await exited;
       release();
       proxy.rewrite(null);
-      // The round's six recorded together before its first broadcast (one commit); the third, held
-      // on its way, and the three after it never reached the node.
+      // The round's six recorded together before its broadcast (one commit), none counted broadcast;
+      // the third, held on its way, never reached the node (the others of its batch may have: the
+      // proxy forwards them once the third is let go).
       const recorded = (await rows()).filter((x) => Number(x.nonce) >= before);
       expect(recorded.map((x) => Number(x.nonce))).toEqual(range(before, 6));
-      expect(recorded[2]).toMatchObject({ tx_hash: held, status: 'pending', broadcasts: 0 });
-      for (const x of recorded.slice(3)) await expect(chain.publicClient.getTransaction({ hash: x.tx_hash as Hex })).rejects.toThrow();
+      for (const x of recorded) expect(x).toMatchObject({ status: 'pending', broadcasts: 0 });
+      expect(recorded[2].tx_hash).toBe(held);
       await expect(chain.publicClient.getTransaction({ hash: held! })).rejects.toThrow();
 
       // A new relayer (a worker restarted) asked for all six: the six recorded come back as they are, broadcast by its settle.
