@@ -79,7 +79,9 @@ const BUMP_PERCENT = 125n;
 const ROUND_MAX = 256;
 const HOLD_MAX_MS = 2_000;
 /** Calls to the node in flight at once when a settle looks up the open transactions. */
-const LOOKUPS_IN_FLIGHT = 16;
+const LOOKUPS_IN_FLIGHT = 100;
+/** A transaction the node took this many blocks ago or fewer is not asked about by a settle. */
+const RECENT_BLOCKS = 2n;
 /** JSON-RPC requests per HTTP batch at most. */
 const RPC_BATCH_SIZE = 100;
 /**
@@ -221,7 +223,14 @@ export interface RelayerOptions {
 
 interface Sender {
   chain: Chain;
+  /** The sequence's calls: settling, a round's reads, broadcasts. */
   client: PublicClient;
+  /**
+   * Simulations and the reads that explain them, on a transport of their own: batched with the
+   * sequence's calls, a round's broadcasts waited for a batch's eth_estimateGas (the node answers
+   * a batch when all of it is done).
+   */
+  reader: PublicClient;
   account: PrivateKeyAccount;
   address: Address;
   source: string;
@@ -323,6 +332,7 @@ export function createRelayer(opts: RelayerOptions): Relayer {
     senders.set(chain.chainId, {
       chain,
       client: createPublicClient({ transport: transportOf(chain.rpcUrls) }) as PublicClient,
+      reader: createPublicClient({ transport: transportOf(chain.rpcUrls) }) as PublicClient,
       account,
       address: getAddress(account.address),
       source: k.source,
@@ -506,10 +516,12 @@ export function createRelayer(opts: RelayerOptions): Relayer {
   /**
    * Under the sequence lock: settles the open transactions against the chain. A nonce the chain
    * has used: the transaction of it that was mined is `mined` (or `reverted`), the others
-   * `dropped` (none with a receipt yet: left open up to RELAYER_STUCK_BLOCKS). A nonce still open: broadcast again when the node does not know it; replaced with
-   * higher fees when stuck. Returns the chain head it read.
+   * `dropped` (none with a receipt yet: left open up to RELAYER_STUCK_BLOCKS). A nonce still
+   * open: broadcast again when the node does not know it; replaced with higher fees when stuck.
+   * `sending`: a hold's, before its rounds (the used nonces settled a batch at a time). Returns the
+   * chain head it read.
    */
-  async function settle(s: Sender, db: PoolClient): Promise<bigint> {
+  async function settle(s: Sender, db: PoolClient, { sending = false }: { sending?: boolean } = {}): Promise<bigint> {
     const head = await rpc(s, () => s.client.getBlockNumber({ cacheTime: 0 }));
     await refill(s, db, head);
     const open = await openRelayerTransactions(db, s.chain.chainId, s.address);
@@ -517,15 +529,23 @@ export function createRelayer(opts: RelayerOptions): Relayer {
     const used = BigInt(await rpc(s, () => s.client.getTransactionCount({ address: s.address, blockTag: 'latest' })));
     const byNonce = new Map<string, RelayerTransactionRow[]>();
     for (const row of open) byNonce.set(row.nonce, [...(byNonce.get(row.nonce) ?? []), row]);
-    // The node is asked about every open transaction at once, a few calls in flight (after a burst
-    // of sends there are hundreds: one after the other, a settle would hold the lock for seconds).
-    const usedRows = open.filter((row) => BigInt(row.nonce) < used);
+    // Nonces the chain has used: their receipts asked for at once, a batch of calls in flight
+    // (after a burst of sends there are hundreds). Recording them mined is bookkeeping nothing
+    // sent next depends on: a hold with sends waiting settles the oldest batch of them only, and
+    // leaves the rest to later holds and the upkeep.
+    const usedNonces = [...byNonce.keys()].filter((nonce) => BigInt(nonce) < used);
+    if (sending) {
+      let rowsTaken = 0;
+      const within = usedNonces.findIndex((nonce) => (rowsTaken += byNonce.get(nonce)!.length) > LOOKUPS_IN_FLIGHT);
+      if (within >= 0) usedNonces.splice(Math.max(1, within));
+    }
+    const usedRows = usedNonces.flatMap((nonce) => byNonce.get(nonce)!);
     const receipts = new Map(
       await pMap(usedRows, async (row) => [row.id, await receiptOf(s, row.tx_hash)] as const, { concurrency: LOOKUPS_IN_FLIGHT }),
     );
     const outcomes: { row: RelayerTransactionRow; status: 'mined' | 'reverted' | 'dropped'; minedBlock?: bigint }[] = [];
-    for (const [nonce, rows] of byNonce) {
-      if (BigInt(nonce) >= used) continue;
+    for (const nonce of usedNonces) {
+      const rows = byNonce.get(nonce)!;
       let minedId: string | null = null;
       for (const row of rows) {
         const receipt = receipts.get(row.id);
@@ -549,13 +569,18 @@ export function createRelayer(opts: RelayerOptions): Relayer {
         log.info({ chain_id: s.chain.chainId, tx_hash: row.tx_hash, nonce: Number(row.nonce), purpose: row.purpose, status, block: Number(minedBlock) }, 'relayer transaction settled');
       }
     }
-    // A nonce still open: its current transaction, known to the node or not.
+    // A nonce still open: its current transaction, known to the node or not. One the node took
+    // within the last RECENT_BLOCKS blocks is not asked about (a hold after a burst of sends would
+    // ask about hundreds it just broadcast); a later settle does, and a stuck one is replaced.
     const current = [...byNonce.entries()].filter(([nonce]) => BigInt(nonce) >= used).map(([, rows]) => rows[rows.length - 1]);
-    const known = new Map(await pMap(current, async (row) => [row.id, await nodeHas(s, row.tx_hash)] as const, { concurrency: LOOKUPS_IN_FLIGHT }));
+    const stuck = (row: RelayerTransactionRow) => head - BigInt(row.sent_at_block) >= BigInt(opts.stuckBlocks);
+    const recent = (row: RelayerTransactionRow) => row.broadcasts > 0 && head - BigInt(row.sent_at_block) < RECENT_BLOCKS;
+    const asked = current.filter((row) => !stuck(row) && !recent(row));
+    const known = new Map(await pMap(asked, async (row) => [row.id, await nodeHas(s, row.tx_hash)] as const, { concurrency: LOOKUPS_IN_FLIGHT }));
     for (const row of current) {
-      if (head - BigInt(row.sent_at_block) >= BigInt(opts.stuckBlocks)) {
+      if (stuck(row)) {
         await replace(s, db, row, head);
-      } else if (!known.get(row.id)) {
+      } else if (known.get(row.id) === false) {
         log.info({ chain_id: s.chain.chainId, tx_hash: row.tx_hash, nonce: Number(row.nonce), purpose: row.purpose }, 'relayer transaction unknown to the node: broadcast again');
         // Refused now (its fees below what the node takes today, say): signed again at today's
         // fees, same nonce. Never given up: a nonce left unused would hold every later one back.
@@ -688,7 +713,7 @@ export function createRelayer(opts: RelayerOptions): Relayer {
    * same lock). Returns the requests it did not get to (put back in the queue for the next hold).
    */
   async function hold(s: Sender, db: PoolClient, taken: SendRequest[]): Promise<SendRequest[]> {
-    await settle(s, db);
+    await settle(s, db, { sending: true });
     const started = Date.now();
     while (s.queue.length > 0 && Date.now() - started < HOLD_MAX_MS) {
       const round = s.queue.splice(0, ROUND_MAX);
@@ -896,8 +921,8 @@ export function createRelayer(opts: RelayerOptions): Relayer {
     const known = s.chain.tokens.find((t) => t.address.toLowerCase() === token.toLowerCase());
     if (known) return { symbol: known.currency, decimals: known.decimals };
     const [symbol, decimals] = await Promise.all([
-      rpc(s, () => s.client.readContract({ address: token, abi: ERC20_READ_ABI, functionName: 'symbol' })).catch(() => 'tokens'),
-      rpc(s, () => s.client.readContract({ address: token, abi: ERC20_READ_ABI, functionName: 'decimals' })),
+      rpc(s, () => s.reader.readContract({ address: token, abi: ERC20_READ_ABI, functionName: 'symbol' })).catch(() => 'tokens'),
+      rpc(s, () => s.reader.readContract({ address: token, abi: ERC20_READ_ABI, functionName: 'decimals' })),
     ]);
     return { symbol, decimals };
   }
@@ -906,7 +931,7 @@ export function createRelayer(opts: RelayerOptions): Relayer {
   function chainSeconds(s: Sender): Promise<number> {
     if (s.clock.reading) return s.clock.reading;
     if (Date.now() - s.clock.readAt < CHAIN_CLOCK_POLL_MS) return Promise.resolve(s.clock.seconds);
-    const reading = rpc(s, () => s.client.getBlock({ blockTag: 'latest' })).then(
+    const reading = rpc(s, () => s.reader.getBlock({ blockTag: 'latest' })).then(
       (block) => {
         s.clock = { seconds: Number(block.timestamp), readAt: Date.now(), reading: null };
         return s.clock.seconds;
@@ -950,7 +975,7 @@ export function createRelayer(opts: RelayerOptions): Relayer {
       // same way, and its gas is what the send needs (one call to the node per charge, not two).
       // Against the latest block, as an eth_call is: a node's pending block may already carry a
       // time past the period's start that the block the charge lands in does not.
-      const gas = await s.client.estimateContractGas({
+      const gas = await s.reader.estimateContractGas({
         blockTag: 'latest',
         account: s.address,
         address: args.contract,
@@ -989,10 +1014,10 @@ export function createRelayer(opts: RelayerOptions): Relayer {
 
   async function classifyShortfall(s: Sender, args: ChargeArgs, errorName: string | null): Promise<SimulateChargeResult> {
     const chainId = s.chain.chainId;
-    const sub = await rpc(s, () => s.client.readContract({ address: args.contract, abi: SUBSCRIPTION_MANAGER_ABI, functionName: 'getSubscription', args: [args.onchainId] }));
+    const sub = await rpc(s, () => s.reader.readContract({ address: args.contract, abi: SUBSCRIPTION_MANAGER_ABI, functionName: 'getSubscription', args: [args.onchainId] }));
     const [balance, allowance, label] = await Promise.all([
-      rpc(s, () => s.client.readContract({ address: sub.token, abi: ERC20_READ_ABI, functionName: 'balanceOf', args: [sub.subscriber] })),
-      rpc(s, () => s.client.readContract({ address: sub.token, abi: ERC20_READ_ABI, functionName: 'allowance', args: [sub.subscriber, args.contract] })),
+      rpc(s, () => s.reader.readContract({ address: sub.token, abi: ERC20_READ_ABI, functionName: 'balanceOf', args: [sub.subscriber] })),
+      rpc(s, () => s.reader.readContract({ address: sub.token, abi: ERC20_READ_ABI, functionName: 'allowance', args: [sub.subscriber, args.contract] })),
       tokenLabel(s, sub.token),
     ]);
     const amount = BigInt(sub.amount);
@@ -1019,7 +1044,9 @@ export function createRelayer(opts: RelayerOptions): Relayer {
   }
 
   async function upkeepOne(s: Sender): Promise<void> {
-    await withSequenceLock(pool, s.chain.chainId, s.address, (db) => settle(s, db));
+    // Sends of this process are waiting for the next hold, which settles first: the upkeep would
+    // only take the lock between two holds and delay the next (a burst of charges).
+    if (s.queue.length === 0) await withSequenceLock(pool, s.chain.chainId, s.address, (db) => settle(s, db));
     const balance = await rpc(s, () => s.client.getBalance({ address: s.address }));
     const labels = { chain_id: String(s.chain.chainId), address: s.address };
     opts.metrics?.nativeBalance.set(labels, Number(formatEther(balance)));

@@ -214,6 +214,32 @@ describe('sending', () => {
     expect(after.nonce).toBe(nonce + 2);
   });
 
+  // A settle does not ask the node about a transaction it took within the last two blocks (a hold
+  // after a burst of sends would ask about hundreds it just broadcast); one the node lost after
+  // that is found by a later settle and broadcast again.
+  it('a transaction the node took and then lost from its pool: a settle blocks later broadcasts that very transaction again; one charge', async () => {
+    const r = relayer();
+    const { id } = await subscribe();
+    await nextPeriod();
+    await chain.testClient.setAutomine(false);
+    try {
+      const sent = await r.sendCharge(chain.chainId, charge(id));
+      await chain.testClient.dropTransaction({ hash: sent.txHash });
+      await expect(chain.publicClient.getTransaction({ hash: sent.txHash })).rejects.toThrow();
+      // Empty blocks: the transaction is no longer one the node just took.
+      await chain.mine(2);
+      await r.upkeep();
+      expect(await chain.publicClient.getTransaction({ hash: sent.txHash })).toMatchObject({ hash: sent.txHash });
+      // Its one record, counted broadcast twice: the same transaction, not a new one.
+      expect((await rows()).filter((x) => x.subject === `charge:${chain.subscriptionManager.toLowerCase()}:${id}:1`)).toMatchObject([{ tx_hash: sent.txHash, status: 'pending', broadcasts: 2 }]);
+      await chain.mine(1);
+      expect((await chain.publicClient.getTransactionReceipt({ hash: sent.txHash })).status).toBe('success');
+      expect(await chargedLogs(id)).toBe(1);
+    } finally {
+      await chain.testClient.setAutomine(true);
+    }
+  });
+
   it('a transaction stuck for RELAYER_STUCK_BLOCKS under a rising base fee is replaced with higher fees, same nonce; one charge', async () => {
     const r = relayer();
     const { id } = await subscribe();
