@@ -1,5 +1,6 @@
 // `subscriptions.charge`: on its own job scheduler (every SUBSCRIPTION_POLL_INTERVAL_MS). Claims
-// the running subscriptions whose next_work_at has come (Postgres is the truth: FOR UPDATE SKIP
+// the running subscriptions whose next_work_at has come, or whose period falls due before the next
+// run (its invoice made ahead, charged as it falls due) (Postgres is the truth: FOR UPDATE SKIP
 // LOCKED, then a lease, so two workers never look at one subscription at once and a crashed one's
 // rows come back when its lease ends) and, for each, bills its current period (docs/subscriptions.md):
 //
@@ -25,6 +26,7 @@
 // simulations a few at a time, its sends queued at once (the relayer signs and records a round
 // together), the sent ones recorded and their leases moved in one statement each. A few batches
 // are worked at once, so one's invoices are made while another's charges are being sent.
+import { setTimeout as sleep } from 'node:timers/promises';
 import pMap from 'p-map';
 import { newId } from '../src/domain/ids.js';
 import { recordChargesSent, recordFailedAttempt, type InvoiceRow } from '../src/db/invoices.js';
@@ -81,7 +83,9 @@ export const subscriptionsCharge: JobHandler<Record<string, never>, JobContext> 
   let drained = false;
   const lane = async () => {
     while (!drained && Date.now() < deadline) {
-      const claimed = await claimChargeWork(ctx.pool, BATCH, LEASE_MS);
+      // One run ahead: a period falling due before the next run is claimed now, its invoice made,
+      // and charged as it falls due (not up to a poll interval later).
+      const claimed = await claimChargeWork(ctx.pool, BATCH, LEASE_MS, ctx.config.subscriptions.pollIntervalMs);
       if (claimed.length < BATCH) drained = true;
       if (claimed.length > 0) await chargeBatch(claimed, ctx, relayer, count);
     }
@@ -150,6 +154,10 @@ async function chargeBatch(subs: readonly SubscriptionWork[], ctx: Ctx, relayer:
     for (let i = 0; i < billable.length; i++) count('retry_later');
     return;
   }
+  // Claimed ahead of their due time: charged once it has come (the relayer's simulation then waits
+  // for the chain's block that says so).
+  const dueIn = Math.max(0, ...chargeable.map((c) => c.sub.next_charge_at.getTime())) - Date.now();
+  if (dueIn > 0) await sleep(dueIn);
   // Simulated at once (a few in flight), then every charge that would succeed queued at once: the
   // relayer takes them in rounds under one hold of the chain's sequence lock.
   const toSend: Chargeable[] = [];

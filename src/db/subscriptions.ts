@@ -118,11 +118,17 @@ const ZERO_ADDRESS = '0x0000000000000000000000000000000000000000';
  * worker holds, and leases them for `leaseMs`: their next_work_at moves to the lease's end, so
  * no other worker takes them until this one writes its outcome or the lease runs out.
  */
-export async function claimChargeWork(db: Queryable, limit: number, leaseMs: number): Promise<SubscriptionWork[]> {
+export async function claimChargeWork(db: Queryable, limit: number, leaseMs: number, aheadMs = 0): Promise<SubscriptionWork[]> {
+  // `aheadMs`: an active subscription's next period falling due that soon is claimed already (its
+  // first attempt only: the work is the due time itself, and the subscription does not end by
+  // then), so that its invoice is made before it falls due; the caller charges it once it has.
   const { rows } = await db.query<SubscriptionWork>(
     `with due as (
        select id from subscriptions
-       where next_work_at <= clock_timestamp() and status in ('active', 'past_due') and contract_address <> $3
+       where next_work_at <= clock_timestamp() + make_interval(secs => $4::double precision / 1000)
+         and (next_work_at <= clock_timestamp()
+              or (status = 'active' and next_work_at = next_charge_at and (ends_at is null or ends_at > next_charge_at)))
+         and status in ('active', 'past_due') and contract_address <> $3
          and interval_seconds > 0
        order by next_work_at
        limit $1
@@ -131,7 +137,7 @@ export async function claimChargeWork(db: Queryable, limit: number, leaseMs: num
      update subscriptions s set next_work_at = date_trunc('milliseconds', clock_timestamp() + make_interval(secs => $2::double precision / 1000))
      from due where s.id = due.id
      returning ${WORK_COLUMNS}`,
-    [limit, leaseMs, ZERO_ADDRESS],
+    [limit, leaseMs, ZERO_ADDRESS, aheadMs],
   );
   return rows;
 }
