@@ -119,6 +119,28 @@ describe('claims and period invoices', () => {
     expect((await claimChargeWork(fx.api.pool, 10, 60_000)).map((c) => c.id)).toContain(id);
   });
 
+  // One run ahead (the job passes its poll interval): a period's first attempt falling due within
+  // it is claimed before its time, so its invoice is ready when it falls due. Nothing else is
+  // claimed early: a retry (its work at its next_attempt_at, not the due time), a check of a sent
+  // charge, a past_due subscription, or one that ends by then (it is ended, not billed).
+  it('claimed ahead: only an active subscription whose period falls due within the window, its first attempt, not ending by then', async () => {
+    const soon = (ms: number) => new Date(Date.now() + ms);
+    const first = await seed({ startedAt: new Date(Date.now() - 60_000 + 800) });
+    const retry = await seed();
+    const pastDue = await seed({ startedAt: new Date(Date.now() - 60_000 + 800) });
+    const ending = await seed({ startedAt: new Date(Date.now() - 60_000 + 800), endsAt: new Date(Date.now() + 800) });
+    const later = await seed({ startedAt: new Date(Date.now() - 60_000 + 30_000) });
+    await fx.api.pool.query(`update subscriptions set next_work_at = now() + interval '1 hour' where id <> all($1::text[]) and next_work_at <= now() + interval '1 hour'`, [[first, retry, pastDue, ending, later]]);
+    await fx.api.pool.query(`update subscriptions set next_work_at = $2 where id = $1`, [retry, soon(800)]);
+    await fx.api.pool.query(`update subscriptions set status = 'past_due' where id = $1`, [pastDue]);
+    expect((await sub(ending)).ends_at).not.toBeNull();
+    // Without the window: nothing of these is due yet.
+    expect((await claimChargeWork(fx.api.pool, 10, 60_000)).map((c) => c.id)).toEqual([]);
+    const claimed = await claimChargeWork(fx.api.pool, 10, 60_000, 2_000);
+    expect(claimed.map((c) => c.id)).toEqual([first]);
+    expect(claimed[0].next_charge_at.getTime()).toBeGreaterThan(Date.now());
+  });
+
   it("period k's invoice: its dates, the amount, reminders off, issued to the payee, one per period", async () => {
     const startedAt = new Date('2026-02-01T00:00:00.000Z');
     const id = await seed({ startedAt, intervalSeconds: 3600 });
