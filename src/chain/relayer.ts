@@ -80,7 +80,7 @@ const ROUND_MAX = 256;
 const HOLD_MAX_MS = 2_000;
 /** Calls to the node in flight at once when a settle looks up the open transactions. */
 const LOOKUPS_IN_FLIGHT = 100;
-/** A transaction the node took this many blocks ago or fewer is not asked about by a settle. */
+/** A transaction the node took fewer than this many blocks ago is not asked about by a settle. */
 const RECENT_BLOCKS = 2n;
 /** JSON-RPC requests per HTTP batch at most. */
 const RPC_BATCH_SIZE = 100;
