@@ -64,6 +64,8 @@ const RETRY_FAULT_MS = 10_000;
 const RETRY_NOT_BEGUN_MS = 2_000;
 /** A payment of the period invoice is on its way (not yet confirmed): looked at again this much later. */
 const RECHECK_PENDING_PAYMENT_MS = 10_000;
+/** How far ahead a run claims a period falling due at most (a batch sleeps until then, well within its lease). */
+const CLAIM_AHEAD_MAX_MS = 5_000;
 /** A run stops claiming after this long; the next tick carries on. */
 const RUN_BUDGET_MS = 30_000;
 
@@ -85,7 +87,7 @@ export const subscriptionsCharge: JobHandler<Record<string, never>, JobContext> 
     while (!drained && Date.now() < deadline) {
       // One run ahead: a period falling due before the next run is claimed now, its invoice made,
       // and charged as it falls due (not up to a poll interval later).
-      const claimed = await claimChargeWork(ctx.pool, BATCH, LEASE_MS, ctx.config.subscriptions.pollIntervalMs);
+      const claimed = await claimChargeWork(ctx.pool, BATCH, LEASE_MS, Math.min(ctx.config.subscriptions.pollIntervalMs, CLAIM_AHEAD_MAX_MS));
       if (claimed.length < BATCH) drained = true;
       if (claimed.length > 0) await chargeBatch(claimed, ctx, relayer, count);
     }

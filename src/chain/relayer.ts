@@ -80,6 +80,8 @@ const ROUND_MAX = 256;
 const HOLD_MAX_MS = 2_000;
 /** Calls to the node in flight at once when a settle looks up the open transactions. */
 const LOOKUPS_IN_FLIGHT = 100;
+/** The most gas a charge or a cancel may be signed with (they need under 100,000). */
+const MAX_GAS = 2_000_000n;
 /** A transaction the node took fewer than this many blocks ago is not asked about by a settle. */
 const RECENT_BLOCKS = 2n;
 /** JSON-RPC requests per HTTP batch at most. */
@@ -315,6 +317,13 @@ function unavailableOr(err: unknown, chainId: number): unknown {
   return err;
 }
 
+/** What any transaction with this calldata costs before it runs: 21,000, plus 4 per zero byte and 16 per other byte. */
+function intrinsicGasOf(data: Hex): bigint {
+  let gas = 21_000n;
+  for (let i = 2; i + 1 < data.length; i += 2) gas += data.slice(i, i + 2) === '00' ? 4n : 16n;
+  return gas;
+}
+
 const chargeSubject = (a: ChargeArgs) => `charge:${a.contract.toLowerCase()}:${a.onchainId}:${a.periodIndex}`;
 const cancelSubject = (a: CancelArgs) => `cancel:${a.contract.toLowerCase()}:${a.onchainId}`;
 
@@ -406,9 +415,11 @@ export function createRelayer(opts: RelayerOptions): Relayer {
    * to a transaction the records do not hold (the key used elsewhere), and this one can never be mined.
    */
   async function readAnswer(s: Sender, row: RelayerTransactionRow, answer: PromiseSettledResult<unknown>, fresh: boolean): Promise<Delivery> {
-    if (answer.status === 'fulfilled') return { kind: 'sent' };
+    if (answer.status === 'fulfilled' && typeof answer.value === 'string' && answer.value.toLowerCase() === row.tx_hash.toLowerCase()) return { kind: 'sent' };
     const chainId = s.chain.chainId;
-    const words = wordsOf(answer.reason);
+    // Another hash for an answer (a batch's answers out of step): not taken for this one's.
+    const failure: unknown = answer.status === 'rejected' ? answer.reason : new Error(`the node answered ${String(answer.value).slice(0, 80)}, not the transaction's hash`);
+    const words = wordsOf(failure);
     if (/insufficient funds/i.test(words)) {
       return { kind: 'out_of_gas', err: new RelayerOutOfGas(chainId, s.address, `relayer ${s.address} on chain ${chainId} cannot pay the gas: fund it (${words})`) };
     }
@@ -421,13 +432,13 @@ export function createRelayer(opts: RelayerOptions): Relayer {
       return { kind: 'no_answer', err: new RelayerUnavailable(`chain ${chainId} RPC unavailable: ${words}`) };
     }
     if (has) {
-      if (!nonceUsed && !noAnswer(answer.reason)) {
+      if (!nonceUsed && !noAnswer(failure)) {
         log.warn({ chain_id: chainId, tx_hash: row.tx_hash, nonce: Number(row.nonce), reason: words }, 'relayer transaction answered with an error, yet the node has it: sent');
       }
       return { kind: 'sent' };
     }
     if (nonceUsed) return { kind: 'not_ours', words };
-    if (noAnswer(answer.reason)) return { kind: 'no_answer', err: new RelayerUnavailable(`chain ${chainId} RPC unavailable: ${words}`) };
+    if (noAnswer(failure)) return { kind: 'no_answer', err: new RelayerUnavailable(`chain ${chainId} RPC unavailable: ${words}`) };
     log.warn({ chain_id: chainId, tx_hash: row.tx_hash, nonce: Number(row.nonce), reason: words }, 'relayer transaction refused by the node');
     return { kind: 'refused', words };
   }
@@ -458,7 +469,10 @@ export function createRelayer(opts: RelayerOptions): Relayer {
       }
     }
     const answers = await deliverFresh(s, rows.slice(0, crashedAt));
-    const lastTaken = answers.map((a) => a.kind).lastIndexOf('sent');
+    // The last one the node has, or may have (no answer, and it could not say): none before it
+    // is closed, whatever its answer.
+    const lastKept = answers.reduce((last, a, i) => (a.kind === 'sent' || a.kind === 'no_answer' ? i : last), -1);
+    const unanswered = answers.some((a) => a.kind === 'no_answer');
     for (let i = 0; i < answers.length; i++) {
       const [a, row, r] = [answers[i], rows[i], requests[i]];
       if (a.kind === 'sent') {
@@ -474,13 +488,19 @@ export function createRelayer(opts: RelayerOptions): Relayer {
         await setRelayerStatus(db, row.id, 'dropped', { error: a.words });
         count(s, r.purpose, 'dropped');
         r.reject(new RelayerUnavailable(`chain ${chainId}: nonce ${row.nonce} of ${s.address} was used by a transaction the records do not hold; retried with the next`));
-        if (i > lastTaken) return i + 1;
+        if (i > lastKept) return i + 1;
         continue;
       }
-      if (i < lastTaken) {
+      if (a.kind === 'no_answer') {
+        // It may be on its way: kept pending, the next settle finds it on the node or broadcasts it again.
+        r.reject(a.err);
+        continue;
+      }
+      if (i < lastKept) {
+        if (a.kind === 'out_of_gas') count(s, r.purpose, 'out_of_gas');
         log.warn(
           { chain_id: chainId, tx_hash: row.tx_hash, nonce: Number(row.nonce), purpose: r.purpose, answer: a.kind },
-          'relayer transaction not taken by the node while a later one was: kept, broadcast again or replaced by the next settle',
+          'relayer transaction not taken by the node while a later one may be on it: kept, broadcast again or replaced by the next settle',
         );
         r.reject(new RelayerUnavailable(`${r.purpose} on chain ${chainId}: the node did not take the transaction (${a.kind}); it is broadcast again by the relayer's next settle`));
         continue;
@@ -490,19 +510,17 @@ export function createRelayer(opts: RelayerOptions): Relayer {
         await setRelayerStatus(db, row.id, 'failed', { error: 'refused by the node' });
         count(s, r.purpose, 'refused');
         r.reject(new RelayerCallRefused(`${r.purpose} on chain ${chainId}: the node refused the transaction`, null));
-      } else if (a.kind === 'out_of_gas') {
+      } else {
         // Refused outright: its nonce was never used, the next transaction takes it.
         await setRelayerStatus(db, row.id, 'failed', { error: 'insufficient funds' });
         count(s, r.purpose, 'out_of_gas');
         r.reject(a.err);
-      } else {
-        // No answer, and the node cannot say it has it: it may be on its way. Kept pending: the
-        // next settle finds it on the node or broadcasts it again.
-        r.reject(a.err);
       }
       return i + 1;
     }
-    if (crash === null) return null;
+    // The node did not answer (for some of it): the round stops here; the batches after it were
+    // never handed to the node.
+    if (crash === null) return unanswered ? rows.length : null;
     requests[crashedAt].reject(crash);
     return crashedAt + 1;
   }
@@ -883,6 +901,13 @@ export function createRelayer(opts: RelayerOptions): Relayer {
     const { purpose, subject, to, data } = r;
     // Headroom over the estimate: a charge's token calls may cost a little more when mined.
     const gasLimit = (gas * 120n) / 100n;
+    // A gas limit any node refuses for good (below the intrinsic cost) or that no charge needs (a
+    // lying estimate): refused before it is signed. Broadcast in a batch whose later transactions
+    // the node takes, it would be a nonce no rebroadcast fills.
+    const intrinsic = intrinsicGasOf(data);
+    if (gasLimit < intrinsic || gasLimit > MAX_GAS) {
+      throw new RelayerUnavailable(`${purpose} on chain ${chainId}: the node's gas estimate ${gas} is outside ${intrinsic}..${MAX_GAS}; not signed`);
+    }
     if (balance < gasLimit * fees.maxFeePerGas) {
       count(s, purpose, 'out_of_gas');
       throw new RelayerOutOfGas(

@@ -264,9 +264,10 @@ describe('a flaky or lying node under a batch', () => {
   });
 
   // A round's broadcasts go as one JSON-RPC batch: no answer to it leaves the relayer not knowing
-  // which of them the node took. It asks the node about each; the ones it has are sent, and none
-  // before the last of those is closed (its nonce carries the later ones).
-  it('no answer to a round\'s batch after the node took its second: that one is sent, the first and third stay recorded and fail as the service\'s fault, the rest go to the next hold, no hole, the lock is let go, asked again each is the same transaction', async () => {
+  // which of them the node took. It asks the node about each; the ones it has are sent; no other
+  // is closed (an unanswered one may still be on its way), so each stays recorded, the next settle
+  // broadcasts it again, and the round stops there.
+  it('no answer to a round\'s batch after the node took its second: that one is sent, the others stay recorded (none closed) and fail as the service\'s fault, no hole, the lock is let go, asked again each is the same transaction', async () => {
     const { proxy, chains: viaProxy } = await proxied();
     try {
       const r = relayer({ chains: viaProxy });
@@ -286,17 +287,15 @@ describe('a flaky or lying node under a batch', () => {
       proxy.rewrite(null);
       expect(lost).not.toBeNull();
       expect(answers[1]).toMatchObject({ status: 'fulfilled', value: { txHash: lost, nonce: before + 1 } });
-      for (const i of [0, 2]) expect(answers[i]).toMatchObject({ status: 'rejected', reason: expect.any(RelayerUnavailable) });
-      expect(answers.slice(3).map((a) => a.status)).toEqual(['fulfilled', 'fulfilled']);
+      for (const i of [0, 2, 3, 4]) expect(answers[i]).toMatchObject({ status: 'rejected', reason: expect.any(RelayerUnavailable) });
       // Their records stay: each the transaction of its period, and the nonces have no hole.
       const mine = (await rows()).filter((x) => Number(x.nonce) >= before);
-      expect(mine.map((x) => Number(x.nonce))).toEqual(range(before, 5));
-      for (const i of [0, 2]) {
-        const kept = mine.find((x) => x.subject === subjectOf(subs[i].id));
+      expect(mine.map((x) => [Number(x.nonce), x.subject])).toEqual(subs.map(({ id }, i) => [before + i, subjectOf(id)]));
+      for (const i of [0, 2, 3, 4]) {
         // Still open, or already settled after the next hold's settle broadcast it (anvil mines at once): never given up.
-        expect(['pending', 'mined']).toContain(kept?.status);
+        expect(['pending', 'mined']).toContain(mine[i].status);
         // The job retries the charge: the same transaction, not a second one.
-        expect(await r.sendCharge(chain.chainId, charge(subs[i].id))).toEqual({ txHash: kept!.tx_hash, nonce: Number(kept!.nonce) });
+        expect(await r.sendCharge(chain.chainId, charge(subs[i].id))).toEqual({ txHash: mine[i].tx_hash, nonce: before + i });
       }
       // The lock was let go: another relayer's upkeep (the same lock) gets through.
       await relayer().upkeep();
@@ -345,6 +344,69 @@ describe('a flaky or lying node under a batch', () => {
       proxy.rewrite(null);
       await proxy.close();
     }
+  });
+
+  // Found by review: the node took the whole batch, the answer to it was lost, and the node did
+  // not answer the lookups either. The rows after the first were closed "never broadcast" though
+  // the node had them (and mined them): records saying failed for mined charges, and their nonces
+  // free to be given to other transactions.
+  it('a batch unanswered and the lookups unanswered too: no row closed (each may be on the node), each caller told the service\'s fault; the next settle finds them mined; once each', async () => {
+    const { proxy, chains: viaProxy } = await proxied();
+    try {
+      const r = relayer({ chains: viaProxy });
+      const subs = await subscribeMany(3);
+      const before = await usedNonces();
+      let lookupsFailed = 0;
+      proxy.rewrite(async (req, real) => {
+        if (isBroadcast(req)) {
+          await real(); // the node takes each one...
+          throw new Error('upstream timeout'); // ...and the answer to the batch is lost
+        }
+        if (req.method === 'eth_getTransactionByHash' && lookupsFailed < 3) {
+          lookupsFailed++;
+          throw new Error('upstream timeout');
+        }
+        return undefined;
+      });
+      const answers = await Promise.allSettled(subs.map(({ id }) => r.sendCharge(chain.chainId, charge(id))));
+      proxy.rewrite(null);
+      for (const a of answers) expect(a).toMatchObject({ status: 'rejected', reason: expect.any(RelayerUnavailable) });
+      const mine = (await relayerTransactionsOf(checkPool, chain.chainId)).filter((x) => Number(x.nonce) >= before);
+      expect(mine.map((x) => [Number(x.nonce), x.status])).toEqual(range(before, 3).map((n) => [n, expect.stringMatching(/^(pending|mined)$/)]));
+      for (const x of mine) expect((await chain.publicClient.waitForTransactionReceipt({ hash: x.tx_hash as Hex })).status).toBe('success');
+      await r.upkeep();
+      expect((await rows()).filter((x) => Number(x.nonce) >= before).map((x) => x.status)).toEqual(['mined', 'mined', 'mined']);
+      // Asked again (the job retries), each is its mined transaction.
+      for (const [i, { id }] of subs.entries()) expect(await r.sendCharge(chain.chainId, charge(id))).toEqual({ txHash: mine[i].tx_hash, nonce: before + i });
+      expect(await usedNonces()).toBe(before + 3);
+      await expectEachChargedOnce(r, subs);
+    } finally {
+      proxy.rewrite(null);
+      await proxy.close();
+    }
+  });
+
+  // Found by review: a gas estimate under the intrinsic cost (a lying node's) was signed; the node
+  // refused it for good while it took the next of the batch, a nonce no rebroadcast fills.
+  it('a gas estimate under the intrinsic cost: refused before it is signed (the service\'s fault), the others consecutive and mined', async () => {
+    const r = relayer();
+    const subs = await subscribeMany(3);
+    const before = await usedNonces();
+    const answers = await Promise.allSettled([
+      r.sendCharge(chain.chainId, charge(subs[0].id)),
+      r.sendCharge(chain.chainId, { ...charge(subs[1].id), gas: 1000n }),
+      r.sendCharge(chain.chainId, charge(subs[2].id)),
+    ]);
+    expect(answers[1]).toMatchObject({ status: 'rejected', reason: expect.any(RelayerUnavailable) });
+    expect((await rows()).filter((x) => x.subject === subjectOf(subs[1].id))).toEqual([]);
+    const sent = [answers[0], answers[2]].map((a) => (a as PromiseFulfilledResult<SentTransaction>).value);
+    expect(sent.map((x) => x.nonce)).toEqual(range(before, 2));
+    for (const x of sent) expect((await chain.publicClient.waitForTransactionReceipt({ hash: x.txHash })).status).toBe('success');
+    // Asked again with the simulation's true gas, it takes the next nonce.
+    const again = await r.sendCharge(chain.chainId, charge(subs[1].id));
+    expect(again.nonce).toBe(before + 2);
+    expect((await chain.publicClient.waitForTransactionReceipt({ hash: again.txHash })).status).toBe('success');
+    await expectEachChargedOnce(r, subs);
   });
 
   it('a pending nonce count that goes backwards, under two relayers sending in waves with their upkeeps at once: no nonce used twice or skipped', async () => {
