@@ -203,11 +203,25 @@ async function stopOrphan(dataDir: string, recorded: ServerFile, log: Logger): P
   } catch {
     // no postmaster.pid: the server is not running
   }
-  if (!alive(pid)) return;
+  if (!alive(pid) || !serverOf(pid!, dataDir)) return;
   log.warn({ postgres_pid: pid, owner_pid: recorded.ownerPid }, 'stopping the embedded PostgreSQL its previous owner left running');
   process.kill(pid!, 'SIGINT');
   for (let i = 0; i < 300 && alive(pid); i++) await sleep(100);
   if (alive(pid)) throw new EmbeddedPostgresError(`an embedded PostgreSQL (pid ${pid}) left by a previous run does not stop; stop it and start again`);
+}
+
+/**
+ * Whether pid is a postgres serving dataDir. postmaster.pid outlives a reboot, and by then its pid
+ * may be any other process's. Without /proc (not Linux) the pid is taken at its word.
+ */
+function serverOf(pid: number, dataDir: string): boolean {
+  if (!existsSync('/proc/self/cmdline')) return true;
+  try {
+    const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    return args.some((arg, i) => arg === '-D' && path.resolve(args[i + 1] ?? '') === dataDir);
+  } catch {
+    return false;
+  }
 }
 
 async function waitForRunning(file: string, timeoutMs = 120_000): Promise<ServerFile | null> {

@@ -141,6 +141,19 @@ function maintenance(url: string): string {
   return u.toString();
 }
 
+/**
+ * What the server logged about a backend that died: PostgreSQL then ends every session and replays
+ * its WAL, and every test using it at that moment fails with "the database system is in recovery
+ * mode". Said at the end of the run, so such a failure comes with its cause.
+ */
+function crashLines(containerId: string): string[] {
+  const out = spawnSync('docker', ['logs', containerId], { encoding: 'utf8', timeout: 15_000, maxBuffer: 64 * 1024 * 1024 });
+  return `${out.stdout ?? ''}${out.stderr ?? ''}`
+    .split('\n')
+    .filter((l) => /terminated by signal|was terminated by|terminating any other active server processes|database system was interrupted|out of memory/i.test(l))
+    .slice(0, 20);
+}
+
 async function postgresContainer(image: string, labels: Record<string, string>, say: Say): Promise<Started> {
   const { PostgreSqlContainer } = await import('@testcontainers/postgresql');
   try {
@@ -156,6 +169,7 @@ async function postgresContainer(image: string, labels: Record<string, string>, 
       origin: `container ${id} of ${image}`,
       containerId: container.getId(),
       stop: async () => {
+        for (const line of crashLines(container.getId())) say(`tests: the Postgres container ${id} logged: ${line}`);
         await container.stop();
         say(`tests: stopped the Postgres container ${id}`);
       },

@@ -15,7 +15,7 @@ import { SUBSCRIPTION_MANAGER_ABI } from '../../src/chain/subscription-manager-a
 import { WELL_KNOWN_ACCOUNTS, wellKnownAccount } from '../../src/devchain/accounts.js';
 import { RELAYER_ACCOUNT_INDEX, RELAYER_FUNDING_WEI } from '../../src/devchain/relayer-key.js';
 import { TEST_USDC_ABI } from '../../src/devchain/contracts.js';
-import { alive, commandOf, descendants } from '../helpers/proc.js';
+import { alive, commandOf, descendants, signal, type Proc } from '../helpers/proc.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
 const MERCHANT: Address = '0x2222222222222222222222222222222222222222';
@@ -24,7 +24,7 @@ const READY_LINE = 'Ctrl-C stops the chain';
 interface RunningChain {
   npm: ChildProcess;
   /** node and anvil, as seen below npm when the chain was ready. */
-  below: number[];
+  below: Proc[];
   output(): string;
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
@@ -82,7 +82,7 @@ describe('npm run chain', () => {
     expect(below.map(commandOf).some((c) => c.includes('anvil'))).toBe(true);
     chain.npm.kill('SIGTERM');
     expect(await chain.exited).toEqual({ code: 0, signal: null });
-    await waitFor('node and anvil to exit', () => below.every((pid) => !alive(pid)), 15_000);
+    await waitFor('node and anvil to exit', () => below.every((p) => !alive(p)), 15_000);
     expect(await portAcceptsConnections(port)).toBe(false);
   };
 
@@ -105,8 +105,8 @@ describe('npm run chain', () => {
         chain.npm.kill('SIGTERM');
         await chain.exited;
       }
-      for (const pid of chain.below.filter(alive)) process.kill(pid, 'SIGTERM');
-      await waitFor('leftovers to exit', () => chain.below.every((pid) => !alive(pid)), 15_000);
+      for (const p of chain.below) signal(p, 'SIGTERM');
+      await waitFor('leftovers to exit', () => chain.below.every((p) => !alive(p)), 15_000);
     }
   });
   afterAll(async () => {

@@ -7,21 +7,13 @@ import { networkInterfaces, tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/lib/free-port.js';
+import { alive, procOf, signal, type Proc } from '../helpers/proc.js';
 import { ROOT, spawnWorker, waitUntil, type WorkerProcess } from '../helpers/worker.js';
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
   while (cleanups.length) await cleanups.pop()!().catch(() => undefined);
 });
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 function refused(port: number, host = '127.0.0.1'): Promise<boolean> {
   return new Promise((resolve) => {
@@ -65,20 +57,26 @@ describe('npm scripts', () => {
       QUEUE_BACKEND: '',
     };
     type ServerFile = { ownerPid: number; postgresPid: number; port: number };
-    const startNpm = async (extra: Record<string, string> = {}): Promise<{ npm: WorkerProcess; servicePid: number; postgresPid: number; server: ServerFile }> => {
+    const startNpm = async (extra: Record<string, string> = {}): Promise<{ npm: WorkerProcess; service: Proc; postgres: Proc; server: ServerFile }> => {
       const npm = spawnWorker({ ...env, ...extra }, { npm: true, command: 'start' });
       cleanups.push(() => npm.stop('SIGKILL'));
       // The last thing start says: a `ready` line (JSON, stdout is a pipe here) or the ready block.
       await waitUntil(async () => npm.lines.some((l) => l.includes('"msg":"ready"') || l === 'Ready.'), 90_000, 100);
       const server = JSON.parse(await readFile(path.join(dir, 'pg', 'server.json'), 'utf8')) as ServerFile;
+      // Both run now (the ready line came after them): named by pid and start time from here on.
+      const [service, postgres] = [server.ownerPid, server.postgresPid].map((pid) => {
+        const p = procOf(pid);
+        if (p === null) throw new Error(`process ${pid} of server.json is not running after the ready line`);
+        return p;
+      });
       // On a failure, leave nothing running behind the test either.
       cleanups.push(async () => {
-        for (const pid of [server.ownerPid, server.postgresPid]) if (alive(pid)) process.kill(pid, 'SIGKILL');
+        for (const p of [service, postgres]) signal(p, 'SIGKILL');
       });
       // npm is not the service: the signal has to travel.
       expect(server.ownerPid).not.toBe(npm.child.pid);
       expect(await refused(port)).toBe(false);
-      return { npm, servicePid: server.ownerPid, postgresPid: server.postgresPid, server };
+      return { npm, service, postgres, server };
     };
 
     const first = await startNpm();
@@ -86,7 +84,7 @@ describe('npm scripts', () => {
     const readyLines = first.npm.lines.filter((l) => l.includes('"msg":"ready"'));
     expect(readyLines).toHaveLength(1);
     const ready = JSON.parse(readyLines[0]) as Record<string, unknown>;
-    expect(ready.pid).toBe(first.servicePid);
+    expect(ready.pid).toBe(first.service.pid);
     expect(first.npm.lines.findIndex((l) => l.includes('API metrics on METRICS_PORT'))).toBeLessThan(first.npm.lines.indexOf(readyLines[0]));
     expect(ready).toMatchObject({
       api_url: `http://127.0.0.1:${port}`,
@@ -114,8 +112,8 @@ describe('npm scripts', () => {
     expect(await first.npm.exited).toBe(0);
     expect(first.npm.lines.some((l) => l.includes('"msg":"shut down cleanly"'))).toBe(true);
     expect(first.npm.lines.some((l) => l.includes('embedded PostgreSQL stopped'))).toBe(true);
-    expect(alive(first.servicePid)).toBe(false);
-    expect(alive(first.postgresPid)).toBe(false);
+    expect(alive(first.service)).toBe(false);
+    expect(alive(first.postgres)).toBe(false);
     expect(await refused(port)).toBe(true);
     await expect(readFile(path.join(dir, 'pg', 'server.json'))).rejects.toThrow(/ENOENT/);
 
@@ -131,8 +129,8 @@ describe('npm scripts', () => {
     expect(block).toContain(`  API           http://127.0.0.1:${port}`);
     second.npm.child.kill('SIGTERM');
     expect(await second.npm.exited).toBe(0);
-    expect(alive(second.servicePid)).toBe(false);
-    expect(alive(second.postgresPid)).toBe(false);
+    expect(alive(second.service)).toBe(false);
+    expect(alive(second.postgres)).toBe(false);
   }, 180_000);
 
   it('SIGTERM to the npm process of `npm start` at each stage of its start (cluster created, server starting, server up): exit 0 after the start, the embedded PostgreSQL stopped, a second start works', async () => {

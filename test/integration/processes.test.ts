@@ -9,6 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/lib/free-port.js';
 import { startApiFixture, type ApiFixture } from '../helpers/context.js';
 import { buildService, type ServiceBuild } from '../helpers/build.js';
+import { alive, procOf } from '../helpers/proc.js';
 import { recipientsOf, startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
 import { ROOT, spawnWorker, startWorker, waitUntil, workerProcessEnv, type SpawnOptions, type WorkerProcess } from '../helpers/worker.js';
 
@@ -41,15 +42,6 @@ function spawned(extra: Record<string, string> = {}, opts: SpawnOptions = {}): W
   const p = spawnWorker(processEnv(extra), { compiled: build.cli, ...opts });
   cleanups.push(() => p.stop('SIGKILL'));
   return p;
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 async function sendInvoices(n: number, tag: string): Promise<string[]> {
@@ -112,11 +104,13 @@ describe('signals', () => {
     const ids = await sendInvoices(16, 'term');
     const worker = spawned({ WORKER_CONCURRENCY: '4', SHUTDOWN_TIMEOUT_MS: '20000' });
     await worker.waitForLine((l) => l.msg === 'worker started');
+    const running = procOf(worker.child.pid!);
+    expect(running).not.toBeNull();
     await waitUntil(async () => (await sentCount(ids)) >= 1 && (await activeSends()) > 0, 30_000);
     worker.child.kill('SIGTERM');
     const code = await worker.exited;
     expect(code, worker.lines.slice(-5).join('\n')).toBe(0);
-    expect(alive(worker.child.pid!)).toBe(false);
+    expect(alive(running!)).toBe(false);
     expect(worker.lines.some((l) => l.includes('shut down cleanly'))).toBe(true);
     // Nothing on stderr: no deprecation warning, no unhandled error.
     expect(worker.lines.filter((l) => l.startsWith('stderr: '))).toEqual([]);

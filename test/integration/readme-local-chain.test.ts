@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/lib/free-port.js';
 import { DEFAULT_SUBSCRIBER_EMAIL } from '../../src/devchain/subscribe-command.js';
 import { ROOT, waitUntil } from '../helpers/worker.js';
-import { alive, commandOf, descendants } from '../helpers/proc.js';
+import { alive, commandOf, descendants, procOf, signal, type Proc } from '../helpers/proc.js';
 
 /** Past the README's minute, with room for a loaded 2-core machine: the period itself is 30 s. */
 const TWO_RECEIPTS_AFTER_SUBSCRIBE_MS = 75_000;
@@ -30,7 +30,7 @@ interface NpmRun {
   output(): string;
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   /** node (and anvil, postgres) as seen below npm once it was ready; filled by the test. */
-  below: number[];
+  below: Proc[];
 }
 
 function acceptsConnections(port: number): Promise<boolean> {
@@ -100,7 +100,7 @@ describe('README: pay it on a real local chain (npm run chain, npm start, demo, 
   const stop = async (run: NpmRun): Promise<void> => {
     run.npm.kill('SIGTERM');
     expect(await run.exited, run.output().slice(-4000)).toEqual({ code: 0, signal: null });
-    await waitUntil(async () => run.below.every((pid) => !alive(pid)), 30_000, 100).catch(() => {
+    await waitUntil(async () => run.below.every((p) => !alive(p)), 30_000, 100).catch(() => {
       throw new Error(`left running after npm run ${run.script} exited: ${run.below.filter(alive).map(commandOf).join('; ')}`);
     });
   };
@@ -144,7 +144,7 @@ describe('README: pay it on a real local chain (npm run chain, npm start, demo, 
         run.npm.kill('SIGTERM');
         await Promise.race([run.exited, new Promise((r) => setTimeout(r, 30_000))]);
       }
-      for (const pid of run.below.filter(alive)) process.kill(pid, 'SIGKILL');
+      for (const p of run.below) signal(p, 'SIGKILL');
     }
     if (dir) await rm(dir, { recursive: true, force: true });
   }, 90_000);
@@ -243,8 +243,10 @@ describe('README: pay it on a real local chain (npm run chain, npm start, demo, 
     // What runs on this test's folders (anvil's --state among them): the check below can see them.
     const onOurFolders = () =>
       readdirSync('/proc')
-        .filter((e) => /^\d+$/.test(e) && alive(Number(e)))
-        .map((e) => commandOf(Number(e)))
+        .flatMap((e) => {
+          const p = /^\d+$/.test(e) ? procOf(Number(e)) : null;
+          return p !== null && alive(p) ? [commandOf(p)] : [];
+        })
         .filter((c) => c.includes(dir));
     expect(onOurFolders().some((c) => c.includes('anvil'))).toBe(true);
 
