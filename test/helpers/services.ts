@@ -158,9 +158,12 @@ async function postgresContainer(image: string, labels: Record<string, string>, 
   const { PostgreSqlContainer } = await import('@testcontainers/postgresql');
   try {
     // The official image's and the local one's entrypoint both take `postgres -c ...`. Durability
-    // only costs time here: the data goes with the container.
+    // only costs time here: the data goes with the container. Docker's /dev/shm is 64 MB, where
+    // PostgreSQL keeps its dynamic shared memory (parallel queries, the statistics of every
+    // database the suite creates): room for all of them.
     const container = await new PostgreSqlContainer(image)
       .withLabels(labels)
+      .withSharedMemorySize(1024 * 1024 * 1024)
       .withCommand(['postgres', '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'])
       .start();
     const id = container.getId().slice(0, 12);
