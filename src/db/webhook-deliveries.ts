@@ -181,6 +181,20 @@ export async function claimDueDeliveriesWithEvents(db: Queryable, opts: ClaimOpt
   return { claimed, events };
 }
 
+/**
+ * Hands claimed deliveries that were never sent back: due at once, unleased, for any worker's next
+ * claim. Only those still under the lease that claimed them (a lease that ran out is another's).
+ */
+export async function releaseDeliveries(db: Queryable, deliveries: { id: string; leaseId: string }[]): Promise<number> {
+  const { rowCount } = await db.query(
+    `update webhook_deliveries d set next_attempt_at = clock_timestamp(), lease_id = null, updated_at = clock_timestamp()
+     from unnest($1::text[], $2::uuid[]) as r(id, lease_id)
+     where d.id = r.id and d.lease_id = r.lease_id and d.status = 'pending'`,
+    [deliveries.map((d) => d.id), deliveries.map((d) => d.leaseId)],
+  );
+  return rowCount ?? 0;
+}
+
 /** What became of one claimed delivery. */
 export interface DeliveryOutcome {
   id: string;

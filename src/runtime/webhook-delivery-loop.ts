@@ -33,12 +33,14 @@ export interface WebhookDeliveryLoopOptions {
 }
 
 /**
- * The lease outlasts an attempt: the host check and the request are each bounded by the timeout;
- * the margin is for the database (claim commit, a recording queued behind another). A lease that
- * still runs out only means the delivery may be sent twice (the late outcome is dropped).
+ * The lease outlasts a claimed delivery's time in this process: waiting for a slot (at most one
+ * round of the requests before it, each a host check and a request, both bounded by the timeout),
+ * then its own host check and request; the margin is for the database (claim commit, a recording
+ * queued behind another). A lease that still runs out only means the delivery may be sent twice
+ * (the late outcome is dropped).
  */
 export function leaseMsFor(timeoutMs: number): number {
-  return 2 * timeoutMs + 15_000;
+  return 4 * timeoutMs + 15_000;
 }
 
 export function startWebhookDeliveryLoop(deps: DeliveryPumpDeps, opts: WebhookDeliveryLoopOptions, log: Logger): WebhookDeliveryLoop {
@@ -74,10 +76,10 @@ export function startWebhookDeliveryLoop(deps: DeliveryPumpDeps, opts: WebhookDe
   let lastClaimAt = 0;
   const run = async () => {
     while (!stopped) {
-      const free = opts.concurrency - pump.inFlight();
+      const free = pump.room();
       // Busy: wait for room for a batch worth a statement, or a little while.
       const sinceClaim = Date.now() - lastClaimAt;
-      if (free <= 0 || (pump.inFlight() > 0 && free < batchMin && sinceClaim < CLAIM_EVERY_MS)) {
+      if (free <= 0 || (pump.held() > 0 && free < batchMin && sinceClaim < CLAIM_EVERY_MS)) {
         await sleep(free <= 0 ? POLL_MS : CLAIM_EVERY_MS - sinceClaim, false);
         continue;
       }

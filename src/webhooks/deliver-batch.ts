@@ -1,9 +1,16 @@
 // Webhook deliveries in batches: many due deliveries are claimed in one statement (leased to the
 // claim), POSTed concurrently over the endpoints' kept-alive pools, and their outcomes recorded
 // in one statement per flush. At most WEBHOOK_CONCURRENCY deliveries are in flight per process and
-// WEBHOOK_ENDPOINT_CONCURRENCY to one endpoint: a claim takes only what can be sent at once (an
-// endpoint at its bound is left out of it), so a slow endpoint holds its own slots, never the
-// others', and no request waits for a slot after its claim.
+// WEBHOOK_ENDPOINT_CONCURRENCY to one endpoint.
+//
+// Claimed one batch ahead: besides what is in flight, up to another WEBHOOK_CONCURRENCY claimed
+// deliveries wait in memory (per endpoint, up to another WEBHOOK_ENDPOINT_CONCURRENCY), and one
+// starts the moment a slot frees. A claim's round trip then overlaps the requests instead of
+// leaving the slots it frees idle until it returns. A waiting delivery waits for at most one
+// round of the requests before it (each bounded by the timeout), which the lease covers
+// (`leaseMsFor`); a slow endpoint holds its own slots and its own waiting deliveries, never the
+// others' (a claim leaves an endpoint at its bound out). On a stop the waiting ones are handed
+// back (`release`), due again at once for any worker.
 //
 // Each attempt signs the event per Standard Webhooks with every current secret of its endpoint; a
 // 2xx within WEBHOOK_TIMEOUT_MS succeeds. Anything else is an attempt, retried with the capped
@@ -20,6 +27,7 @@ import type { Queryable } from '../db/pool.js';
 import {
   claimDueDeliveriesWithEvents,
   recordDeliveryOutcomes,
+  releaseDeliveries,
   type AttemptResult,
   type ClaimedDelivery,
   type DeliveryOutcome,
@@ -55,28 +63,73 @@ export interface DeliveryPumpOptions {
 }
 
 export interface DeliveryPump {
-  /** Claims due deliveries up to the free capacity and starts them; returns how many. */
+  /** Claims due deliveries up to the room left (in flight and waiting) and starts what can start; returns how many. */
   claim(): Promise<number>;
-  /** Deliveries in flight now. */
-  inFlight(): number;
+  /** How many more deliveries a claim may take now: two batches' worth, less those in flight and waiting. */
+  room(): number;
+  /** Deliveries claimed and not yet recorded: in flight or waiting for a slot. */
+  held(): number;
   /** Called whenever a delivery's slot frees (its outcome is queued for recording). */
   onSlotFree(listener: () => void): void;
-  /** Waits until nothing is in flight and every outcome is recorded. */
+  /** Hands the waiting deliveries back (due at once), then waits until nothing is in flight and every outcome is recorded. */
   drain(): Promise<void>;
 }
 
 type Done = { d: ClaimedDelivery; leaseId: string; outcome: DeliveryOutcome };
 
+/** A claimed delivery not yet started, with what its claim prepared for it. */
+interface Waiting {
+  d: ClaimedDelivery;
+  leaseId: string;
+  event: EventRow | undefined;
+  bodyOf: (event: EventRow) => string;
+  checkHost: (url: string) => Promise<string | null>;
+}
+
 export function createDeliveryPump(deps: DeliveryPumpDeps, opts: DeliveryPumpOptions): DeliveryPump {
   let inFlight = 0;
+  /** Per endpoint: in flight. */
   const perEndpoint = new Map<string, number>();
+  /** Per endpoint: in flight and waiting (what a claim must leave room for). */
+  const heldPerEndpoint = new Map<string, number>();
+  let waiting: Waiting[] = [];
   const slotListeners: Array<() => void> = [];
   let queued: Done[] = [];
   let flushing: Promise<void> | null = null;
+  let releasing: Promise<void> | null = null;
   const idleWaiters: Array<() => void> = [];
+  const add = (m: Map<string, number>, id: string, by: number) => {
+    const n = (m.get(id) ?? 0) + by;
+    if (n <= 0) m.delete(id);
+    else m.set(id, n);
+  };
 
   const settleIdle = () => {
-    if (inFlight === 0 && queued.length === 0 && flushing === null) for (const w of idleWaiters.splice(0)) w();
+    if (inFlight === 0 && waiting.length === 0 && queued.length === 0 && flushing === null && releasing === null) {
+      for (const w of idleWaiters.splice(0)) w();
+    }
+  };
+
+  // Starts waiting deliveries, oldest claim first, while there are slots: each endpoint's own
+  // bound skips its deliveries, not the others'.
+  const startWaiting = () => {
+    if (waiting.length === 0 || inFlight >= opts.concurrency) return;
+    const still: Waiting[] = [];
+    for (const w of waiting) {
+      if (inFlight >= opts.concurrency || (perEndpoint.get(w.d.endpoint_id) ?? 0) >= opts.perEndpoint) {
+        still.push(w);
+        continue;
+      }
+      inFlight++;
+      add(perEndpoint, w.d.endpoint_id, 1);
+      const { d, leaseId } = w;
+      deliverOne(deps, d, w.event, w.bodyOf, w.checkHost).then(
+        (outcome) => finish(outcome && { d, leaseId, outcome }, d.endpoint_id),
+        // deliverOne does not throw (the sender never does); should it, the lease brings it back.
+        () => finish(null, d.endpoint_id),
+      );
+    }
+    waiting = still;
   };
 
   // One recording at a time; outcomes that arrive meanwhile wait for the next, one statement each.
@@ -101,20 +154,23 @@ export function createDeliveryPump(deps: DeliveryPumpDeps, opts: DeliveryPumpOpt
 
   const finish = (done: Done | null, endpointId: string) => {
     inFlight--;
-    const n = (perEndpoint.get(endpointId) ?? 1) - 1;
-    if (n === 0) perEndpoint.delete(endpointId);
-    else perEndpoint.set(endpointId, n);
+    add(perEndpoint, endpointId, -1);
+    add(heldPerEndpoint, endpointId, -1);
     if (done) queued.push(done);
     flush();
+    startWaiting();
     for (const l of slotListeners) l();
     settleIdle();
   };
 
+  const room = () => 2 * opts.concurrency - inFlight - waiting.length;
+
   return {
     async claim() {
-      const free = opts.concurrency - inFlight;
+      const free = room();
       if (free <= 0) return 0;
-      const busy = [...perEndpoint.entries()];
+      // An endpoint may hold two batches' worth too: its bound in flight, as many waiting.
+      const busy = [...heldPerEndpoint.entries()];
       const leaseId = randomUUID();
       // The events come with the claim (one statement): a claimed delivery holds its slot only
       // while it is sent, not for another round trip (with one endpoint every delivery is its own
@@ -123,16 +179,13 @@ export function createDeliveryPump(deps: DeliveryPumpDeps, opts: DeliveryPumpOpt
         leaseId,
         leaseMs: opts.leaseMs,
         limit: free,
-        perEndpoint: opts.perEndpoint,
         busyEndpoints: busy.map(([id]) => id),
-        busyRemaining: busy.map(([, n]) => Math.max(0, opts.perEndpoint - n)),
+        perEndpoint: 2 * opts.perEndpoint,
+        busyRemaining: busy.map(([, n]) => Math.max(0, 2 * opts.perEndpoint - n)),
         scan: Math.max(free, opts.perEndpoint) * 10,
       });
       if (claimed.length === 0) return 0;
-      for (const d of claimed) {
-        inFlight++;
-        perEndpoint.set(d.endpoint_id, (perEndpoint.get(d.endpoint_id) ?? 0) + 1);
-      }
+      for (const d of claimed) add(heldPerEndpoint, d.endpoint_id, 1);
       // Rendered once per event and the host checked once per claim, whatever the endpoints.
       const bodies = new Map<string, string>();
       const hostChecks = new Map<string, Promise<string | null>>();
@@ -153,20 +206,32 @@ export function createDeliveryPump(deps: DeliveryPumpDeps, opts: DeliveryPumpOpt
         }
         return check;
       };
-      for (const d of claimed) {
-        deliverOne(deps, d, events.get(d.event_id), bodyOf, checkHost).then(
-          (outcome) => finish(outcome && { d, leaseId, outcome }, d.endpoint_id),
-          // deliverOne does not throw (the sender never does); should it, the lease brings it back.
-          () => finish(null, d.endpoint_id),
-        );
-      }
+      for (const d of claimed) waiting.push({ d, leaseId, event: events.get(d.event_id), bodyOf, checkHost });
+      startWaiting();
       return claimed.length;
     },
-    inFlight: () => inFlight,
+    room,
+    held: () => inFlight + waiting.length,
     onSlotFree(listener) {
       slotListeners.push(listener);
     },
     drain() {
+      // Not started, so not sent: handed back under their leases, due at once for any worker.
+      // Should that fail, their leases run out and they are claimed again.
+      const unsent = waiting;
+      waiting = [];
+      for (const w of unsent) add(heldPerEndpoint, w.d.endpoint_id, -1);
+      if (unsent.length > 0) {
+        releasing = releaseDeliveries(deps.db, unsent.map((w) => ({ id: w.d.id, leaseId: w.leaseId })))
+          .then(
+            () => undefined,
+            (err: unknown) => deps.onRecordError?.(err),
+          )
+          .finally(() => {
+            releasing = null;
+            settleIdle();
+          });
+      }
       return new Promise<void>((resolve) => {
         idleWaiters.push(resolve);
         settleIdle();

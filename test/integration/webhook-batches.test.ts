@@ -150,11 +150,47 @@ describe('webhook deliveries in batches', () => {
     await waitUntil(async () => (await deliveryRows(slow.id)).every((d) => d.status === 'succeeded'), 20_000);
   }, 120_000);
 
+  it('claimed one batch ahead: a stopping worker hands back what it claimed and never sent, due at once, and sends each delivery once', async () => {
+    // Two in flight to the endpoint, two more claimed and waiting for a slot: the hanging requests
+    // hold them until the receiver lets go.
+    const w = await startWorker(fx.env.config({ ...FAST, WEBHOOK_CONCURRENCY: '2', WEBHOOK_ENDPOINT_CONCURRENCY: '2', WEBHOOK_TIMEOUT_MS: '60000' }));
+    const keys = await merchant();
+    const ep = await endpoint(keys.sandbox, '/ahead');
+    receiver.answer('/ahead', () => 'hang');
+    const ids = await invoices(keys.sandbox, 6);
+    await receiver.waitFor((all) => createdAt('/ahead', all).length === 2, 30_000, 'two hanging requests');
+    await waitUntil(async () => (await deliveryRows(ep.id)).filter((d) => d.lease_id !== null).length === 4, 20_000);
+    const requested = objectIds('/ahead', receiver.received);
+    const { rows: leasedUnsent } = await fx.api.pool.query<{ id: string }>(
+      `select d.id from webhook_deliveries d join events e on e.id = d.event_id
+       where d.endpoint_id = $1 and d.lease_id is not null and not (e.snapshot->>'id' = any($2::text[]))`,
+      [ep.id, [...requested]],
+    );
+    expect(leasedUnsent).toHaveLength(2);
+
+    // SIGTERM's path: the waiting two go back at once, the two in flight are waited for.
+    const closing = w.close();
+    const back = () =>
+      fx.api.pool.query<{ n: number }>(
+        `select count(*)::int as n from webhook_deliveries where id = any($1::text[]) and lease_id is null and status = 'pending' and attempt_count = 0 and next_attempt_at <= now()`,
+        [leasedUnsent.map((r) => r.id)],
+      );
+    await waitUntil(async () => (await back()).rows[0].n === 2, 20_000);
+    receiver.answer('/ahead', () => 200);
+    receiver.release();
+    await closing;
+    // Another worker sends the rest, the handed-back two among them: every event arrives, none twice.
+    await worker();
+    await receiver.waitFor((all) => objectIds('/ahead', all).size === ids.length, 30_000, 'every event at the endpoint');
+    await waitUntil(async () => (await deliveryRows(ep.id)).every((d) => d.status === 'succeeded'), 20_000);
+    expect(createdAt('/ahead', receiver.received)).toHaveLength(ids.length);
+  }, 120_000);
+
   it('a worker killed mid-batch: its leases run out and every delivery of the batch arrives again, same webhook-id, recorded once', async () => {
     const keys = await merchant();
     const ep = await endpoint(keys.sandbox, '/killed');
     receiver.answer('/killed', (n) => (n <= 5 ? 'hang' : 200));
-    // The lease is 2 x WEBHOOK_TIMEOUT_MS + 15 s: 19 s here.
+    // The lease is 4 x WEBHOOK_TIMEOUT_MS + 15 s: 23 s here.
     const env = workerProcessEnv(fx.env.config(FAST), { ...FAST, WEBHOOK_TIMEOUT_MS: '2000' });
     const first: WorkerProcess = spawnWorker(env);
     cleanups.push(() => first.stop('SIGKILL'));
