@@ -3,7 +3,9 @@
 // the per-endpoint bound, a worker killed mid-batch, the fan-out left from before the batches,
 // and the SQL twin of "an endpoint wants this kind". A real HTTP receiver on loopback verifies
 // every signature with the `standardwebhooks` library.
+import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { claimDueDeliveries } from '../../src/db/webhook-deliveries.js';
 import { endpointWants, EVENT_TYPES } from '../../src/domain/events.js';
 import { newId } from '../../src/domain/ids.js';
 import { provisionMerchant, type MerchantKeys } from '../../src/runtime/provision.js';
@@ -149,6 +151,26 @@ describe('webhook deliveries in batches', () => {
     await receiver.waitFor((all) => objectIds('/slow', all).size === ids.length, 30_000, 'every event at the slow endpoint once released');
     await waitUntil(async () => (await deliveryRows(slow.id)).every((d) => d.status === 'succeeded'), 20_000);
   }, 120_000);
+
+  it('concurrent claims take disjoint deliveries, each at most its limit; a claim after them takes the rest, and then none', async () => {
+    const keys = await merchant();
+    const ep = await endpoint(keys.sandbox, '/claims');
+    await invoices(keys.sandbox, 40);
+    const claim = async (limit: number) =>
+      (
+        await claimDueDeliveries(fx.api.pool, { leaseId: randomUUID(), leaseMs: 60_000, limit, perEndpoint: 1000, busyEndpoints: [], busyRemaining: [], scan: 10_000 })
+      ).filter((d) => d.endpoint_id === ep.id);
+    const batches = await Promise.all(Array.from({ length: 6 }, () => claim(10)));
+    for (const b of batches) expect(b.length).toBeLessThanOrEqual(10);
+    const first = batches.flat().map((d) => d.id);
+    expect(new Set(first).size).toBe(first.length);
+    const rest = (await claim(1000)).map((d) => d.id);
+    expect(rest.filter((id) => first.includes(id))).toEqual([]);
+    expect(new Set([...first, ...rest]).size).toBe(40);
+    expect(await claim(1000)).toEqual([]);
+    // Every one is leased once, to the claim that returned it.
+    expect((await deliveryRows(ep.id)).every((d) => d.status === 'pending' && d.lease_id !== null)).toBe(true);
+  });
 
   it('claimed one batch ahead: a stopping worker hands back what it claimed and never sent, due at once, and sends each delivery once', async () => {
     // Two in flight to the endpoint, two more claimed and waiting for a slot: the hanging requests
