@@ -109,19 +109,18 @@ export interface ClaimOptions {
   scan: number;
 }
 
-// The candidates are locked by their ctid (a TID scan, whatever the statistics say), not joined
-// back by id: on a table whose statistics predate a burst (one row, say), the planner joined the
-// candidates to the table as a nested loop over both, quadratic in the scan (664 ms for 1,000
-// candidates, measured). A row updated since this statement's snapshot has a new ctid: the
-// re-check after the lock drops it (another claim has it).
+// The candidates are the oldest `scan` due ones, read in due order by an index scan
+// (webhook_deliveries_due, a migration's function with its own planner settings), and locked by
+// their ctid (a TID scan), not joined back by id: on a table whose statistics predate a burst
+// (one row, say), the planner read every due delivery and sorted them, and joined the candidates
+// to the table as a nested loop over both, quadratic in the scan (664 ms for 1,000 candidates,
+// measured). A row updated since this statement's snapshot fails the re-check after the lock
+// (it is not pending and due any more: another claim has it).
 const CLAIM_CTES = `with busy as (
        select * from unnest($6::text[], $7::int[]) as b(endpoint_id, remaining)
      ), due as (
-       select ctid, endpoint_id, row_number() over (partition by endpoint_id order by due_at, id) as nth
-       from (select ctid, id, endpoint_id, coalesce(next_attempt_at, created_at) as due_at from webhook_deliveries
-             where status = 'pending' and coalesce(next_attempt_at, created_at) <= clock_timestamp()
-               and endpoint_id <> all(select endpoint_id from busy where remaining <= 0)
-             order by coalesce(next_attempt_at, created_at) limit $5) oldest
+       select row_ctid as ctid, endpoint_id, row_number() over (partition by endpoint_id order by due_at, id) as nth
+       from webhook_deliveries_due(array(select endpoint_id from busy where remaining <= 0), $5) oldest
      ), picked as (
        select d.id from webhook_deliveries d
        where d.ctid = any(array(select due.ctid from due left join busy on busy.endpoint_id = due.endpoint_id
@@ -190,11 +189,13 @@ export async function claimDueDeliveriesWithEvents(db: Queryable, opts: ClaimOpt
 
 /**
  * Hands claimed deliveries that were never sent back: due at once, unleased, for any worker's next
- * claim. Only those still under the lease that claimed them (a lease that ran out is another's).
+ * claim (a first attempt in its place, due at its creation). Only those still under the lease
+ * that claimed them (a lease that ran out is another's).
  */
 export async function releaseDeliveries(db: Queryable, deliveries: { id: string; leaseId: string }[]): Promise<number> {
   const { rowCount } = await db.query(
-    `update webhook_deliveries d set next_attempt_at = clock_timestamp(), lease_id = null, updated_at = clock_timestamp()
+    `update webhook_deliveries d set next_attempt_at = case when d.attempt_count = 0 then null else clock_timestamp() end,
+       lease_id = null, updated_at = clock_timestamp()
      from unnest($1::text[], $2::uuid[]) as r(id, lease_id)
      where d.id = r.id and d.lease_id = r.lease_id and d.status = 'pending'`,
     [deliveries.map((d) => d.id), deliveries.map((d) => d.leaseId)],

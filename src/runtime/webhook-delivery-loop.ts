@@ -33,20 +33,26 @@ export interface WebhookDeliveryLoopOptions {
 }
 
 /**
- * The lease outlasts a claimed delivery's time in this process: waiting for a slot (at most one
- * round of the requests before it, each a host check and a request, both bounded by the timeout),
- * then its own host check and request; the margin is for the database (claim commit, a recording
- * queued behind another). A lease that still runs out only means the delivery may be sent twice
- * (the late outcome is dropped).
+ * The lease outlasts a claimed delivery's time in this process: waiting for a slot (a round of
+ * the requests before it, each a host check and a request, both bounded by the timeout), then its
+ * own host check and request; the margin is for the database (claim commit, a recording queued
+ * behind another). A delivery that waited longer (rounds of slow host checks) is handed back
+ * unsent once less than `sendMsFor` of its lease is left. A lease that still runs out only means
+ * the delivery may be sent twice (the late outcome is dropped).
  */
 export function leaseMsFor(timeoutMs: number): number {
   return 4 * timeoutMs + 15_000;
 }
 
+/** The most one delivery's host check and request take, with room for its recording. */
+export function sendMsFor(timeoutMs: number): number {
+  return 2 * timeoutMs + 10_000;
+}
+
 export function startWebhookDeliveryLoop(deps: DeliveryPumpDeps, opts: WebhookDeliveryLoopOptions, log: Logger): WebhookDeliveryLoop {
   const pump = createDeliveryPump(
     { ...deps, onRecordError: (err) => log.warn({ err }, 'could not record webhook delivery outcomes; their leases bring them back') },
-    { concurrency: opts.concurrency, perEndpoint: opts.perEndpoint, leaseMs: leaseMsFor(opts.timeoutMs) },
+    { concurrency: opts.concurrency, perEndpoint: opts.perEndpoint, leaseMs: leaseMsFor(opts.timeoutMs), sendMs: sendMsFor(opts.timeoutMs) },
   );
   const batchMin = Math.max(1, Math.ceil(opts.concurrency / CLAIM_SHARE));
   let stopped = false;

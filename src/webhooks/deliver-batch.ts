@@ -60,6 +60,8 @@ export interface DeliveryPumpOptions {
   perEndpoint: number;
   /** How long a claim holds its deliveries: longer than an attempt and its recording can take. */
   leaseMs: number;
+  /** The most one delivery's host check and request can take: a waiting delivery with less of its lease left is handed back, not sent. */
+  sendMs: number;
 }
 
 export interface DeliveryPump {
@@ -81,6 +83,8 @@ type Done = { d: ClaimedDelivery; leaseId: string; outcome: DeliveryOutcome };
 interface Waiting {
   d: ClaimedDelivery;
   leaseId: string;
+  /** Past this (ms since the epoch) its lease may run out before its request ends: handed back. */
+  startBy: number;
   event: EventRow | undefined;
   bodyOf: (event: EventRow) => string;
   checkHost: (url: string) => Promise<string | null>;
@@ -96,7 +100,7 @@ export function createDeliveryPump(deps: DeliveryPumpDeps, opts: DeliveryPumpOpt
   const slotListeners: Array<() => void> = [];
   let queued: Done[] = [];
   let flushing: Promise<void> | null = null;
-  let releasing: Promise<void> | null = null;
+  let releasing = 0;
   const idleWaiters: Array<() => void> = [];
   const add = (m: Map<string, number>, id: string, by: number) => {
     const n = (m.get(id) ?? 0) + by;
@@ -105,17 +109,42 @@ export function createDeliveryPump(deps: DeliveryPumpDeps, opts: DeliveryPumpOpt
   };
 
   const settleIdle = () => {
-    if (inFlight === 0 && waiting.length === 0 && queued.length === 0 && flushing === null && releasing === null) {
+    if (inFlight === 0 && waiting.length === 0 && queued.length === 0 && flushing === null && releasing === 0) {
       for (const w of idleWaiters.splice(0)) w();
     }
   };
 
+  // Not sent, so handed back under their leases, due again at once for any worker. Should that
+  // fail, their leases run out and they are claimed again.
+  const release = (unsent: Waiting[]) => {
+    if (unsent.length === 0) return;
+    for (const w of unsent) add(heldPerEndpoint, w.d.endpoint_id, -1);
+    releasing++;
+    releaseDeliveries(deps.db, unsent.map((w) => ({ id: w.d.id, leaseId: w.leaseId })))
+      .then(
+        () => undefined,
+        (err: unknown) => deps.onRecordError?.(err),
+      )
+      .finally(() => {
+        releasing--;
+        settleIdle();
+      });
+  };
+
   // Starts waiting deliveries, oldest claim first, while there are slots: each endpoint's own
-  // bound skips its deliveries, not the others'.
+  // bound skips its deliveries, not the others'. One whose lease could run out before its request
+  // ends (slow host checks and requests before it) is handed back instead: sent under an expired
+  // lease, another worker could be sending it too.
   const startWaiting = () => {
     if (waiting.length === 0 || inFlight >= opts.concurrency) return;
     const still: Waiting[] = [];
+    const late: Waiting[] = [];
+    const now = Date.now();
     for (const w of waiting) {
+      if (now > w.startBy) {
+        late.push(w);
+        continue;
+      }
       if (inFlight >= opts.concurrency || (perEndpoint.get(w.d.endpoint_id) ?? 0) >= opts.perEndpoint) {
         still.push(w);
         continue;
@@ -130,6 +159,7 @@ export function createDeliveryPump(deps: DeliveryPumpDeps, opts: DeliveryPumpOpt
       );
     }
     waiting = still;
+    release(late);
   };
 
   // One recording at a time; outcomes that arrive meanwhile wait for the next, one statement each.
@@ -172,6 +202,8 @@ export function createDeliveryPump(deps: DeliveryPumpDeps, opts: DeliveryPumpOpt
       // An endpoint may hold two batches' worth too: its bound in flight, as many waiting.
       const busy = [...heldPerEndpoint.entries()];
       const leaseId = randomUUID();
+      // The lease runs from the claim's statement: counted from before it is sent.
+      const startBy = Date.now() + opts.leaseMs - opts.sendMs;
       // The events come with the claim (one statement): a claimed delivery holds its slot only
       // while it is sent, not for another round trip (with one endpoint every delivery is its own
       // event, and reading them after the claim kept the slots, and so the next claim, waiting).
@@ -197,16 +229,22 @@ export function createDeliveryPump(deps: DeliveryPumpDeps, opts: DeliveryPumpOpt
         }
         return body;
       };
+      // A refusal (a lookup that failed or timed out) is not kept: a delivery of the claim that
+      // starts later checks again rather than fail on an answer from a round ago.
       const checkHost = (url: string) => {
         const host = new URL(url).hostname;
         let check = hostChecks.get(host);
         if (!check) {
           check = deps.sender.checkHost(url);
           hostChecks.set(host, check);
+          const mine = check;
+          void mine.then((refused) => {
+            if (refused !== null && hostChecks.get(host) === mine) hostChecks.delete(host);
+          });
         }
         return check;
       };
-      for (const d of claimed) waiting.push({ d, leaseId, event: events.get(d.event_id), bodyOf, checkHost });
+      for (const d of claimed) waiting.push({ d, leaseId, startBy, event: events.get(d.event_id), bodyOf, checkHost });
       startWaiting();
       return claimed.length;
     },
@@ -216,22 +254,10 @@ export function createDeliveryPump(deps: DeliveryPumpDeps, opts: DeliveryPumpOpt
       slotListeners.push(listener);
     },
     drain() {
-      // Not started, so not sent: handed back under their leases, due at once for any worker.
-      // Should that fail, their leases run out and they are claimed again.
+      // Not started, so not sent: handed back.
       const unsent = waiting;
       waiting = [];
-      for (const w of unsent) add(heldPerEndpoint, w.d.endpoint_id, -1);
-      if (unsent.length > 0) {
-        releasing = releaseDeliveries(deps.db, unsent.map((w) => ({ id: w.d.id, leaseId: w.leaseId })))
-          .then(
-            () => undefined,
-            (err: unknown) => deps.onRecordError?.(err),
-          )
-          .finally(() => {
-            releasing = null;
-            settleIdle();
-          });
-      }
+      release(unsent);
       return new Promise<void>((resolve) => {
         idleWaiters.push(resolve);
         settleIdle();

@@ -6,6 +6,9 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { claimDueDeliveries } from '../../src/db/webhook-deliveries.js';
+import { presentEvent } from '../../src/http/presenters.js';
+import { createDeliveryPump } from '../../src/webhooks/deliver-batch.js';
+import { createWebhookSender } from '../../src/webhooks/sender.js';
 import { endpointWants, EVENT_TYPES } from '../../src/domain/events.js';
 import { newId } from '../../src/domain/ids.js';
 import { provisionMerchant, type MerchantKeys } from '../../src/runtime/provision.js';
@@ -194,7 +197,7 @@ describe('webhook deliveries in batches', () => {
     const closing = w.close();
     const back = () =>
       fx.api.pool.query<{ n: number }>(
-        `select count(*)::int as n from webhook_deliveries where id = any($1::text[]) and lease_id is null and status = 'pending' and attempt_count = 0 and next_attempt_at <= now()`,
+        `select count(*)::int as n from webhook_deliveries where id = any($1::text[]) and lease_id is null and status = 'pending' and attempt_count = 0 and next_attempt_at is null`,
         [leasedUnsent.map((r) => r.id)],
       );
     await waitUntil(async () => (await back()).rows[0].n === 2, 20_000);
@@ -207,6 +210,41 @@ describe('webhook deliveries in batches', () => {
     await waitUntil(async () => (await deliveryRows(ep.id)).every((d) => d.status === 'succeeded'), 20_000);
     expect(createdAt('/ahead', receiver.received)).toHaveLength(ids.length);
   }, 120_000);
+
+  it('a waiting delivery whose lease could run out before its request ends is handed back unsent, not sent late', async () => {
+    const keys = await merchant();
+    const ep = await endpoint(keys.sandbox, '/late');
+    receiver.answer('/late', () => 'hang');
+    await invoices(keys.sandbox, 2);
+    // One slot: the first is sent and hangs, the second waits. A lease of 1.5 s with 1 s kept for
+    // a send leaves the waiting one 0.5 s to start: the hanging request outlasts that.
+    const sender = createWebhookSender({ timeoutMs: 10_000, allowPrivate: true, perEndpoint: 1 });
+    const pump = createDeliveryPump(
+      { db: fx.api.pool, sender, retry: { baseMs: 50, maxMs: 400, windowMs: 60_000 }, renderEvent: (e) => presentEvent(e, []) },
+      { concurrency: 1, perEndpoint: 1, leaseMs: 1_500, sendMs: 1_000 },
+    );
+    let claimed = 0;
+    await waitUntil(async () => (claimed += await pump.claim()) >= 2, 10_000);
+    const claimedBy = Date.now();
+    await receiver.waitFor((all) => createdAt('/late', all).length === 1, 10_000, 'the first request');
+    // Past the waiting one's start deadline, the slot frees.
+    await waitUntil(async () => Date.now() > claimedBy + 500, 5_000);
+    // A late start would now be answered: it must not happen.
+    receiver.answer('/late', () => 200);
+    receiver.release();
+    await waitUntil(async () => {
+      const rows = await deliveryRows(ep.id);
+      return rows.some((r) => r.status === 'succeeded') && rows.every((r) => r.lease_id === null);
+    }, 10_000);
+    await pump.drain();
+    expect(createdAt('/late', receiver.received)).toHaveLength(1);
+    const rows = await deliveryRows(ep.id);
+    expect(rows.map((r) => [r.status, r.attempt_count, r.lease_id]).sort()).toEqual([
+      ['pending', 0, null],
+      ['succeeded', 1, null],
+    ]);
+    await sender.close();
+  });
 
   it('a worker killed mid-batch: its leases run out and every delivery of the batch arrives again, same webhook-id, recorded once', async () => {
     const keys = await merchant();
