@@ -6,11 +6,11 @@
 // Claimed one batch ahead: besides what is in flight, up to another WEBHOOK_CONCURRENCY claimed
 // deliveries wait in memory (per endpoint, up to another WEBHOOK_ENDPOINT_CONCURRENCY), and one
 // starts the moment a slot frees. A claim's round trip then overlaps the requests instead of
-// leaving the slots it frees idle until it returns. A waiting delivery waits for at most one
-// round of the requests before it (each bounded by the timeout), which the lease covers
-// (`leaseMsFor`); a slow endpoint holds its own slots and its own waiting deliveries, never the
-// others' (a claim leaves an endpoint at its bound out). On a stop the waiting ones are handed
-// back (`release`), due again at once for any worker.
+// leaving the slots it frees idle until it returns. The lease (`leaseMsFor`) covers a round of
+// the requests before a waiting delivery; one that waited longer (slow host checks) is handed back
+// unsent once less than `sendMs` of its lease is left. A slow endpoint holds its own slots and its
+// own waiting deliveries, never the others' (a claim leaves an endpoint at its bound out). On a
+// stop the waiting ones are handed back (`release`), due again at once for any worker.
 //
 // Each attempt signs the event per Standard Webhooks with every current secret of its endpoint; a
 // 2xx within WEBHOOK_TIMEOUT_MS succeeds. Anything else is an attempt, retried with the capped
