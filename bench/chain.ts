@@ -502,6 +502,10 @@ async function rpcCalls(pool: pg.Pool, chain: TestChain, m: Merchant, maxBlocks:
     const chainsFile = chain.writeChainsFile(tmpDir(), { rpc_urls: [proxy.url] });
     const watcher = createChainWatcher({ pool, chains: loadChains(chainsFile, {}), maxBlocks, log: createLogger('silent') });
     await catchUp(watcher, pool, chain, proxy.url);
+    // One run before counting: a watcher's first run checks its RPC URL's chain id once
+    // (eth_chainId); with the cursor already caught up, catchUp runs nothing, and that one call
+    // fell into the first pass's count alone.
+    await watcher.run(chain.chainId);
     const payers = new Payers(chain, m.feeBps);
     await payers.prepare();
     const out: CallsResult[] = [];

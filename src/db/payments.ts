@@ -3,6 +3,7 @@
 // costs a handful of statements however many payments it holds.
 import type { ScannedFor } from '../domain/chains.js';
 import type { Environment } from '../domain/environment.js';
+import { newId } from '../domain/ids.js';
 import type { InvoiceStatus } from '../domain/invoice-rules.js';
 import type { PaymentOutcome, PaymentStatus } from '../domain/payments.js';
 import { listPage, type PageRequest, type PageResult } from './page.js';
@@ -500,14 +501,15 @@ export async function writeInvoiceBalances(db: Queryable, rows: InvoiceBalanceWr
   );
 }
 
-/** Payment events, each with the object as the API presents it, in the order given. */
+/** Payment events, each with the object as the API presents it, in the order given: one statement, whatever their number. */
 export async function emitPaymentEvents(db: Queryable, events: { accountId: string; environment: Environment; type: string; id: string; object: object }[]): Promise<void> {
   if (events.length === 0) return;
   await db.query(
-    `select emit_event(e->>'account_id', (e->>'environment')::environment, e->>'type', 'payment', e->>'id', e->'object', null)
-     from jsonb_array_elements($1::jsonb) with ordinality as t (e, n)
-     order by n`,
-    [JSON.stringify(events.map((e) => ({ account_id: e.accountId, environment: e.environment, type: e.type, id: e.id, object: e.object })))],
+    `select emit_events(array(
+       select row(e->>'event_id', e->>'account_id', (e->>'environment')::environment, e->>'type', 'payment', e->>'id', e->'object', null)::event_write
+       from jsonb_array_elements($1::jsonb) with ordinality as t (e, n)
+       order by n))`,
+    [JSON.stringify(events.map((e) => ({ event_id: newId('evt'), account_id: e.accountId, environment: e.environment, type: e.type, id: e.id, object: e.object })))],
   );
 }
 
