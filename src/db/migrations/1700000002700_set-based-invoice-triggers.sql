@@ -7,6 +7,43 @@
 -- statement over its transition tables, and emit_events writes many events and their webhook
 -- deliveries in two statements. What they write, and for which rows, is unchanged.
 
+-- new_id with three calls of the CSPRNG and no loop: 42 random bytes of three uuids (each
+-- without its version and variant bytes, 6 and 8) in base64, whose 64 characters are equally
+-- likely; dropping '+' and '/' leaves the 62 of base62, still equally likely (rejection sampling
+-- by the character instead of by the byte, as newId does in src/domain/ids.ts). 56 characters
+-- hold the 24 needed unless 33 are dropped (odds below 1e-34); then the byte-wise loop of before
+-- decides. About 10 us instead of 20 per id: a range of bench:chain makes 20,000.
+create or replace function new_id(p_prefix text) returns text language plpgsql volatile as $$
+declare
+  alphabet constant text := '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+  a bytea := uuid_send(gen_random_uuid());
+  b bytea := uuid_send(gen_random_uuid());
+  c bytea := uuid_send(gen_random_uuid());
+  body text := translate(encode(
+    substr(a, 1, 6) || substr(a, 8, 1) || substr(a, 10, 7) ||
+    substr(b, 1, 6) || substr(b, 8, 1) || substr(b, 10, 7) ||
+    substr(c, 1, 6) || substr(c, 8, 1) || substr(c, 10, 7), 'base64'), E'+/\n', '');
+  bytes bytea;
+  x int;
+begin
+  if length(body) >= 24 then
+    return p_prefix || '_' || left(body, 24);
+  end if;
+  body := '';
+  while length(body) < 24 loop
+    bytes := uuid_send(gen_random_uuid());
+    for i in 0..15 loop
+      continue when i in (6, 8);
+      x := get_byte(bytes, i);
+      if x < 248 and length(body) < 24 then
+        body := body || substr(alphabet, x % 62 + 1, 1);
+      end if;
+    end loop;
+  end loop;
+  return p_prefix || '_' || body;
+end;
+$$;
+
 -- One event to write: what emit_event takes, with its id.
 create type event_write as (
   id text, account_id text, environment environment, type text, object_type text, object_id text, object jsonb, snapshot jsonb
@@ -239,3 +276,23 @@ end;
 $$;
 drop function emit_events(event_write[]);
 drop type event_write;
+create or replace function new_id(p_prefix text) returns text language plpgsql volatile as $$
+declare
+  alphabet constant text := '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+  body text := '';
+  bytes bytea;
+  b int;
+begin
+  while length(body) < 24 loop
+    bytes := uuid_send(gen_random_uuid());
+    for i in 0..15 loop
+      continue when i in (6, 8);
+      b := get_byte(bytes, i);
+      if b < 248 and length(body) < 24 then
+        body := body || substr(alphabet, b % 62 + 1, 1);
+      end if;
+    end loop;
+  end loop;
+  return p_prefix || '_' || body;
+end;
+$$;
