@@ -361,20 +361,27 @@ async function recordPayments(
     (e ? updates : inserts).push(write);
   }
 
-  // The rows are sent first; their events are presented while Postgres writes them (a range of
-  // 10,000 payments: about 200 ms of JavaScript that no longer waits for the inserts).
-  const writing = Promise.all([insertPayments(tx, inserts), updatePayments(tx, updates)]);
-  // Should presenting throw, the transaction rolls back; a failed write is then not unhandled.
-  writing.catch(() => undefined);
+  // The new rows are sent first; their events are presented while Postgres inserts them (a
+  // range of 10,000 payments: about 200 ms of JavaScript that no longer waits for the insert).
+  // One query at a time on the client: should presenting throw, the insert is awaited before the
+  // rollback is sent.
+  const inserting = insertPayments(tx, inserts);
   const written = [...inserts, ...updates];
-  const events = written.map((w) => ({
-    accountId: w.account_id,
-    environment: w.environment,
-    type: w.status === 'confirmed' ? 'payment.confirmed' : 'payment.pending',
-    id: w.id,
-    object: presentPayment(asRow(w), [chain], range.head),
-  }));
-  const [inserted, updated] = await writing;
+  let events: Parameters<typeof emitPaymentEvents>[1];
+  try {
+    events = written.map((w) => ({
+      accountId: w.account_id,
+      environment: w.environment,
+      type: w.status === 'confirmed' ? 'payment.confirmed' : 'payment.pending',
+      id: w.id,
+      object: presentPayment(asRow(w), [chain], range.head),
+    }));
+  } catch (err) {
+    await inserting.catch(() => undefined);
+    throw err;
+  }
+  const inserted = await inserting;
+  const updated = await updatePayments(tx, updates);
   // Under the cursor's lock nobody else writes this chain's rows: a shortfall is a bug, and
   // rolling back keeps the invoices from counting a payment whose row is not this run's.
   if (inserted.size !== inserts.length || updated.size !== updates.length) {

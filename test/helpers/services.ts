@@ -122,7 +122,7 @@ function startFailure(image: string, variable: string, error: unknown): Services
 }
 
 /** A service ready to use: its URL, where it came from (for the run's one line), how to stop it. */
-interface Started {
+export interface Started {
   url: string;
   origin: string;
   /** The container's full id, when it is one. */
@@ -146,7 +146,7 @@ function maintenance(url: string): string {
  * its WAL, and every test using it at that moment fails with "the database system is in recovery
  * mode". Said at the end of the run, so such a failure comes with its cause.
  */
-function crashLines(containerId: string): string[] {
+export function crashLines(containerId: string): string[] {
   const out = spawnSync('docker', ['logs', containerId], { encoding: 'utf8', timeout: 15_000, maxBuffer: 64 * 1024 * 1024 });
   return `${out.stdout ?? ''}${out.stderr ?? ''}`
     .split('\n')
@@ -154,16 +154,37 @@ function crashLines(containerId: string): string[] {
     .slice(0, 20);
 }
 
-async function postgresContainer(image: string, labels: Record<string, string>, say: Say): Promise<Started> {
+/** A Postgres container as the suite starts it (exported for test/integration/test-postgres-container.test.ts). */
+export async function postgresContainer(image: string, labels: Record<string, string>, say: Say): Promise<Started> {
   const { PostgreSqlContainer } = await import('@testcontainers/postgresql');
+  const { Wait } = await import('testcontainers');
+  // PID 1 of the container is Docker's init (`docker run --init`: tini), not the postmaster. A
+  // process orphaned in the container is adopted by PID 1; the postmaster takes any child it
+  // reaps that died of a signal for a crashed backend and restarts every session (crash
+  // recovery). That is what failed CI runs ("server process (PID n) was terminated by signal 13:
+  // Broken pipe", then "database system was interrupted"): the module's health check, a shell
+  // running pg_isready every 250 ms with a 1 s timeout, timed out on a loaded machine; Docker
+  // killed the shell, and the orphaned pg_isready died of SIGPIPE writing to the closed pipe.
+  // test/integration/test-postgres-container.test.ts orphans a process and kills it the same way.
+  class PostgresUnderInit extends PostgreSqlContainer {
+    constructor(name: string) {
+      super(name);
+      this.hostConfig.Init = true;
+    }
+  }
   try {
     // The official image's and the local one's entrypoint both take `postgres -c ...`. Durability
     // only costs time here: the data goes with the container. Docker's /dev/shm is 64 MB, where
     // PostgreSQL keeps its dynamic shared memory (parallel queries, the statistics of every
-    // database the suite creates): room for all of them.
-    const container = await new PostgreSqlContainer(image)
+    // database the suite creates): room for all of them. Ready when pg_isready answers over TCP
+    // (both entrypoints create the database on a server without TCP first); the health check,
+    // no longer awaited, runs without a shell and once a minute instead of four times a second
+    // for the whole run.
+    const container = await new PostgresUnderInit(image)
       .withLabels(labels)
       .withSharedMemorySize(1024 * 1024 * 1024)
+      .withHealthCheck({ test: ['CMD', 'pg_isready', '--host', 'localhost'], interval: 60_000, timeout: 10_000, retries: 3 })
+      .withWaitStrategy(Wait.forSuccessfulCommand('pg_isready --host localhost').withStartupTimeout(120_000))
       .withCommand(['postgres', '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'])
       .start();
     const id = container.getId().slice(0, 12);

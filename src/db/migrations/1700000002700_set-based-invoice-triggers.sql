@@ -5,7 +5,10 @@
 -- functions per invoice (emit_event, the receipt, the reminders' stop notification), and the
 -- range's payment events were one emit_event call each. The same rules now run once per
 -- statement over its transition tables, and emit_events writes many events and their webhook
--- deliveries in two statements. What they write, and for which rows, is unchanged.
+-- deliveries in two statements. What they write, and for which rows, is unchanged, but for one
+-- gap closed: the reminders' stop also fires when due_at alone turns the rule false (the row
+-- trigger ran only on updates of status and reminders_enabled; no writer of the API does that to
+-- an open invoice today).
 
 -- new_id with three calls of the CSPRNG and no loop: 42 random bytes of three uuids (each
 -- without its version and variant bytes, 6 and 8) in base64, whose 64 characters are equally
