@@ -124,19 +124,24 @@ describe('claims and period invoices', () => {
   // claimed early: a retry (its work at its next_attempt_at, not the due time), a check of a sent
   // charge, a past_due subscription, or one that ends by then (it is ended, not billed).
   it('claimed ahead: only an active subscription whose period falls due within the window, its first attempt, not ending by then', async () => {
-    const soon = (ms: number) => new Date(Date.now() + ms);
-    const first = await seed({ startedAt: new Date(Date.now() - 60_000 + 800) });
+    // Every instant from one clock reading: `ending` ends exactly when its period falls due (two
+    // readings a millisecond apart made it end just after, and so claimable). Due 5 s ahead, a
+    // window of 15 s: a stall of seconds on a loaded machine does not make anything due on its own.
+    const now = Date.now();
+    const dueAt = now + 5_000;
+    const periodFrom = (due: number) => new Date(due - 60_000);
+    const first = await seed({ startedAt: periodFrom(dueAt) });
     const retry = await seed();
-    const pastDue = await seed({ startedAt: new Date(Date.now() - 60_000 + 800) });
-    const ending = await seed({ startedAt: new Date(Date.now() - 60_000 + 800), endsAt: new Date(Date.now() + 800) });
-    const later = await seed({ startedAt: new Date(Date.now() - 60_000 + 30_000) });
+    const pastDue = await seed({ startedAt: periodFrom(dueAt) });
+    const ending = await seed({ startedAt: periodFrom(dueAt), endsAt: new Date(dueAt) });
+    const later = await seed({ startedAt: periodFrom(now + 30_000) });
     await fx.api.pool.query(`update subscriptions set next_work_at = now() + interval '1 hour' where id <> all($1::text[]) and next_work_at <= now() + interval '1 hour'`, [[first, retry, pastDue, ending, later]]);
-    await fx.api.pool.query(`update subscriptions set next_work_at = $2 where id = $1`, [retry, soon(800)]);
+    await fx.api.pool.query(`update subscriptions set next_work_at = $2 where id = $1`, [retry, new Date(dueAt)]);
     await fx.api.pool.query(`update subscriptions set status = 'past_due' where id = $1`, [pastDue]);
-    expect((await sub(ending)).ends_at).not.toBeNull();
+    expect((await sub(ending)).ends_at!.getTime()).toBe((await sub(ending)).next_charge_at!.getTime());
     // Without the window: nothing of these is due yet.
     expect((await claimChargeWork(fx.api.pool, 10, 60_000)).map((c) => c.id)).toEqual([]);
-    const claimed = await claimChargeWork(fx.api.pool, 10, 60_000, 2_000);
+    const claimed = await claimChargeWork(fx.api.pool, 10, 60_000, 15_000);
     expect(claimed.map((c) => c.id)).toEqual([first]);
     expect(claimed[0].next_charge_at.getTime()).toBeGreaterThan(Date.now());
   });
