@@ -30,24 +30,49 @@ export function withSnapshot<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Pr
 }
 
 async function inTransaction<T>(pool: pg.Pool, begin: string, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  return withClient(pool, async (client, session) => {
+    try {
+      await client.query(begin);
+      const result = await fn(client);
+      await client.query('commit');
+      return result;
+    } catch (err) {
+      // A session the server ended took its transaction with it.
+      if (!session.broken()) await client.query('rollback').catch(() => undefined);
+      throw err;
+    }
+  });
+}
+
+/** What a held client's holder can tell of its session and do about it. */
+export interface HeldSession {
+  /** The server ended the session while it was held. */
+  broken(): boolean;
+  /** The session cannot be trusted (a lock it may still hold): closed at release, not pooled. */
+  discard(err: Error): void;
+}
+
+/**
+ * Runs fn on a client held for its whole run. A held client has no pool listener, and fn may wait
+ * between its queries (on a node, a lock): a session the server ends then (a failover,
+ * pg_terminate_backend) emits 'error', which without a listener is an uncaught exception that
+ * kills the process. fn's next query fails instead, and the client is closed, not pooled.
+ */
+export async function withClient<T>(pool: pg.Pool, fn: (client: pg.PoolClient, session: HeldSession) => Promise<T>): Promise<T> {
   const client = await pool.connect();
-  // A checked-out client has no pool listener, and fn may wait between its queries (on a node, a
-  // lock): a session the server ends then (a failover, pg_terminate_backend) emits 'error', which
-  // without a listener is an uncaught exception that kills the process. fn's next query fails
-  // instead, the transaction is rolled back with the session, and the client is closed, not pooled.
   let broken: Error | undefined;
   const onError = (err: Error) => {
     broken = err;
   };
   client.on('error', onError);
+  const session: HeldSession = {
+    broken: () => broken !== undefined,
+    discard: (err) => {
+      broken ??= err;
+    },
+  };
   try {
-    await client.query(begin);
-    const result = await fn(client);
-    await client.query('commit');
-    return result;
-  } catch (err) {
-    if (!broken) await client.query('rollback').catch(() => undefined);
-    throw err;
+    return await fn(client, session);
   } finally {
     client.removeListener('error', onError);
     client.release(broken);

@@ -3,7 +3,7 @@
 // recorded and broadcast. The lock is the session's, not a transaction's, so the record commits
 // before the broadcast (a crash between the two leaves a row to broadcast again) while the next
 // sender still waits; a process that dies loses its session and with it the lock.
-import type { Pool, PoolClient, Queryable } from './pool.js';
+import { withClient, type Pool, type PoolClient, type Queryable } from './pool.js';
 
 export type RelayerPurpose = 'charge' | 'cancel';
 export type RelayerTxStatus = 'pending' | 'replaced' | 'mined' | 'reverted' | 'dropped' | 'failed';
@@ -57,31 +57,18 @@ const COLUMNS = `id::text as id, chain_id, from_address, nonce::text as nonce, t
  * any process, waits here. fn gets the lock's own connection (queries on it commit one by one).
  */
 export async function withSequenceLock<T>(pool: Pool, chainId: number, from: string, fn: (db: PoolClient) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
   const key = `relayer:${chainId}:${from.toLowerCase()}`;
-  let broken: Error | undefined;
-  // A checked-out client has no pool listener, and a hold spends most of its time between queries
-  // (on the node): a session the server ends then (a failover, pg_terminate_backend) emits 'error',
-  // which without a listener is an uncaught exception that kills the process. The lock went with
-  // the session; fn's next query fails, and the client is closed rather than pooled.
-  const onError = (err: Error) => {
-    broken = err;
-  };
-  client.on('error', onError);
-  try {
+  // Held on its own client (withClient): a hold spends most of its time between queries, on the
+  // node, and the lock goes with the session if the server ends it.
+  return withClient(pool, async (client, session) => {
     await client.query('select pg_advisory_lock(hashtextextended($1, 0))', [key]);
     try {
       return await fn(client);
     } finally {
-      await client.query('select pg_advisory_unlock(hashtextextended($1, 0))', [key]).catch((err: Error) => {
-        // The session cannot be trusted to have let go: it is closed rather than pooled.
-        broken = err;
-      });
+      // A session that may not have let go is closed rather than pooled.
+      await client.query('select pg_advisory_unlock(hashtextextended($1, 0))', [key]).catch((err: Error) => session.discard(err));
     }
-  } finally {
-    client.removeListener('error', onError);
-    client.release(broken);
-  }
+  });
 }
 
 export async function insertRelayerTransaction(db: Queryable, t: NewRelayerTransaction): Promise<RelayerTransactionRow> {
