@@ -110,35 +110,33 @@ export interface ClaimOptions {
 }
 
 // The candidates are the oldest `scan` due ones, read in due order by an index scan
-// (webhook_deliveries_due), and locked by their ctid with a TID scan (webhook_deliveries_lock_due):
-// two migrations' functions with their own planner settings. On a table whose statistics predate a
-// burst (one row, say), the planner read every due delivery and sorted them, joined the
-// candidates back to the table as a nested loop over both (664 ms for 1,000 candidates), and,
-// locking by ctid in this statement, read every pending delivery to find the candidates' ctids
-// (all measured). A row updated since the candidates were read is not found at its old ctid, or
-// fails the re-check after the lock (it is not pending and due any more: another claim has it).
+// (webhook_deliveries_due), then locked and leased by their ctid with TID scans
+// (webhook_deliveries_lease_due): two migrations' functions with their own planner settings. On a
+// table whose statistics predate a burst (one row, say, or none), the planner read every due
+// delivery and sorted them, joined the candidates back to the table as a nested loop over both
+// (664 ms for 1,000 candidates), read every pending delivery to find the candidates' ctids, and
+// walked every delivery once per leased row to join them back by id (all measured). A row changed
+// since the candidates were read is not found at its old ctid, or fails the re-check after the
+// lock (it is not pending and due any more: another claim has it).
 const CLAIM_CTES = `with busy as (
        select * from unnest($6::text[], $7::int[]) as b(endpoint_id, remaining)
      ), due as (
        select row_ctid as ctid, endpoint_id, row_number() over (partition by endpoint_id order by due_at, id) as nth
        from webhook_deliveries_due(array(select endpoint_id from busy where remaining <= 0), $5) oldest
-     ), picked as (
-       select l.id from webhook_deliveries_lock_due(
+     ), leased as (
+       select * from webhook_deliveries_lease_due(
          array(select due.ctid from due left join busy on busy.endpoint_id = due.endpoint_id where due.nth <= coalesce(busy.remaining, $4)),
-         $3) l
+         $3, $1, $2)
      )`;
 
 // first_attempt_at is read only after an attempt: an attempt's row is written with the count's
 // increment (recordDeliveryOutcomes), so a count of 0 has none, and the read (a bitmap scan of the
 // attempts per row, 42 us each in a claim of 100 first attempts) is skipped.
-const CLAIM_UPDATE = `update webhook_deliveries d
-     set next_attempt_at = clock_timestamp() + make_interval(secs => $2::double precision / 1000), lease_id = $1
-     from picked, webhook_endpoints w
-     where d.id = picked.id and w.id = d.endpoint_id
-     returning d.id, d.event_id, d.endpoint_id, d.attempt_count, d.created_at,
-       case when d.attempt_count > 0 then (select min(a.started_at) from webhook_attempts a where a.delivery_id = d.id) end as first_attempt_at,
+const CLAIM_SELECT = `select l.id, l.event_id, l.endpoint_id, l.attempt_count, l.created_at,
+       case when l.attempt_count > 0 then (select min(a.started_at) from webhook_attempts a where a.delivery_id = l.id) end as first_attempt_at,
        w.url, w.status as endpoint_status,
-       array_remove(array[w.secret, case when w.previous_secret_expires_at > clock_timestamp() then w.previous_secret end], null) as secrets`;
+       array_remove(array[w.secret, case when w.previous_secret_expires_at > clock_timestamp() then w.previous_secret end], null) as secrets
+     from leased l join webhook_endpoints w on w.id = l.endpoint_id`;
 
 const claimParams = (opts: ClaimOptions) => [opts.leaseId, opts.leaseMs, opts.limit, opts.perEndpoint, opts.scan, opts.busyEndpoints, opts.busyRemaining];
 
@@ -155,7 +153,7 @@ const claimParams = (opts: ClaimOptions) => [opts.leaseId, opts.leaseMs, opts.li
  */
 export async function claimDueDeliveries(db: Queryable, opts: ClaimOptions): Promise<ClaimedDelivery[]> {
   const { rows } = await db.query<ClaimedDelivery>(`${CLAIM_CTES}
-     ${CLAIM_UPDATE}`, claimParams(opts));
+     ${CLAIM_SELECT}`, claimParams(opts));
   return rows;
 }
 
@@ -165,7 +163,7 @@ export async function claimDueDeliveries(db: Queryable, opts: ClaimOptions): Pro
  */
 export async function claimDueDeliveriesWithEvents(db: Queryable, opts: ClaimOptions): Promise<{ claimed: ClaimedDelivery[]; events: Map<string, EventRow> }> {
   const { rows } = await db.query<ClaimedDelivery & Record<string, unknown>>(
-    `${CLAIM_CTES}, claimed as (${CLAIM_UPDATE})
+    `${CLAIM_CTES}, claimed as (${CLAIM_SELECT})
      select claimed.*, ${EVENT_WITH_INVOICE_COLUMNS} from claimed left ${eventJoin('claimed.event_id')}`,
     claimParams(opts),
   );
