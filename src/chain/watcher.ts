@@ -5,6 +5,7 @@
 // success, records what they hold (detector.ts), then records the logs between the safe head and
 // the head as pending. What it believes of the node (docs/payments.md, "What a node can and cannot
 // do"): every RPC URL must answer the chain's id; a head counts only when its block can be fetched;
+// a confirmed log counts only inside the blocks asked for and in a block the node has, same hash;
 // a head behind the cursor is a node that lags (the run waits) unless the block hashes say the
 // chain changed, and then the cursor goes back to the fork point found by hash (to the start only
 // for a chain started over, told by its block 0); a pending payment whose block is still there is
@@ -17,7 +18,7 @@ import { withTransaction, type Pool } from '../db/pool.js';
 import { findCursor, forgetHead, lockCursor, pendingPaymentsBetween, setCursorIdentity, watchedAddresses } from '../db/payments.js';
 import type { ChainMetrics } from '../observability/metrics.js';
 import { recordRange, rewindCursor } from './detector.js';
-import { fetchLogs, observePayments, observeRecords, type ObservedPayment, type ObservedRecord } from './observe.js';
+import { fetchLogs, InconsistentLogsError, observePayments, observeRecords, type ObservedPayment, type ObservedRecord } from './observe.js';
 import { chainIdAt, classifyRpcError, createChainRpc, redactRpcUrl, type BlockHeader, type ChainRpc, type RpcOutcome } from './rpc.js';
 import { firstLine } from '../lib/first-line.js';
 
@@ -126,7 +127,12 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
     for (let narrow = false; ; ) {
       try {
         const logs = await fetchLogs(rpc, { chain, recipients }, from, to, narrow);
-        return { observed: observePayments(logs, chain.feeAddress), records: observeRecords(logs), to };
+        const observed = observePayments(logs, chain.feeAddress);
+        const records = observeRecords(logs);
+        // A log outside the blocks asked for (one above the head, say) is no answer to the question.
+        const outside = [...observed, ...records].find((l) => l.blockNumber < from || l.blockNumber > to);
+        if (outside) throw new InconsistentLogsError(`a log of block ${outside.blockNumber} (transaction ${outside.txHash}) in the answer for blocks ${from}-${to}`);
+        return { observed, records, to };
       } catch (err) {
         if (classifyRpcError(err) !== 'range' || narrow) throw err;
         if (to === from) {
@@ -141,15 +147,24 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
     }
   }
 
-  async function blockTimes(rpc: ChainRpc, observed: readonly { blockNumber: bigint; blockTimestamp: bigint | null }[]): Promise<Map<bigint, Date>> {
+  /**
+   * The times of the blocks a confirmed range's logs are in, each block fetched from the node: a
+   * log whose block the node does not have, or has with another hash, is a forged answer and fails
+   * the run (nothing is recorded; the next run asks again). A log's own blockTimestamp is not used:
+   * it comes with the same answer.
+   */
+  async function blockTimes(rpc: ChainRpc, logs: readonly { blockNumber: bigint; blockHash: string; txHash: string }[]): Promise<Map<bigint, Date>> {
+    const numbers = [...new Set(logs.map((l) => l.blockNumber))];
+    const blocks = new Map(numbers.map((n, i) => [n, i] as const));
+    const fetched = await Promise.all(numbers.map((n) => rpc.blockIfAny(n)));
     const times = new Map<bigint, Date>();
-    const missing = new Set<bigint>();
-    for (const o of observed) {
-      if (o.blockTimestamp !== null) times.set(o.blockNumber, new Date(Number(o.blockTimestamp) * 1000));
-      else missing.add(o.blockNumber);
+    for (const l of logs) {
+      const b = fetched[blocks.get(l.blockNumber)!];
+      if (b?.hash.toLowerCase() !== l.blockHash.toLowerCase()) {
+        throw new InconsistentLogsError(`transaction ${l.txHash}'s log names block ${l.blockNumber} ${l.blockHash}, which the node ${b ? `has as ${b.hash}` : 'does not have'}`);
+      }
+      times.set(l.blockNumber, new Date(Number(b.timestamp) * 1000));
     }
-    const blocks = await Promise.all([...missing].map((n) => rpc.block(n)));
-    for (const b of blocks) times.set(b.number, new Date(Number(b.timestamp) * 1000));
     return times;
   }
 
