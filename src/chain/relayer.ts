@@ -82,6 +82,8 @@ const HOLD_MAX_MS = 2_000;
 const LOOKUPS_IN_FLIGHT = 100;
 /** The most gas a charge or a cancel may be signed with (they need under 100,000). */
 const MAX_GAS = 2_000_000n;
+/** A filler's gas: a plain transfer of nothing to the relayer itself. */
+const FILLER_GAS = 21_000n;
 /** A transaction the node took fewer than this many blocks ago is not asked about by a settle. */
 const RECENT_BLOCKS = 2n;
 /** JSON-RPC requests per HTTP batch at most. */
@@ -686,6 +688,53 @@ export function createRelayer(opts: RelayerOptions): Relayer {
     else {
       // Refused (underpriced for this node): the old one stays the current one of its nonce.
       await setRelayerStatus(db, row.id, 'failed', { error: 'replacement refused' });
+      await setRelayerStatus(db, old.id, 'pending');
+      if (head - BigInt(old.sent_at_block) >= BigInt(opts.stuckBlocks) && old.purpose !== 'filler') await fillNonce(s, db, old, head, { maxFeePerGas, maxPriorityFeePerGas });
+    }
+  }
+
+  /**
+   * A nonce whose call the node still refuses RELAYER_STUCK_BLOCKS after it was signed, at today's
+   * fees too (the call itself refused, for the node's own reasons), would hold every later
+   * transaction of the key back for good. It is used by a no-op instead: nothing sent to the
+   * relayer itself, 21,000 gas, the replacement's fees. The call's row turns `replaced` (should the
+   * call land after all, the settle finds its receipt and the filler is dropped); once the filler
+   * is mined the call's row is `dropped`, and its job, finding no live transaction for the
+   * subject, asks for it afresh at a new nonce. A filler refused too changes nothing: the call
+   * stays the nonce's current transaction, tried again at the next settle.
+   */
+  async function fillNonce(s: Sender, db: PoolClient, old: RelayerTransactionRow, head: bigint, fees: { maxFeePerGas: bigint; maxPriorityFeePerGas: bigint }): Promise<void> {
+    const raw = await s.account.signTransaction({
+      chainId: s.chain.chainId,
+      type: 'eip1559',
+      to: s.address,
+      value: 0n,
+      nonce: Number(old.nonce),
+      gas: FILLER_GAS,
+      ...fees,
+    });
+    const filler = await insertRelayerTransaction(db, {
+      chainId: s.chain.chainId,
+      from: s.address,
+      nonce: BigInt(old.nonce),
+      txHash: keccak256(raw),
+      rawTx: raw,
+      purpose: 'filler',
+      subject: `filler:${old.nonce}`,
+      contract: s.address,
+      gasLimit: FILLER_GAS,
+      ...fees,
+      sentAtBlock: head,
+      replacesId: old.id,
+    });
+    await setRelayerStatus(db, old.id, 'replaced');
+    log.warn(
+      { chain_id: s.chain.chainId, nonce: Number(old.nonce), purpose: old.purpose, subject: old.subject, old_tx_hash: old.tx_hash, tx_hash: filler.tx_hash },
+      'relayer transaction refused by the node for good: its nonce used by a no-op so the later ones can be mined; the call is asked for again by its job',
+    );
+    if (await broadcast(s, db, filler)) count(s, 'filler', 'sent');
+    else {
+      await setRelayerStatus(db, filler.id, 'failed', { error: 'filler refused' });
       await setRelayerStatus(db, old.id, 'pending');
     }
   }

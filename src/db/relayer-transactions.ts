@@ -5,7 +5,8 @@
 // sender still waits; a process that dies loses its session and with it the lock.
 import { withClient, type Pool, type PoolClient, type Queryable } from './pool.js';
 
-export type RelayerPurpose = 'charge' | 'cancel';
+/** What a transaction does: a call asked for, or `filler`, a no-op that uses a nonce the node refuses its call for (relayer.ts, fillNonce). */
+export type RelayerPurpose = 'charge' | 'cancel' | 'filler';
 export type RelayerTxStatus = 'pending' | 'replaced' | 'mined' | 'reverted' | 'dropped' | 'failed';
 
 export interface RelayerTransactionRow {

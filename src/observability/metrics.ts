@@ -69,7 +69,7 @@ export function relayerMetrics(registry: Registry): RelayerMetrics {
     }),
     transactions: new Counter({
       name: 'relayer_transactions_total',
-      help: 'Relayer transactions by purpose (charge, cancel) and outcome (sent, rebroadcast, replaced, mined, reverted, dropped, out_of_gas, refused)',
+      help: 'Relayer transactions by purpose (charge, cancel, filler) and outcome (sent, rebroadcast, replaced, mined, reverted, dropped, out_of_gas, refused)',
       labelNames: ['chain_id', 'purpose', 'outcome'],
       registers: [registry],
     }),

@@ -11,7 +11,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createWalletClient, encodeFunctionData, http, keccak256, parseEventLogs, type Address, type Hex } from 'viem';
+import { createWalletClient, encodeFunctionData, http, keccak256, parseEventLogs, parseTransaction, type Address, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadChains } from '../../src/chains-config.js';
@@ -340,6 +340,64 @@ describe('a flaky or lying node under a batch', () => {
       // Asked again (the job retries), it is that same transaction.
       expect(await r.sendCharge(chain.chainId, charge(subs[0].id))).toEqual({ txHash: refused, nonce: before });
       await expectEachChargedOnce(r, subs);
+    } finally {
+      proxy.rewrite(null);
+      await proxy.close();
+    }
+  });
+
+  // The hole kept open above, for good: a node that refuses one call whatever its fees (its own
+  // policy) while it takes the later nonces. Rebroadcast and replaced at every settle, it held
+  // every later transaction of the key back forever.
+  it('a call the node refuses for good, at any fees, while it took the two after it: RELAYER_STUCK_BLOCKS later its nonce is used by a no-op to the relayer itself, the two are mined, the call is dropped and, asked again, signed at a new nonce; one charge each', async () => {
+    const { proxy, chains: viaProxy } = await proxied();
+    try {
+      const r = relayer({ chains: viaProxy });
+      const subs = await subscribeMany(3);
+      const before = await usedNonces();
+      const refused: Hex[] = [];
+      proxy.rewrite(async (req) => {
+        if (!isBroadcast(req)) return undefined;
+        const tx = parseTransaction((req.params ?? [])[0] as Hex);
+        if (tx.nonce !== before || tx.to?.toLowerCase() !== chain.subscriptionManager.toLowerCase()) return undefined;
+        refused.push(hashOf(req));
+        return { jsonrpc: '2.0', id: req.id ?? null, error: { code: -32000, message: 'transaction rejected by the pool\'s policy' } };
+      });
+      const answers = await Promise.allSettled(subs.map(({ id }) => r.sendCharge(chain.chainId, charge(id))));
+      expect(answers[0]).toMatchObject({ status: 'rejected', reason: expect.any(RelayerUnavailable) });
+      expect(answers.slice(1).map((a) => a.status)).toEqual(['fulfilled', 'fulfilled']);
+      const call = (await rows()).find((x) => Number(x.nonce) === before)!;
+      expect(call).toMatchObject({ subject: subjectOf(subs[0].id), status: 'pending' });
+      // Not stuck yet: broadcast again and replaced at higher fees, both refused; nothing fills the nonce.
+      await r.upkeep();
+      expect(refused.length).toBeGreaterThanOrEqual(3);
+      expect((await rows()).filter((x) => x.purpose === 'filler')).toEqual([]);
+      expect(await usedNonces()).toBe(before);
+      await chain.mine(3);
+      await r.upkeep();
+      const filler = (await rows()).find((x) => x.purpose === 'filler');
+      expect(filler).toMatchObject({ nonce: String(before), replaces_id: call.id, contract_address: operator.toLowerCase() });
+      const receipt = await chain.publicClient.waitForTransactionReceipt({ hash: filler!.tx_hash as Hex });
+      expect(receipt).toMatchObject({ status: 'success', from: operator.toLowerCase(), to: operator.toLowerCase(), gasUsed: 21_000n });
+      expect((await chain.publicClient.getTransaction({ hash: filler!.tx_hash as Hex })).value).toBe(0n);
+      for (const a of answers.slice(1)) {
+        expect((await chain.publicClient.waitForTransactionReceipt({ hash: (a as PromiseFulfilledResult<SentTransaction>).value.txHash })).status).toBe('success');
+      }
+      expect(await usedNonces()).toBe(before + 3);
+      await r.upkeep();
+      const settled = await rows();
+      expect(settled.find((x) => x.id === filler!.id)!.status).toBe('mined');
+      expect(settled.find((x) => x.id === call.id)!.status).toBe('dropped');
+      expect(await chargedLogs(subs[0].id)).toBe(0);
+      // Its job asks again: no live transaction for the period, so a new one, at the next nonce.
+      const again = await r.sendCharge(chain.chainId, charge(subs[0].id));
+      expect(again.nonce).toBe(before + 3);
+      expect((await chain.publicClient.waitForTransactionReceipt({ hash: again.txHash })).status).toBe('success');
+      for (const { id } of subs) expect(await chargedLogs(id)).toBe(1);
+      await r.upkeep();
+      const last = await rows();
+      for (const { id } of subs) expect(last.filter((x) => x.subject === subjectOf(id) && x.status === 'mined')).toHaveLength(1);
+      expect(await usedNonces()).toBe(before + 4);
     } finally {
       proxy.rewrite(null);
       await proxy.close();
