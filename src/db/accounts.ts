@@ -40,9 +40,15 @@ export async function findAccountView(db: Queryable, scope: Scope): Promise<Acco
   return rows[0] ?? null;
 }
 
-/** Where the scope's payments go (checksummed), or null when the merchant has set none. */
+/**
+ * Where the scope's payments go (checksummed), or null when the merchant has set none. Share-locked
+ * until the caller's transaction ends: what it issues to the address commits before the merchant
+ * can move off it. Read unlocked, a send could issue to an address the merchant had just left and
+ * another tenant just claimed (neither its row nor an invoice named it yet), and that tenant's
+ * wallet would pay this tenant's invoice.
+ */
 export async function findSettlementAddress(db: Queryable, scope: Scope): Promise<string | null> {
-  const { rows } = await db.query<{ address: string }>('select address from settlement_addresses where account_id = $1 and environment = $2', [
+  const { rows } = await db.query<{ address: string }>('select address from settlement_addresses where account_id = $1 and environment = $2 for share', [
     scope.accountId, scope.environment,
   ]);
   return rows[0]?.address ?? null;

@@ -23,6 +23,7 @@ export interface PageInvoice {
   paid_at: Date | null;
   customer_locale: string;
   merchant_name: string;
+  /** The address the invoice was sent with (never the account's current one: an invoice sent without one has nothing to pay to). */
   settlement_address: string | null;
   time_zone: string;
   /** Fixed at send when the account had a settlement address; null otherwise. */
@@ -38,11 +39,10 @@ export async function findInvoiceByReference(db: Queryable, reference: string): 
     text: `select i.id, i.account_id, i.environment, i.code, i.reference, i.status, i.amount::text as amount,
          i.amount_atomic::text as amount_atomic, i.currency, i.network, i.chain_id, i.token_address, i.token_decimals,
          i.due_at, i.paid_at, i.customer_locale, a.name as merchant_name,
-         coalesce(i.settlement_address, s.address) as settlement_address,
+         i.settlement_address,
          coalesce(c.time_zone, a.time_zone) as time_zone, i.payment_reference,
          i.amount_paid_atomic::text as amount_paid_atomic, i.fee_atomic::text as fee_atomic, i.fee_bps
        from invoices i join accounts a on a.id = i.account_id join customers c on c.id = i.customer_id
-         left join settlement_addresses s on s.account_id = i.account_id and s.environment = i.environment
        where i.reference = $1`,
     values: [reference],
   });

@@ -64,7 +64,7 @@ describe('invoice page', () => {
     expect(res.html).toContain(`<form method="post" action="/pay/${inv.reference}/simulate">`);
     // No settlement address on this account: no wallet request, and it says why.
     expect(res.html).not.toContain('ethereum:');
-    expect(t).toContain('has not published a settlement address');
+    expect(t).toContain('No settlement address was set when this invoice was sent');
   });
 
   it('with a settlement address: an EIP-681 URI for the exact atomic amount', async () => {

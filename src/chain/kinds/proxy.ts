@@ -66,7 +66,8 @@ export const proxyKind = defineKind<'proxy', ProxyLog>({
         legs.take(feeLeg);
         after = p.logIndex;
         const receipt: PaymentReceipt = {
-          receivedAtomic: merchantLeg ? merchantLeg.value : 0n,
+          // The merchant paying itself moved nothing to the merchant (the fee alone moved).
+          receivedAtomic: merchantLeg && !sameAddress(merchantLeg.from, merchantLeg.to) ? merchantLeg.value : 0n,
           feeReceivedAtomic: feeLeg && sameAddress(feeLeg.to, feeAddress) ? feeLeg.value : 0n,
         };
         out.push({

@@ -59,7 +59,9 @@ export const transferKind = defineKind<'transfer', TransferLog>({
           feeAtomic: 0n,
           feeAddress: null,
           referenceTopic: null,
-          receivedAtomic: t.value,
+          // From the settlement address to itself: nothing reached the merchant (the detector
+          // records no payment, as for a zero-value transfer).
+          receivedAtomic: sameAddress(t.from, t.to) ? 0n : t.value,
           feeReceivedAtomic: 0n,
         });
       }
