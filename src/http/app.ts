@@ -62,6 +62,26 @@ function containsUnstorable(root: unknown): boolean {
   return false;
 }
 
+/** JSON nested deeper than this is refused as it is parsed: no request of the API nests past a few levels. */
+const MAX_JSON_DEPTH = 32;
+
+/** Whether a parsed JSON value nests objects or arrays deeper than `max`. Iterative, like containsUnstorable. */
+function nestedDeeperThan(root: unknown, max: number): boolean {
+  const stack: [unknown, number][] = [[root, 0]];
+  while (stack.length > 0) {
+    const [value, depth] = stack.pop()!;
+    if (value === null || typeof value !== 'object') continue;
+    if (depth + 1 > max) return true;
+    for (const v of Object.values(value)) stack.push([v, depth + 1]);
+  }
+  return false;
+}
+
+/** A body a route that takes none may still carry: nothing, or an empty object (clients send `{}` on POST /send). */
+function isEmptyBody(body: unknown): boolean {
+  return body === undefined || body === null || (typeof body === 'object' && !Array.isArray(body) && Object.keys(body).length === 0);
+}
+
 /** Fastify's own errors, as the API's stable codes. */
 function toApiError(err: FastifyError): ApiError | null {
   // An ApiError, or a refusal of the invoicing service: the status its code has in the catalogue.
@@ -167,6 +187,11 @@ export async function buildApp(deps: AppDeps): Promise<Api> {
     if (text.trim() === '') return done(null, undefined);
     jsonParser(req, text, (err, value) => {
       if (err) return done(new ApiError('invalid_json', 'The request body is not valid JSON.'), undefined);
+      // Refused here, before anything walks it recursively (the idempotency fingerprint's stable
+      // stringify overflowed the stack on 10,000 levels: a 500).
+      if (nestedDeeperThan(value, MAX_JSON_DEPTH)) {
+        return done(new ApiError('validation_failed', `The request body nests objects or arrays deeper than ${MAX_JSON_DEPTH} levels.`, 'body'), undefined);
+      }
       done(null, value);
     });
   });
@@ -280,6 +305,10 @@ export async function buildApp(deps: AppDeps): Promise<Api> {
     v1.addHook('onRoute', (route) => {
       route.schema ??= {};
       route.schema.querystring ??= { type: 'object', properties: {}, additionalProperties: false };
+      // A route with no body schema takes no body: a field sent to one (send_email on /send,
+      // amount on the sandbox pay helper) is refused below rather than ignored while the action
+      // goes ahead. Not a body schema: Fastify would refuse the absent body such routes get.
+      if (!route.schema.body) route.config = { ...route.config, takesNoBody: true };
       const method = Array.isArray(route.method) ? route.method[0] : route.method;
       // Every operation has a stable operationId (generated clients are named after them), and
       // every POST documents the Idempotency-Key header its hooks honour.
@@ -295,6 +324,25 @@ export async function buildApp(deps: AppDeps): Promise<Api> {
         // Accepted: the point goes back now, not at the end of a long request.
         settleAuth(req, 'succeeded');
       }
+    });
+    v1.addHook('preValidation', async (req) => {
+      if (!req.routeOptions.config.takesNoBody || isEmptyBody(req.body)) return;
+      const field = typeof req.body === 'object' && !Array.isArray(req.body) ? Object.keys(req.body as object)[0] : null;
+      throw new ApiError(
+        'validation_failed',
+        `${req.method} ${req.routeOptions.url ?? req.url.split('?')[0]} takes no request body${field === null ? '' : `; \`${field}\` is not a field of this request`}.`,
+        field ?? 'body',
+      );
+    });
+    // The route that authenticates in its own query ('in-query') refused the request as malformed
+    // before its query ran (the schema, a NUL in its id): a missing, unknown or revoked key is still
+    // the answer first (spec section 5), as on every other route. The error goes on to the
+    // application's handler: the key's 401 if it fails, else the original error. Only for those:
+    // a rate-limited request must not buy a key lookup.
+    v1.setErrorHandler(async (err: FastifyError, req) => {
+      const malformed = err.validation !== undefined || (err instanceof ApiError && err.code === 'validation_failed');
+      if (malformed && req.routeOptions.config.auth === 'in-query' && !req.auth) await authenticate(deps.pool, req);
+      throw err;
     });
     // After authentication (keys belong to an account and environment), for every POST below.
     await v1.register(idempotencyPlugin, { pool: deps.pool });

@@ -33,6 +33,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** 'in-query': the route authenticates inside its own query (one round trip). */
     auth?: 'in-query';
+    /** Set for the v1 routes without a body schema (app.ts): a body with a field is a 400. */
+    takesNoBody?: boolean;
   }
 }
 
