@@ -8,7 +8,7 @@ export const remindersReconcile: JobHandler<Record<string, never>, JobContext> =
   const report = await ctx.reminders.reconcile();
   if (report.schedulersMoved) ctx.log.info({ moved: report.schedulersMoved }, 'reminder schedules moved to the configured policy');
   if (report.schedulersCreated || report.schedulersRemoved || report.dueJobsCreated) {
-    ctx.log.warn({ ...report }, 'reconciler repaired Redis');
+    ctx.log.warn({ ...report }, 'reconciler repaired the queue: reminder schedulers or due jobs were missing or stale');
   }
   if (report.schedulersForeign) {
     ctx.log.warn({ ...report }, 'schedulers of invoices this database does not have share this REDIS_PREFIX; left alone (give each deployment its own prefix)');

@@ -121,7 +121,7 @@ try {
   // link: on a local chain `npm run subscribe -- <link id>` subscribes from an anvil account, and
   // the worker charges each period through the relayer (docs/subscriptions.md).
   const subscriptionProductId =
-    (await findDemoObjects.subscriptionProduct(api.pool, DEMO_ACCOUNT)) ??
+    (await findDemoObjects.subscriptionProduct(api.pool, DEMO_ACCOUNT, localChain ? localChain.network : null)) ??
     (
       await call<{ id: string }>(key, 'POST', '/v1/products', {
         name: 'Demo: 30-second plan',
@@ -132,7 +132,7 @@ try {
     ).id;
   const subscriptionProduct = await call<{ prices: { id: string }[] }>(key, 'GET', `/v1/products/${subscriptionProductId}`);
   const subscriptionLinkId =
-    (await findDemoObjects.paymentLinkNamed(api.pool, DEMO_ACCOUNT, 'Demo: 30-second plan link')) ??
+    (await findDemoObjects.paymentLinkNamed(api.pool, DEMO_ACCOUNT, 'Demo: 30-second plan link', localChain ? localChain.network : null)) ??
     (await call<{ id: string }>(key, 'POST', '/v1/payment-links', { name: 'Demo: 30-second plan link', price_id: subscriptionProduct.prices[0].id, collect_email: true })).id;
 
   const invoiceId =

@@ -149,7 +149,7 @@ export const ConfigSchema = Type.Object({
     protocols: ['http:', 'https:'],
     default: 'http://localhost:3000/pay',
     description:
-      "the spec's `{payment_page_base}`: links are `<base>/<link_id>`, invoices `<base>/<reference>`. The default is the [payment page](payment-page-and-documents.md#payment-page) this API serves at `/pay`; a deployment with its own page sets its address (the emails, PDFs and QR codes then point there)",
+      "the spec's `{payment_page_base}`: links are `<base>/<link_id>`, invoices `<base>/<reference>`. The default is the [payment page](payment-page-and-documents.md#payment-page) this API serves at `/pay`, on `PORT`'s port (`http://localhost:<PORT>/pay`); a deployment with its own page sets its address (the emails, PDFs and QR codes then point there)",
   }),
   demoKeysFile: text({
     env: 'DEMO_KEYS_FILE',

@@ -232,6 +232,9 @@ function checkTogether(env: Env, values: Map<string, unknown>): void {
   if (!/^\d{1,30}(\.\d{1,18})?$/.test(values.get('relayerMinBalance') as string)) {
     throw new ConfigError(nameOf('relayerMinBalance'), `must be an amount of the native coin such as 0.01, got "${String(values.get('relayerMinBalance')).slice(0, 40)}"`);
   }
+  // Unset, the page is this API's own: on PORT's port (a fixed 3000 sent emails to another service's).
+  const port = values.get('port') as number;
+  if (raw(env, nameOf('paymentPageBase')) === null && port !== 0) values.set('paymentPageBase', `http://localhost:${port}/pay`);
   values.set('paymentPageBase', (values.get('paymentPageBase') as string).replace(/\/+$/, ''));
   values.set('workerPortFallback', raw(env, nameOf('workerPort')) === null);
   values.set('metricsPortFallback', raw(env, nameOf('metricsPort')) === null);

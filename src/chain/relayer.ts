@@ -245,6 +245,8 @@ interface Sender {
   draining: boolean;
   /** The chain's latest block time as last read (unix seconds), when, and the read in flight. */
   clock: { seconds: number; readAt: number; reading: Promise<number> | null };
+  /** Why the upkeep is failing (one warning per streak, and per new reason), or null. */
+  upkeepFailure: string | null;
 }
 
 interface SendRequest {
@@ -351,6 +353,7 @@ export function createRelayer(opts: RelayerOptions): Relayer {
       queue: [],
       draining: false,
       clock: { seconds: 0, readAt: 0, reading: null },
+      upkeepFailure: null,
     });
   }
 
@@ -1155,8 +1158,13 @@ export function createRelayer(opts: RelayerOptions): Relayer {
       for (const s of senders.values()) {
         try {
           await upkeepOne(s);
+          if (s.upkeepFailure !== null) log.info({ chain_id: s.chain.chainId, address: s.address }, 'relayer upkeep works again');
+          s.upkeepFailure = null;
         } catch (err) {
-          log.warn({ chain_id: s.chain.chainId, address: s.address, reason: wordsOf(err) }, 'relayer upkeep failed; retried at the next one');
+          // Once per streak: a chain down for an hour is one warning, not one per upkeep.
+          const reason = wordsOf(err);
+          if (s.upkeepFailure !== reason) log.warn({ chain_id: s.chain.chainId, address: s.address, reason }, 'relayer upkeep failed; retried at each next one (warned again when the reason changes)');
+          s.upkeepFailure = reason;
         }
       }
     },

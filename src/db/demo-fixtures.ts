@@ -28,10 +28,19 @@ async function firstId(db: Queryable, sql: string, values: unknown[]): Promise<s
 export const findDemoObjects = {
   product: (db: Queryable, accountId: string) =>
     firstId(db, `select id from products where account_id = $1 and environment = 'sandbox' and metadata->>'demo' = 'true'`, [accountId]),
-  paymentLinkNamed: (db: Queryable, accountId: string, name: string) =>
-    firstId(db, `select id from payment_links where account_id = $1 and environment = 'sandbox' and name = $2`, [accountId, name]),
-  subscriptionProduct: (db: Queryable, accountId: string) =>
-    firstId(db, `select id from products where account_id = $1 and environment = 'sandbox' and metadata->>'demo' = 'subscription'`, [accountId]),
+  /** On `network` when given: a link made by a run without the local chain cannot be paid on it. */
+  paymentLinkNamed: (db: Queryable, accountId: string, name: string, network: string | null = null) =>
+    firstId(db, `select id from payment_links where account_id = $1 and environment = 'sandbox' and name = $2 and ($3::text is null or network = $3)`, [
+      accountId, name, network,
+    ]),
+  /** With a price on `network` when given (a plan made before the local chain ran is on base-sepolia, where nothing subscribes). */
+  subscriptionProduct: (db: Queryable, accountId: string, network: string | null = null) =>
+    firstId(
+      db,
+      `select p.id from products p where p.account_id = $1 and p.environment = 'sandbox' and p.metadata->>'demo' = 'subscription'
+         and ($2::text is null or exists (select 1 from prices pr where pr.product_id = p.id and pr.network = $2))`,
+      [accountId, network],
+    ),
   /** The newest demo draft, on `network` when given (the demo on a local chain wants one there). */
   draftInvoice: (db: Queryable, accountId: string, network: string | null = null) =>
     firstId(

@@ -128,7 +128,7 @@ describe('authentication comes before validation', () => {
     for (const [name, key] of [['revoked', revoked], ['unknown', unknownKey]] as const) {
       for (const r of routes()) {
         for (const mangle of ['?bogus=1', 'long-id', 'nul'] as const) {
-          let url = r.url;
+          let url: string;
           if (mangle === '?bogus=1') url = `${r.url}?bogus=1`;
           else if (!/\/(inv|plink|prod|we|evt|cred)_[^/]+/.test(r.url)) continue;
           else url = r.url.replace(/\/(inv|plink|prod|we|evt|cred)_[^/]+/, mangle === 'long-id' ? `/${'x'.repeat(80)}` : '/a%00b');

@@ -4,7 +4,7 @@
 // transferring to itself. Each asserts the rule: an invoice counts only value that reached its own
 // merchant's address, and the address it tells a payer to pay is one that pays it.
 // A real chain (anvil), the API and a worker watching it; states are waited for, never a clock.
-import type { Address, Hash } from 'viem';
+import type { Address } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../src/domain/ids.js';
@@ -45,21 +45,6 @@ async function send(key: string, id: string): Promise<JsonBody> {
   const sent = await api.post(`/v1/invoices/${id}/send`, key);
   expect(sent.status, sent.raw).toBe(200);
   return sent.body.data;
-}
-
-/** Mines the confirmations and waits until the payment of `txHash` is recorded confirmed (matched or not). */
-async function confirmed(txHash: Hash): Promise<{ invoice_id: string | null; outcome: string; account_id: string }> {
-  await chain.mine(3);
-  let row: { invoice_id: string | null; outcome: string; account_id: string } | undefined;
-  await waitUntil(async () => {
-    const { rows } = await fx.api.pool.query<{ invoice_id: string | null; outcome: string; account_id: string }>(
-      `select invoice_id, outcome, account_id from payments where tx_hash = $1 and status = 'confirmed'`,
-      [txHash],
-    );
-    row = rows[0];
-    return row !== undefined;
-  }, STATE_MS);
-  return row!;
 }
 
 describe('the payment page of an invoice sent before its merchant had a settlement address', () => {

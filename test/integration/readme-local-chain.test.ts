@@ -118,9 +118,9 @@ describe('README: pay it on a real local chain (npm run chain, npm start, demo, 
       EMBEDDED_POSTGRES_DIR: path.join(dir, 'pg'),
       MAIL_OUTBOX_DIR: outbox,
       DEMO_KEYS_FILE: path.join(dir, 'demo-keys.json'),
+      // The payment page's links follow it (PAYMENT_PAGE_BASE unset: http://localhost:<PORT>/pay).
       PORT: String(apiPort),
-      // What the default (http://localhost:3000/pay) is on the newcomer's port 3000.
-      PAYMENT_PAGE_BASE: `http://localhost:${apiPort}/pay`,
+      PAYMENT_PAGE_BASE: '',
       METRICS_PORT: '0',
       WORKER_PORT: '0',
       PDF_RENDER_THREADS: '0',
@@ -150,6 +150,16 @@ describe('README: pay it on a real local chain (npm run chain, npm start, demo, 
   }, 90_000);
 
   it('the invoice is paid and its receipt lands; the subscription pays two periods, two receipts; everything stops on SIGTERM', async () => {
+    // The README's quick start first, with no chain yet: its demo makes the 30-second plan on
+    // base-sepolia. The demo run again on the local chain must make one there (it printed the
+    // first one's link, which `npm run subscribe` refused: no subscription contract there).
+    const quick = npmRun('start');
+    await startUntil(quick, (out) => out.includes('"msg":"ready"'), 150_000);
+    const first = await runToEnd('demo');
+    const firstLink = (JSON.parse(first.stdout().trim().split('\n').at(-1)!) as { subscription_payment_link_id: string }).subscription_payment_link_id;
+    expect(firstLink).toMatch(/^plink_/);
+    await stop(quick);
+
     // Terminal 1.
     const chain = npmRun('chain');
     await startUntil(chain, (out) => out.includes('Ctrl-C stops the chain'), 90_000);
@@ -174,6 +184,7 @@ describe('README: pay it on a real local chain (npm run chain, npm start, demo, 
     expect(subscribeLine, demo.stdout()).not.toBeNull();
     const reference = payLine![1];
     const linkId = subscribeLine![1];
+    expect(linkId).not.toBe(firstLink);
     const summary = JSON.parse(demo.stdout().trim().split('\n').at(-1)!) as { keys: { sandbox: string }; invoice_id: string; subscription_payment_link_id: string };
     expect(summary.subscription_payment_link_id).toBe(linkId);
 

@@ -461,7 +461,7 @@ describe('simulateCharge', () => {
     expect(await r.simulateCharge(chain.chainId, charge(ending.id))).toMatchObject({ ok: false, code: 'subscription_ended', message: expect.stringMatching(/^The subscription ended on \d{4}-\d\d-\d\d/) });
   });
 
-  it('RPC down: RelayerUnavailable, not a customer failure', async () => {
+  it('RPC down: RelayerUnavailable, not a customer failure; the upkeep warns once for the outage, not at every pass', async () => {
     const proxy = await startRpcProxy(chain.rpcUrl);
     try {
       const viaProxy = loadChains(chain.writeChainsFile(mkdtempSync(path.join(tmpdir(), 'relayer-proxy-')), { rpc_urls: [proxy.url] }), {});
@@ -470,6 +470,13 @@ describe('simulateCharge', () => {
       await proxy.down();
       await expect(r.simulateCharge(chain.chainId, charge(id))).rejects.toBeInstanceOf(RelayerUnavailable);
       await expect(r.sendCharge(chain.chainId, charge(id))).rejects.toBeInstanceOf(RelayerUnavailable);
+      const mark = logged.length;
+      for (let i = 0; i < 3; i++) await r.upkeep();
+      await proxy.up();
+      await r.upkeep();
+      const lines = logged.slice(mark).map((l) => JSON.parse(l) as { msg: string; level: number });
+      expect(lines.filter((l) => l.msg.startsWith('relayer upkeep failed')).map((l) => l.level)).toEqual([40]);
+      expect(lines.filter((l) => l.msg === 'relayer upkeep works again')).toHaveLength(1);
     } finally {
       await proxy.close();
     }

@@ -106,6 +106,13 @@ describe('loadConfig defaults', () => {
     expect(loadConfig({ PORT: '', LOG_LEVEL: '', SMTP_URL: '' })).toMatchObject({ port: 3000, logLevel: 'info', smtpUrl: null });
   });
 
+  it('the payment page is, unset, this API\'s own on PORT (emails linked to port 3000 whatever PORT was); a given one wins', () => {
+    expect(loadConfig({ PORT: '3300' }).paymentPageBase).toBe('http://localhost:3300/pay');
+    expect(loadConfig({ PORT: '3300', PAYMENT_PAGE_BASE: 'https://pay.example.com/p' }).paymentPageBase).toBe('https://pay.example.com/p');
+    // A port picked at listen time is not known here.
+    expect(loadConfig({ PORT: '0' }).paymentPageBase).toBe('http://localhost:3000/pay');
+  });
+
   it('reads given values', () => {
     const c = loadConfig({
       PORT: ' 8080 ',
