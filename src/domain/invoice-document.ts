@@ -77,6 +77,8 @@ export interface InvoiceDocument {
 
 export interface InvoiceStamp {
   label: 'DRAFT' | 'PAID' | 'VOID';
+  /** The label in the document's language ("PAYÉE"). */
+  text: string;
   /** The line under the title, e.g. "Paid on 3 March 2026". */
   note: string;
 }

@@ -203,7 +203,7 @@ const STAMP_COLOURS: Record<InvoiceStamp['label'], string> = { DRAFT: '#8a8a8a',
 /** The stamp's note under the header blocks ("PAID · Paid on 3 March 2026"). */
 export function drawStampNote(pdf: Doc, stamp: InvoiceStamp): void {
   pdf.font(SANS_BOLD).fontSize(11).fillColor(STAMP_COLOURS[stamp.label]);
-  textAt(pdf, `${stamp.label} · ${stamp.note}`, pdf.page.margins.left, pdf.y, contentWidth(pdf));
+  textAt(pdf, `${stamp.text} · ${stamp.note}`, pdf.page.margins.left, pdf.y, contentWidth(pdf));
   pdf.fillColor('black');
   pdf.y += 8;
 }
@@ -217,9 +217,12 @@ export function drawStampMarks(pdf: Doc, stamp: InvoiceStamp): void {
     const cy = pdf.page.height / 2;
     pdf.save();
     pdf.rotate(-35, { origin: [cx, cy] });
-    pdf.font(SANS_BOLD).fontSize(110).fillColor(STAMP_COLOURS[stamp.label]).fillOpacity(0.14);
-    const width = pdf.widthOfString(stamp.label);
-    pdf.text(stamp.label, cx - width / 2, cy - 60, { lineBreak: false });
+    // 110 pt, smaller for a longer word ("BROUILLON") so that, at 35 degrees, it stays on the page.
+    pdf.font(SANS_BOLD).fontSize(110);
+    const size = Math.min(110, (110 * 0.95 * pdf.page.width) / pdf.widthOfString(stamp.text));
+    pdf.fontSize(size).fillColor(STAMP_COLOURS[stamp.label]).fillOpacity(0.14);
+    const width = pdf.widthOfString(stamp.text);
+    pdf.text(stamp.text, cx - width / 2, cy - size * 0.55, { lineBreak: false });
     pdf.restore();
   }
 }

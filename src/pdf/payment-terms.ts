@@ -14,23 +14,32 @@ const QR_SIZE = 96; // points, quiet zone included: ~3.3 cm, scans from a screen
 export function drawPaymentTerms(pdf: Doc, { doc, m, kind }: Ctx): void {
   const left = pdf.page.margins.left;
   const width = contentWidth(pdf);
-  const textX = left + QR_SIZE + 14;
-  const textWidth = width - QR_SIZE - 14;
+  // A draft's preview has no page yet (it is made at send): no link, no code to scan. A paid or
+  // void invoice's page asks for nothing: its link is to view it, like a receipt's.
+  const page = doc.stamp?.label !== 'DRAFT';
+  const asksToPay = kind === 'invoice' && doc.stamp === undefined;
+  const qrSize = page ? QR_SIZE : 0;
+  const textX = page ? left + QR_SIZE + 14 : left;
+  const textWidth = page ? width - QR_SIZE - 14 : width;
   // The on-chain lines make the text column taller than the QR code.
   const payments = kind === 'receipt' ? (doc.payments ?? []) : [];
-  ensureSpace(pdf, 30 + QR_SIZE + (doc.onChain || payments.length > 0 ? 50 + 12 * payments.length : 0));
+  ensureSpace(pdf, 30 + qrSize + (doc.onChain || payments.length > 0 ? 50 + 12 * payments.length : 0));
   pdf.font(SANS_BOLD).fontSize(8).fillColor(MUTED);
   const y = pdf.y + 16;
-  // A receipt asks for nothing: its link is to the (paid) page, not to pay.
-  const labelHeight = textAt(pdf, m.t(kind === 'receipt' ? 'viewOnline' : 'payOnline').toUpperCase(), left, y, width);
-  const top = y + labelHeight + 4;
-  drawQr(pdf, doc.payUrl, left, top, QR_SIZE);
+  let top = y;
+  if (page) {
+    const labelHeight = textAt(pdf, m.t(asksToPay ? 'payOnline' : 'viewOnline').toUpperCase(), left, y, width);
+    top = y + labelHeight + 4;
+    drawQr(pdf, doc.payUrl, left, top, QR_SIZE);
+  }
   let ty = top + 4;
-  pdf.font(SANS).fontSize(10).fillColor(LINK);
-  // `link` makes pdfkit add a URI link annotation over the text.
-  ty += textAt(pdf, doc.payUrl, textX, ty, textWidth, { link: doc.payUrl, maxHeight: 40 }) + 4;
-  pdf.fillColor('black').fontSize(9);
-  if (kind === 'invoice') ty += textAt(pdf, m.t('pdf.scanToPay'), textX, ty, textWidth) + 6;
+  if (page) {
+    pdf.font(SANS).fontSize(10).fillColor(LINK);
+    // `link` makes pdfkit add a URI link annotation over the text.
+    ty += textAt(pdf, doc.payUrl, textX, ty, textWidth, { link: doc.payUrl, maxHeight: 40 }) + 4;
+  }
+  pdf.font(SANS).fillColor('black').fontSize(9);
+  if (asksToPay) ty += textAt(pdf, m.t('pdf.scanToPay'), textX, ty, textWidth) + 6;
   ty += textAt(pdf, m.t('amountOn', { amount: formatInvoiceAmount(doc, doc.amount), currency: doc.currency, network: doc.network }), textX, ty, textWidth) + 2;
   ty += textAt(pdf, m.t('pdf.chain', { chainId: doc.chainId }), textX, ty, textWidth) + 2;
   if (doc.tokenAddress) {
@@ -55,5 +64,5 @@ export function drawPaymentTerms(pdf: Doc, { doc, m, kind }: Ctx): void {
     ty += textAt(pdf, m.t('pdf.transaction', { txHash, amount: formatInvoiceAmount(doc, amount), currency: doc.currency }), textX, ty, textWidth, url ? { link: url } : {}) + 2;
     pdf.fillColor('black');
   }
-  pdf.y = Math.max(top + QR_SIZE, ty);
+  pdf.y = Math.max(top + qrSize, ty);
 }

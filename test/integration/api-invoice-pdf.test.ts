@@ -116,6 +116,8 @@ describe('GET /v1/invoices/{id}/pdf', () => {
     expect(text).toContain('DRAFT');
     expect(text).toContain('Preview');
     expect(text).toContain('Consulting');
+    // No page exists for a draft (made at send): no link to it, nothing to scan.
+    expect(text).not.toMatch(/PAY ONLINE|Scan to open|\/pay\//);
     const { rows } = await fx.api.pool.query('select count(*)::int as n from invoice_pdfs where invoice_id = $1', [inv.id]);
     expect(rows[0].n).toBe(0); // a preview is never kept
   });
@@ -132,6 +134,9 @@ describe('GET /v1/invoices/{id}/pdf', () => {
     expect(paidText).toContain('PAID');
     expect(paidText).toContain(`Paid on ${formatDocumentDate(pay.body.data.paid_at, TIME_ZONE)}`);
     expect(paidPdf.disposition).toMatch(/-paid\.pdf"$/);
+    // Its page asks for nothing any more: a link to view it, as on a receipt.
+    expect(paidText).toContain('VIEW ONLINE');
+    expect(paidText).not.toMatch(/PAY ONLINE|Scan to open/);
 
     const voided = await draft('pdf-void@example.test');
     await sendAndReceive(voided.id, 'pdf-void@example.test');
@@ -140,6 +145,20 @@ describe('GET /v1/invoices/{id}/pdf', () => {
     expect(voidText).toContain('VOID');
     expect(voidText).toContain('Voided on');
     expect(voidText).not.toContain('PAID');
+  });
+
+  // Found by a newcomer's walk: the stamp was English in an otherwise German or French PDF.
+  it('the stamp is in the invoice\'s language, like the rest of the document', async () => {
+    const voided = await draft('pdf-void-fr@example.test', { customer_locale: 'fr' });
+    await sendAndReceive(voided.id, 'pdf-void-fr@example.test');
+    expect((await api.post(`/v1/invoices/${voided.id}/void`, key())).status).toBe(200);
+    const voidText = (await extractPdfText((await download(voided.id)).bytes)).join('\n');
+    expect(voidText).toContain('ANNULÉE · Annulée le');
+    expect(voidText).toContain("rien n'est dû");
+    expect(voidText).not.toMatch(/VOID|Voided/);
+    const preview = (await extractPdfText((await download((await draft('pdf-draft-de@example.test', { customer_locale: 'de' })).id)).bytes)).join('\n');
+    expect(preview).toContain('ENTWURF · Vorschau');
+    expect(preview).not.toMatch(/DRAFT|Preview/);
   });
 
   it('another account gets the JSON 404; no key the 401', async () => {

@@ -146,7 +146,7 @@ export async function invoiceLifecycleRoutes(app: Api, deps: AppDeps): Promise<v
       if (!inv) throw notFound('invoice', req.params.invoiceId);
       const loaded = await loadInvoiceForMail(pool, inv.id, deps.config);
       if (!loaded) throw notFound('invoice', req.params.invoiceId); // deleted meanwhile
-      const stamp = stampFor(inv.status, { paidAt: inv.paid_at, voidedAt: inv.voided_at, updatedAt: inv.updated_at }, loaded.doc.timeZone);
+      const stamp = stampFor(inv.status, { paidAt: inv.paid_at, voidedAt: inv.voided_at, updatedAt: inv.updated_at }, loaded.doc.timeZone, loaded.doc.locale);
       // Sent and unpaid: the kept document (rendered and kept here if the send job has not run
       // yet; the job then attaches these bytes). Otherwise a fresh render with its stamp.
       const render = deps.renderPdf ?? renderInvoicePdf;
