@@ -41,28 +41,34 @@ try {
   log.error({ err, database: redactUrl(config.databaseUrl) }, 'could not apply migrations');
   process.exit(1);
 }
-const [{ jobHandlers }, { createApiRuntime }, { createWorkerRuntime }, { boundPort, listenOn }, { announceReady, readyInfo }, { describeWatchedNow }] = await modules;
-// Asked while the runtimes start: the ready block says whether each watched chain answers.
-const watchedChains = describeWatchedNow(config.chains);
-const { api, worker, ports } = await startOrExit(async () => {
-  const worker = await createWorkerRuntime(config, log, jobHandlers);
-  const api = await createApiRuntime(config, log).catch(async (err: unknown) => {
-    await worker.close();
-    throw err;
+if (shutdown.requested()) {
+  // Signalled while the database started or migrated: nothing more is started, nothing announced.
+  shutdown.ready(() => database.stop());
+} else {
+  const [{ jobHandlers }, { createApiRuntime }, { createWorkerRuntime }, { boundPort, listenOn }, { announceReady, readyInfo }, { describeWatchedNow }] = await modules;
+  // Asked while the runtimes start: the ready block says whether each watched chain answers.
+  const watchedChains = describeWatchedNow(config.chains);
+  const { api, worker, ports } = await startOrExit(async () => {
+    const worker = await createWorkerRuntime(config, log, jobHandlers);
+    const api = await createApiRuntime(config, log).catch(async (err: unknown) => {
+      await worker.close();
+      throw err;
+    });
+    try {
+      const apiPort = await listenOn(api.app, { port: config.port, host: config.host, variable: 'PORT', fallbackToAny: false, movesWhenUnset: false }, log);
+      const metricsPort = await api.listenMetrics();
+      return { api, worker, ports: { apiPort, metricsPort, workerPort: boundPort(worker.http) } };
+    } catch (err) {
+      await api.close();
+      await worker.close();
+      throw err;
+    }
   });
-  try {
-    const apiPort = await listenOn(api.app, { port: config.port, host: config.host, variable: 'PORT', fallbackToAny: false, movesWhenUnset: false }, log);
-    const metricsPort = await api.listenMetrics();
-    return { api, worker, ports: { apiPort, metricsPort, workerPort: boundPort(worker.http) } };
-  } catch (err) {
+  // Signalled while the runtimes started: they close at once (below), and "Ready." would mislead.
+  if (!shutdown.requested()) announceReady(log, readyInfo({ config, ...ports, psql: database.psql, watchedChains: await watchedChains }), pretty);
+  shutdown.ready(async () => {
     await api.close();
     await worker.close();
-    throw err;
-  }
-});
-announceReady(log, readyInfo({ config, ...ports, psql: database.psql, watchedChains: await watchedChains }), pretty);
-shutdown.ready(async () => {
-  await api.close();
-  await worker.close();
-  await database.stop();
-});
+    await database.stop();
+  });
+}

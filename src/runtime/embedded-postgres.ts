@@ -20,7 +20,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, openSync, readFileSync, symlinkSync, unlinkSync } from 'node:fs';
-import { chmod, chown, mkdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, chown, mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir, userInfo } from 'node:os';
 import path from 'node:path';
 import { ensureDatabase } from '../db/migrate.js';
@@ -288,8 +288,12 @@ async function startOwned(dir: string, dataDir: string, file: string, log: Logge
 
   let child: ChildProcess | null = null;
   let port = 0;
+  // The port of the last start first: an `npm run api` or `worker` sharing the server keeps the URL
+  // it read, and reconnects once `npm start` is back (on a new port, it failed until restarted).
+  const portFile = path.join(dir, 'port');
+  const previous = await readFile(portFile, 'utf8').then((t) => Number(t.trim()), () => 0);
   for (let attempt = 0; child === null; attempt++) {
-    port = await freePort();
+    port = attempt === 0 && Number.isInteger(previous) && previous > 0 && previous < 65536 ? previous : await freePort();
     const logFd = openSync(logFile, 'a', 0o600);
     const started = spawn(
       bin.postgres,
@@ -325,6 +329,7 @@ async function startOwned(dir: string, dataDir: string, file: string, log: Logge
   process.on('exit', onExit);
 
   const url = `postgres://${SUPERUSER}:${password}@127.0.0.1:${port}/${EMBEDDED_DATABASE}`;
+  await writeFile(portFile, `${port}\n`, { mode: 0o600 });
   await ensureDatabase(url);
   await writeServerFile(file, { ownerPid: process.pid, state: 'running', postgresPid: server.pid, port, url });
   const psql = psqlCommand(dir, port);

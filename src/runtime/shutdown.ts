@@ -26,6 +26,8 @@ export interface Shutdown {
    * finish. A signal received during start-up runs it now (what the start opened, it closes).
    */
   ready(close: () => Promise<void>): void;
+  /** A signal has come: a start not yet done starts nothing more, and announces nothing. */
+  requested(): boolean;
 }
 
 /**
@@ -114,5 +116,6 @@ export function catchSignals(): Shutdown {
       close = c;
       runClose();
     },
+    requested: () => signalled !== null,
   };
 }

@@ -54,6 +54,21 @@ async function orphan(dir: string): Promise<void> {
   await writeFile(file, JSON.stringify({ ...recorded, ownerPid: endedPid() }));
 }
 
+describe('the embedded PostgreSQL started again', () => {
+  // Found by a newcomer's walk: `npm run api` beside `npm start` kept the URL it read, and after a
+  // restart of `npm start` on another port it answered 500 until restarted itself.
+  it('takes the port of its last start, so a process sharing it reconnects with the URL it has', async () => {
+    const dir = await folder();
+    const first = await start(dir);
+    const port = new URL(first.url).port;
+    await first.stop();
+    const again = await start(dir);
+    expect(again.url).toBe(first.url);
+    expect(await selectOne(first.url)).toBe(1);
+    expect(new URL(again.url).port).toBe(port);
+  }, 120_000);
+});
+
 describe('the embedded PostgreSQL left by a dead owner', () => {
   it('a server its owner left running is stopped, and the next start takes the folder over', async () => {
     const dir = await folder();
@@ -67,7 +82,10 @@ describe('the embedded PostgreSQL left by a dead owner', () => {
     expect(alive(postmaster!)).toBe(false);
     expect(lines.some((l) => l.includes('stopping the embedded PostgreSQL its previous owner left running'))).toBe(true);
     expect(await selectOne(second.url)).toBe(1);
-    expect(second.url).not.toBe(first.url);
+    // A server of its own (on the port of the last start: the same URL).
+    const now = Number((await readFile(path.join(dir, 'data', 'postmaster.pid'), 'utf8')).split('\n')[0]);
+    expect(now).not.toBe(postmaster!.pid);
+    expect(second.url).toBe(first.url);
   }, 120_000);
 
   it('a stale postmaster.pid naming another process: that process is not signalled', async () => {

@@ -88,7 +88,8 @@ describe('npm scripts', () => {
     expect(first.npm.lines.findIndex((l) => l.includes('API metrics on METRICS_PORT'))).toBeLessThan(first.npm.lines.indexOf(readyLines[0]));
     expect(ready).toMatchObject({
       api_url: `http://127.0.0.1:${port}`,
-      payment_page: expect.stringMatching(/^http:\/\/localhost:3000\/pay\//),
+      // PAYMENT_PAGE_BASE unset: this API's own page, on its PORT.
+      payment_page: expect.stringMatching(new RegExp(`^http://localhost:${port}/pay/`)),
       dashboard: 'off (set ADMIN_USER and ADMIN_PASSWORD to turn it on)',
       metrics_url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+\/metrics$/),
       worker_url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+\/readyz$/),

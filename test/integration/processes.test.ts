@@ -187,6 +187,16 @@ describe('a signal during start-up', () => {
     }
   }, 180_000);
 
+  // Found by a newcomer's walk: Ctrl-C while `npm start` started still started everything, printed
+  // "Ready." and then shut down.
+  it('npm start signalled while it migrates: starts nothing more, announces nothing, exits 0 after closing what it opened', async () => {
+    const p = spawned({ LOG_LEVEL: 'debug', PORT: String(await freePort()), METRICS_PORT: '0', WORKER_PORT: '0' }, { command: 'start' });
+    await p.waitForLine((l) => typeof l.msg === 'string' && /migration/i.test(l.msg));
+    p.child.kill('SIGTERM');
+    await expectCleanExit(p, 'migrating');
+    expect(p.lines.filter((l) => msgOf(l) === 'ready')).toEqual([]);
+  }, 60_000);
+
   it('SIGTERM right after the spawn: exit 0, or, when it lands before node runs any code of the service, the end of a process that wrote and took nothing', async () => {
     for (let i = 0; i < 3; i++) {
       const p = spawned();
