@@ -33,6 +33,26 @@ function prettyStdout(): pino.DestinationStream {
   return pinoPretty({ sync: true, colorize: process.stdout.isTTY === true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', singleLine: true });
 }
 
+/** A plain object or array (data an error carries), not an instance of a class (a pg client, a socket). */
+function isPlainData(v: object): boolean {
+  const proto: unknown = Object.getPrototypeOf(v);
+  return Array.isArray(v) || proto === Object.prototype || proto === null;
+}
+
+/**
+ * pino's error serializer, less what an error carries that is an instance of a class: a pg error
+ * from the queue backend's pool carried its whole client, about a hundred lines per warning, at
+ * each connection a shutdown ended. Its causes are serialized the same way.
+ */
+function serializeError(err: Error): Record<string, unknown> {
+  const out = pino.stdSerializers.err(err) as unknown as Record<string, unknown>;
+  for (const [key, value] of Object.entries(out)) {
+    if (key === 'cause' || key === 'aggregateErrors' || value === null || typeof value !== 'object') continue;
+    if (!isPlainData(value)) delete out[key];
+  }
+  return out;
+}
+
 /**
  * The root logger. Secrets never reach a log line: request lines carry the path without its
  * query string and no headers, and the key headers, SMTP and database credentials are redacted
@@ -53,7 +73,7 @@ export function createLogger(level: string, destination?: pino.DestinationStream
           remotePort: req.socket?.remotePort,
         }),
         res: (res: { statusCode?: number }) => ({ statusCode: res.statusCode }),
-        err: pino.stdSerializers.err,
+        err: serializeError,
       },
       redact: {
         paths: [
