@@ -35,6 +35,7 @@ import { pendingPaymentsAtomicOf } from '../src/db/payments.js';
 import { withTransaction } from '../src/db/pool.js';
 import {
   claimChargeWork,
+  confirmChargesToSend,
   markSubscriptionEnded,
   recordSubscriptionAttemptFailed,
   releaseWork,
@@ -171,9 +172,30 @@ async function chargeBatch(subs: readonly SubscriptionWork[], ctx: Ctx, relayer:
     },
     { concurrency: SIMULATIONS_IN_FLIGHT },
   );
+  // The merchant may have canceled the subscription or voided the period's invoice over the API
+  // while this batch slept until the due time and simulated (seconds): looked at again, in one
+  // statement, just before anything is signed (found by an attack: the customer was charged after
+  // the API had answered canceled).
+  let confirmed: Map<string, Date>;
+  try {
+    confirmed = await confirmChargesToSend(
+      ctx.pool,
+      toSend.map((c) => ({ id: c.sub.id, lease: c.sub.lease, invoiceId: c.invoice.id, until: after(LEASE_MS) })),
+    );
+  } catch (err) {
+    ctx.log.error({ err, charges: toSend.length }, 'charges of a batch could not be confirmed; retried when their leases end');
+    for (let i = 0; i < toSend.length; i++) count('retry_later');
+    return;
+  }
+  const going: Chargeable[] = [];
+  for (const c of toSend) {
+    const lease = confirmed.get(c.sub.id);
+    if (lease === undefined) count('lease_lost');
+    else going.push({ ...c, sub: { ...c.sub, lease } });
+  }
   const sent: { c: Chargeable; txHash: string; nonce: number }[] = [];
   await Promise.all(
-    toSend.map((c) =>
+    going.map((c) =>
       own(c.sub, async () => {
         try {
           const tx = await relayer.sendCharge(c.sub.chain_id, c.target);

@@ -189,6 +189,28 @@ export async function releaseWorks(db: Queryable, leases: readonly { id: string;
   for (const l of leases) if (!taken.has(l.id)) await releaseWork(db, l.id, l.lease, l.at);
 }
 
+/**
+ * The last look before charges are sent, one statement for a batch: each subscription still under
+ * this worker's lease and running, its period invoice still open (share-locked while the statement
+ * runs). Those are leased afresh (next_work_at = `until`) and returned with their new lease; the
+ * others are not to be charged. A merchant's cancel or void over the API that committed before it
+ * is seen (the cancel also takes the lease away); one that comes after finds the charge on its way,
+ * as if it had been sent.
+ */
+export async function confirmChargesToSend(db: Queryable, charges: readonly { id: string; lease: Date; invoiceId: string; until: Date }[]): Promise<Map<string, Date>> {
+  if (charges.length === 0) return new Map();
+  const { rows } = await db.query<{ id: string; lease: Date }>(
+    `with w as (select * from unnest($1::text[], $2::timestamptz[], $3::text[], $4::timestamptz[]) as w(id, lease, invoice_id, until)),
+     open as (select i.id from invoices i where i.id in (select invoice_id from w) and i.status in ('open', 'overdue') for share)
+     update subscriptions s set next_work_at = w.until
+     from w
+     where s.id = w.id and s.next_work_at = w.lease and s.status in ('active', 'past_due') and w.invoice_id in (select id from open)
+     returning s.id, s.next_work_at as lease`,
+    [charges.map((c) => c.id), charges.map((c) => c.lease), charges.map((c) => c.invoiceId), charges.map((c) => c.until)],
+  );
+  return new Map(rows.map((r) => [r.id, r.lease]));
+}
+
 /** ends_at has passed: a running subscription turns ended (its event by the trigger). False when the lease is gone. */
 export async function markSubscriptionEnded(db: Queryable, id: string, lease: Date): Promise<boolean> {
   const { rowCount } = await db.query(
