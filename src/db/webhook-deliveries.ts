@@ -89,6 +89,8 @@ export interface ClaimedDelivery {
   id: string;
   event_id: string;
   endpoint_id: string;
+  /** The endpoint's account: one account may not hold every slot of a worker. */
+  account_id: string;
   attempt_count: number;
   created_at: Date;
   /** Null before the first attempt. */
@@ -135,7 +137,7 @@ const CLAIM_CTES = `with busy as (
 // attempts per row, 42 us each in a claim of 100 first attempts) is skipped.
 const CLAIM_SELECT = `select l.id, l.event_id, l.endpoint_id, l.attempt_count, l.created_at,
        case when l.attempt_count > 0 then (select min(a.started_at) from webhook_attempts a where a.delivery_id = l.id) end as first_attempt_at,
-       w.url, w.status as endpoint_status,
+       w.url, w.status as endpoint_status, w.account_id,
        array_remove(array[w.secret, case when w.previous_secret_expires_at > clock_timestamp() then w.previous_secret end], null) as secrets
      from leased l join webhook_endpoints w on w.id = l.endpoint_id`;
 
@@ -175,6 +177,7 @@ export async function claimDueDeliveriesWithEvents(db: Queryable, opts: ClaimOpt
       id: r.id,
       event_id: r.event_id,
       endpoint_id: r.endpoint_id,
+      account_id: r.account_id,
       attempt_count: r.attempt_count,
       created_at: r.created_at,
       first_attempt_at: r.first_attempt_at,

@@ -1,7 +1,7 @@
 // Webhook deliveries in batches: many due deliveries are claimed in one statement (leased to the
 // claim), POSTed concurrently over the endpoints' kept-alive pools, and their outcomes recorded
-// in one statement per flush. At most WEBHOOK_CONCURRENCY deliveries are in flight per process and
-// WEBHOOK_ENDPOINT_CONCURRENCY to one endpoint.
+// in one statement per flush. At most WEBHOOK_CONCURRENCY deliveries are in flight per process,
+// WEBHOOK_ENDPOINT_CONCURRENCY to one endpoint, and all but a fifth of the slots for one account.
 //
 // Claimed one batch ahead: besides what is in flight, up to another WEBHOOK_CONCURRENCY claimed
 // deliveries wait in memory (per endpoint, up to another WEBHOOK_ENDPOINT_CONCURRENCY), and one
@@ -96,6 +96,9 @@ export function createDeliveryPump(deps: DeliveryPumpDeps, opts: DeliveryPumpOpt
   const perEndpoint = new Map<string, number>();
   /** Per endpoint: in flight and waiting (what a claim must leave room for). */
   const heldPerEndpoint = new Map<string, number>();
+  /** Per account: in flight. One account's slow endpoints together may not hold every slot. */
+  const perAccount = new Map<string, number>();
+  const accountBound = accountBoundOf(opts.concurrency);
   let waiting: Waiting[] = [];
   const slotListeners: Array<() => void> = [];
   let queued: Done[] = [];
@@ -145,17 +148,22 @@ export function createDeliveryPump(deps: DeliveryPumpDeps, opts: DeliveryPumpOpt
         late.push(w);
         continue;
       }
-      if (inFlight >= opts.concurrency || (perEndpoint.get(w.d.endpoint_id) ?? 0) >= opts.perEndpoint) {
+      if (
+        inFlight >= opts.concurrency ||
+        (perEndpoint.get(w.d.endpoint_id) ?? 0) >= opts.perEndpoint ||
+        (perAccount.get(w.d.account_id) ?? 0) >= accountBound
+      ) {
         still.push(w);
         continue;
       }
       inFlight++;
       add(perEndpoint, w.d.endpoint_id, 1);
+      add(perAccount, w.d.account_id, 1);
       const { d, leaseId } = w;
       deliverOne(deps, d, w.event, w.bodyOf, w.checkHost).then(
-        (outcome) => finish(outcome && { d, leaseId, outcome }, d.endpoint_id),
+        (outcome) => finish(outcome && { d, leaseId, outcome }, d),
         // deliverOne does not throw (the sender never does); should it, the lease brings it back.
-        () => finish(null, d.endpoint_id),
+        () => finish(null, d),
       );
     }
     waiting = still;
@@ -182,10 +190,11 @@ export function createDeliveryPump(deps: DeliveryPumpDeps, opts: DeliveryPumpOpt
     });
   };
 
-  const finish = (done: Done | null, endpointId: string) => {
+  const finish = (done: Done | null, d: ClaimedDelivery) => {
     inFlight--;
-    add(perEndpoint, endpointId, -1);
-    add(heldPerEndpoint, endpointId, -1);
+    add(perEndpoint, d.endpoint_id, -1);
+    add(perAccount, d.account_id, -1);
+    add(heldPerEndpoint, d.endpoint_id, -1);
     if (done) queued.push(done);
     flush();
     startWaiting();
@@ -266,6 +275,15 @@ export function createDeliveryPump(deps: DeliveryPumpDeps, opts: DeliveryPumpOpt
   };
 }
 
+/**
+ * The most deliveries of one account in flight at once: all but a fifth of the slots (all of them
+ * below 5). Two endpoints of one tenant that never answer filled the 50 default slots (32 each at
+ * most), and another tenant's delivery waited for their timeouts.
+ */
+export function accountBoundOf(concurrency: number): number {
+  return concurrency - Math.floor(concurrency / 5);
+}
+
 /** One attempt, and the delivery's outcome; null when its event is gone (so is the delivery). */
 async function deliverOne(
   deps: DeliveryPumpDeps,
@@ -297,7 +315,9 @@ async function deliverOne(
     deps.observeDeliveryLatency?.(Math.max(0, Date.now() - event.created_at.getTime()) / 1000);
     return { id: d.id, status: 'succeeded', nextAttemptAt: null, attempt };
   }
-  const next = nextAttemptAt(deps.retry, d.created_at, d.attempt_count + 1, new Date());
+  // The window runs from the first attempt, not from the delivery's creation: a backlog older than
+  // the window (the worker was down) was given up, and its endpoint disabled, after one failure.
+  const next = nextAttemptAt(deps.retry, d.first_attempt_at ?? attempt.startedAt, d.attempt_count + 1, new Date());
   deps.countDelivery?.(next ? 'retrying' : 'failed');
   return { id: d.id, status: next ? 'pending' : 'failed', nextAttemptAt: next, attempt };
 }
