@@ -2,47 +2,15 @@
 // account (or environment) can neither read, change, rotate nor page through an account's
 // endpoints, deliveries or events, nor get its events delivered; and one tenant's hanging
 // endpoints must not hold the delivery slots every other tenant needs.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { newId } from '../../src/domain/ids.js';
 import { provisionMerchant, type MerchantKeys } from '../../src/runtime/provision.js';
-import type { WorkerRuntime } from '../../src/runtime/worker-runtime.js';
 import { accountBoundOf } from '../../src/webhooks/deliver-batch.js';
-import { startApiFixture, type ApiFixture } from '../helpers/context.js';
-import { apiClient, expectError, type ApiClient, type JsonBody } from '../helpers/http.js';
-import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
-import { startWorker, waitUntil } from '../helpers/worker.js';
+import { expectError, type JsonBody } from '../helpers/http.js';
+import { waitUntil } from '../helpers/worker.js';
+import { useWebhookFixture } from '../helpers/webhook-fixture.js';
 
-const FAST = {
-  WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
-  WEBHOOK_BACKOFF_BASE_MS: '50',
-  WEBHOOK_BACKOFF_MAX_MS: '400',
-  WEBHOOK_TIMEOUT_MS: '3000',
-  OUTBOX_RELAY_INTERVAL_MS: '100',
-};
-
-let fx: ApiFixture;
-let api: ApiClient;
-let receiver: WebhookReceiver;
-const cleanups: (() => Promise<unknown>)[] = [];
-
-beforeAll(async () => {
-  fx = await startApiFixture(FAST);
-  api = apiClient(fx.api.app);
-  receiver = await startWebhookReceiver();
-});
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()!().catch(() => undefined);
-});
-afterAll(async () => {
-  await receiver?.close();
-  await fx?.close();
-});
-
-async function worker(overrides: Record<string, string> = {}): Promise<WorkerRuntime> {
-  const w = await startWorker(fx.env.config({ ...FAST, ...overrides }));
-  cleanups.push(() => w.close());
-  return w;
-}
+const { fx, api, receiver, worker } = useWebhookFixture();
 
 async function merchant(name: string): Promise<MerchantKeys> {
   return (await provisionMerchant(fx.api.pool, { id: newId('acct'), name, email: null })).keys;

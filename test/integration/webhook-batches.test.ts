@@ -4,7 +4,7 @@
 // and the SQL twin of "an endpoint wants this kind". A real HTTP receiver on loopback verifies
 // every signature with the `standardwebhooks` library.
 import { randomUUID } from 'node:crypto';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { claimDueDeliveries } from '../../src/db/webhook-deliveries.js';
 import { presentEvent } from '../../src/http/presenters.js';
 import { createDeliveryPump } from '../../src/webhooks/deliver-batch.js';
@@ -12,43 +12,12 @@ import { createWebhookSender } from '../../src/webhooks/sender.js';
 import { endpointWants, EVENT_TYPES } from '../../src/domain/events.js';
 import { newId } from '../../src/domain/ids.js';
 import { provisionMerchant, type MerchantKeys } from '../../src/runtime/provision.js';
-import type { WorkerRuntime } from '../../src/runtime/worker-runtime.js';
-import { startApiFixture, type ApiFixture } from '../helpers/context.js';
-import { apiClient, type ApiClient, type JsonBody } from '../helpers/http.js';
-import { startWebhookReceiver, type Received, type WebhookReceiver } from '../helpers/webhook-receiver.js';
+import { type JsonBody } from '../helpers/http.js';
+import { type Received } from '../helpers/webhook-receiver.js';
 import { spawnWorker, startWorker, waitUntil, workerProcessEnv, type WorkerProcess } from '../helpers/worker.js';
+import { FAST, useWebhookFixture } from '../helpers/webhook-fixture.js';
 
-const FAST = {
-  WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
-  WEBHOOK_BACKOFF_BASE_MS: '50',
-  WEBHOOK_BACKOFF_MAX_MS: '400',
-  WEBHOOK_TIMEOUT_MS: '3000',
-  OUTBOX_RELAY_INTERVAL_MS: '100',
-};
-
-let fx: ApiFixture;
-let api: ApiClient;
-let receiver: WebhookReceiver;
-const cleanups: (() => Promise<unknown>)[] = [];
-
-beforeAll(async () => {
-  fx = await startApiFixture(FAST);
-  api = apiClient(fx.api.app);
-  receiver = await startWebhookReceiver();
-});
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()!().catch(() => undefined);
-});
-afterAll(async () => {
-  await receiver?.close();
-  await fx?.close();
-});
-
-async function worker(overrides: Record<string, string> = {}): Promise<WorkerRuntime> {
-  const w = await startWorker(fx.env.config({ ...FAST, ...overrides }));
-  cleanups.push(() => w.close());
-  return w;
-}
+const { fx, api, receiver, worker, cleanups } = useWebhookFixture();
 
 async function merchant(): Promise<MerchantKeys> {
   return (await provisionMerchant(fx.api.pool, { id: newId('acct'), name: 'Batches Inc', email: null })).keys;

@@ -1,46 +1,15 @@
 // Webhook delivery end to end: API -> events (same transaction) -> outbox -> fan-out -> signed
 // POST to a real HTTP receiver on loopback that verifies every signature with the
 // `standardwebhooks` library. Backoff is configured in milliseconds so retries take no time.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { newId } from '../../src/domain/ids.js';
 import { provisionMerchant, type MerchantKeys } from '../../src/runtime/provision.js';
-import type { WorkerRuntime } from '../../src/runtime/worker-runtime.js';
-import { startApiFixture, type ApiFixture } from '../helpers/context.js';
-import { apiClient, type ApiClient, type JsonBody } from '../helpers/http.js';
-import { startWebhookReceiver, type Received, type WebhookReceiver } from '../helpers/webhook-receiver.js';
-import { spawnWorker, startWorker, waitUntil, workerProcessEnv, type WorkerProcess } from '../helpers/worker.js';
+import { type JsonBody } from '../helpers/http.js';
+import { startWebhookReceiver, type Received } from '../helpers/webhook-receiver.js';
+import { spawnWorker, waitUntil, workerProcessEnv, type WorkerProcess } from '../helpers/worker.js';
+import { FAST, useWebhookFixture } from '../helpers/webhook-fixture.js';
 
-const FAST = {
-  WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
-  WEBHOOK_BACKOFF_BASE_MS: '50',
-  WEBHOOK_BACKOFF_MAX_MS: '400',
-  WEBHOOK_TIMEOUT_MS: '3000',
-  OUTBOX_RELAY_INTERVAL_MS: '100',
-};
-
-let fx: ApiFixture;
-let api: ApiClient;
-let receiver: WebhookReceiver;
-const cleanups: (() => Promise<unknown>)[] = [];
-
-beforeAll(async () => {
-  fx = await startApiFixture(FAST);
-  api = apiClient(fx.api.app);
-  receiver = await startWebhookReceiver();
-});
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()!().catch(() => undefined);
-});
-afterAll(async () => {
-  await receiver?.close();
-  await fx?.close();
-});
-
-async function worker(overrides: Record<string, string> = {}): Promise<WorkerRuntime> {
-  const w = await startWorker(fx.env.config({ ...FAST, ...overrides }));
-  cleanups.push(() => w.close());
-  return w;
-}
+const { fx, api, receiver, worker, cleanups } = useWebhookFixture();
 
 /** A merchant of its own per test: its endpoints see only its events. */
 async function merchant(): Promise<MerchantKeys> {
