@@ -14,6 +14,8 @@ import type { SubscriptionCheckoutAnswer } from '../../src/http/schemas/payment-
 import type { Api } from '../../src/http/types.js';
 import type { OperatorAddressOf } from '../../src/invoicing/subscription-checkout.js';
 import { expect } from 'vitest';
+import type { TestChain } from './anvil.js';
+import type { ApiClient } from './http.js';
 
 export interface SeedSubscription {
   accountId: string;
@@ -139,4 +141,24 @@ export async function postSubscriptionCheckout(app: Api, linkId: string, custome
     payload: JSON.stringify({ customer_email: customerEmail }),
   });
   return { status: res.statusCode, body: res.json() };
+}
+
+/** A recurring price on the local chain (2 USDC every `intervalS` seconds) and its payment link: the link's id. */
+export async function recurringLink(api: ApiClient, key: string, intervalS: number, name = 'Coffee club'): Promise<string> {
+  const product = await api.post('/v1/products', key, { name, prices: [{ network: 'local', amount: '2', cadence: 'custom', interval_seconds: intervalS }] });
+  expect(product.status, product.raw).toBe(200);
+  const link = await api.post('/v1/payment-links', key, { name, price_id: product.body.data.prices[0].id });
+  expect(link.status, link.raw).toBe(200);
+  return link.body.data.id as string;
+}
+
+/**
+ * A block every second, as a live chain makes them (anvil on automine makes one only for a
+ * transaction, and a simulated charge runs at the latest block's time: without blocks a period
+ * would never begin for the chain). clearInterval stops it.
+ */
+export function keepMining(chain: TestChain): NodeJS.Timeout {
+  return setInterval(() => {
+    chain.mine(1).catch(() => undefined);
+  }, 1000);
 }

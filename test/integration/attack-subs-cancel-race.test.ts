@@ -31,7 +31,7 @@ import { startChainFixture, type ChainFixture } from '../helpers/chain-fixture.j
 import type { ApiFixture } from '../helpers/context.js';
 import { apiClient, type JsonBody } from '../helpers/http.js';
 import { waitUntil } from '../helpers/worker.js';
-import { subscriptionCheckoutAnswer } from '../helpers/subscriptions.js';
+import { subscriptionCheckoutAnswer, recurringLink, keepMining } from '../helpers/subscriptions.js';
 
 const INTERVAL_S = 10;
 const STATE_TIMEOUT_MS = 90_000;
@@ -108,15 +108,9 @@ beforeAll(async () => {
   });
   ({ chain, fx } = fixture);
   await chain.testClient.setBalance({ address: operator.address, value: 10n ** 20n });
-  const product = await api.post('/v1/products', key(), { name: 'Coffee club', prices: [{ network: 'local', amount: '2', cadence: 'custom', interval_seconds: INTERVAL_S }] });
-  expect(product.status, product.raw).toBe(200);
-  const link = await api.post('/v1/payment-links', key(), { name: 'Coffee club', price_id: product.body.data.prices[0].id });
-  expect(link.status, link.raw).toBe(200);
-  linkId = link.body.data.id;
+  linkId = await recurringLink(api, key(), INTERVAL_S);
   // Blocks keep coming, as on a live chain: periods begin for the chain, payments confirm.
-  miner = setInterval(() => {
-    chain.mine(1).catch(() => undefined);
-  }, 1000);
+  miner = keepMining(chain);
 }, 180_000);
 
 afterAll(async () => {

@@ -18,7 +18,7 @@ import { startChainFixture, type ChainFixture } from '../helpers/chain-fixture.j
 import type { ApiFixture } from '../helpers/context.js';
 import { apiClient, type JsonBody } from '../helpers/http.js';
 import { waitUntil } from '../helpers/worker.js';
-import { subscriptionCheckoutAnswer } from '../helpers/subscriptions.js';
+import { subscriptionCheckoutAnswer, recurringLink, keepMining } from '../helpers/subscriptions.js';
 
 const INTERVAL_S = 10;
 const STATE_TIMEOUT_MS = 90_000;
@@ -37,9 +37,7 @@ const key = () => fx.merchant.keys.sandbox;
 /** A live chain makes a block every second or so; anvil only when a transaction comes. */
 function startMiner(): void {
   if (miner) return;
-  miner = setInterval(() => {
-    chain.mine(1).catch(() => undefined);
-  }, 1000);
+  miner = keepMining(chain);
 }
 function stopMiner(): void {
   clearInterval(miner);
@@ -59,11 +57,7 @@ beforeAll(async () => {
   });
   ({ chain, fx } = fixture);
   await chain.testClient.setBalance({ address: operator.address, value: 10n ** 20n });
-  const product = await api.post('/v1/products', key(), { name: 'Coffee club', prices: [{ network: 'local', amount: '2', cadence: 'custom', interval_seconds: INTERVAL_S }] });
-  expect(product.status, product.raw).toBe(200);
-  const link = await api.post('/v1/payment-links', key(), { name: 'Coffee club', price_id: product.body.data.prices[0].id });
-  expect(link.status, link.raw).toBe(200);
-  linkId = link.body.data.id;
+  linkId = await recurringLink(api, key(), INTERVAL_S);
 }, 180_000);
 
 afterAll(async () => {

@@ -24,7 +24,7 @@ import { startChainFixture, type ChainFixture } from '../helpers/chain-fixture.j
 import { loseQueueStore, type ApiFixture } from '../helpers/context.js';
 import { apiClient } from '../helpers/http.js';
 import { recipientsOf, type SmtpSink } from '../helpers/smtp-sink.js';
-import { seedSubscription } from '../helpers/subscriptions.js';
+import { seedSubscription, keepMining } from '../helpers/subscriptions.js';
 import { createTestRelayer, type TestRelayer } from '../helpers/test-relayer.js';
 import { waitUntil } from '../helpers/worker.js';
 
@@ -69,9 +69,7 @@ beforeAll(async () => {
   // A live chain makes a block every second or so; anvil on automine only when a transaction
   // comes, and a simulated charge runs at the latest block's time: without blocks a period would
   // never begin for the chain.
-  miner = setInterval(() => {
-    chain.mine(1).catch(() => undefined);
-  }, 1000);
+  miner = keepMining(chain);
 }, 120_000);
 
 afterAll(async () => {

@@ -42,6 +42,7 @@ import type { ApiFixture } from '../helpers/context.js';
 import { apiClient } from '../helpers/http.js';
 import type { SmtpSink } from '../helpers/smtp-sink.js';
 import { spawnWorker, waitUntil, workerProcessEnv, type WorkerProcess } from '../helpers/worker.js';
+import { recurringLink, keepMining } from '../helpers/subscriptions.js';
 
 const INTERVAL_S = 10;
 const AMOUNT_ATOMIC = 2_000_000n; // 2 USDC, 6 decimals
@@ -77,16 +78,10 @@ beforeAll(async () => {
   await chain.testClient.setBalance({ address: operator.address, value: 10n ** 20n });
   proxy = await startRpcProxy(chain.rpcUrl);
   workersChainsFile = chain.writeChainsFile(mkdtempSync(path.join(tmpdir(), 'subscription-crash-')), { rpc_urls: [proxy.url] });
-  const product = await api.post('/v1/products', key(), { name: 'Crash club', prices: [{ network: 'local', amount: '2', cadence: 'custom', interval_seconds: INTERVAL_S }] });
-  expect(product.status, product.raw).toBe(200);
-  const link = await api.post('/v1/payment-links', key(), { name: 'Crash club', price_id: product.body.data.prices[0].id });
-  expect(link.status, link.raw).toBe(200);
-  linkId = link.body.data.id;
+  linkId = await recurringLink(api, key(), INTERVAL_S, 'Crash club');
   // A live chain makes a block every second or so; anvil only when a transaction comes. Without
   // blocks nothing confirms and a period never begins for the chain.
-  miner = setInterval(() => {
-    chain.mine(1).catch(() => undefined);
-  }, 1000);
+  miner = keepMining(chain);
 }, 180_000);
 
 afterEach(async () => {

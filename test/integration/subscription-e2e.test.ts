@@ -25,6 +25,7 @@ import { apiClient, type JsonBody } from '../helpers/http.js';
 import { recipientsOf, type SmtpSink } from '../helpers/smtp-sink.js';
 import { installTestWallet } from '../helpers/test-wallet.js';
 import { waitUntil } from '../helpers/worker.js';
+import { keepMining } from '../helpers/subscriptions.js';
 
 const CHROMIUM = chromiumPath();
 const INTERVAL_S = 10;
@@ -67,9 +68,7 @@ beforeAll(async () => {
   // A live chain makes a block every second or so; anvil only when a transaction comes. Without
   // blocks nothing is confirmed and a period never begins for the chain (a charge is simulated
   // at the latest block's time).
-  miner = setInterval(() => {
-    chain.mine(1).catch(() => undefined);
-  }, 1000);
+  miner = keepMining(chain);
 }, 180_000);
 
 afterAll(async () => {
