@@ -171,7 +171,11 @@ const single =
 
 const DAY_S = 24 * 3600;
 
-/** Retry policy of a job that emails a document (an invoice, a receipt): one place for both. */
+/**
+ * Retry policy of a job that emails a document (an invoice, a receipt): one place for both. The
+ * counts in keep policies bound Redis's memory; the Postgres backend keeps by age alone
+ * (postgresJobOptions in backend.ts).
+ */
 const EMAIL_JOB_OPTIONS = {
   attempts: 100,
   backoff: { type: CAPPED_BACKOFF },

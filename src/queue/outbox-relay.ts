@@ -12,6 +12,11 @@ import type { OutboxJob } from './outbox.js';
 import { queueNamed, type QueueSet } from './queues.js';
 
 const BATCH = 500;
+// Below this many jobs of one name, each is added on its own. On the Postgres backend a bulk add
+// builds two temporary tables whatever its size (about 10 ms of the database's CPU for one job,
+// beside 0.5 ms for a single add); from about 20 jobs up the bulk statement is the cheaper.
+// The API hands over one job a request, the relay usually one or two a pass.
+const BULK_FROM = 16;
 
 export interface OutboxRelay {
   /** Adds these jobs to their queues and marks their rows handed over. */
@@ -35,7 +40,12 @@ export function createOutboxRelay(db: Queryable, queues: QueueSet, opts: OutboxR
       if (!isJobName(name)) throw new Error(`outbox row for unknown job ${name}`);
       const spec = JOBS[name];
       const mine = jobs.filter((j) => j.job_name === name);
-      await queueNamed(queues, spec.queue).addBulk(mine.map((j) => ({ name, data: j.payload, opts: { ...spec.options, jobId: j.job_id } })));
+      const queue = queueNamed(queues, spec.queue);
+      if (mine.length >= BULK_FROM) {
+        await queue.addBulk(mine.map((j) => ({ name, data: j.payload, opts: { ...spec.options, jobId: j.job_id } })));
+      } else {
+        for (const j of mine) await queue.add(name, j.payload, { ...spec.options, jobId: j.job_id });
+      }
     }
     await markEnqueued(db, jobs.map((j) => j.job_id));
   }

@@ -59,6 +59,37 @@ describe('outbox relay', () => {
     expect(await metrics.registry.getSingleMetricAsString('invoice_outbox_backlog')).toMatch(/invoice_outbox_backlog 0$/m);
   });
 
+  // A pass adds few jobs of a name one by one and many in one bulk statement; both end as the same
+  // jobs. On the Postgres backend their keep policy is by age alone: a count there costs a scan of
+  // every kept job at each job's end (src/queue/backend.ts, postgresJobOptions).
+  it('a backlog is handed over in bulk and a few rows one by one, each with the catalogue options; on Postgres kept by age alone', async () => {
+    const db = fx.api.pool;
+    const sends = Array.from({ length: 20 }, (_, i) => ({ invoiceId: `inv_bulk_${i}`, deliveryId: `dlv_bulk_${i}` }));
+    const receipts = [0, 1].map((i) => ({ invoiceId: `inv_one_${i}`, deliveryId: `dlv_one_${i}` }));
+    const rows = [...sends.map((p) => ['invoice.send', p] as const), ...receipts.map((p) => ['invoice.receipt', p] as const)];
+    for (const [name, payload] of rows) {
+      await db.query('insert into outbox (job_name, job_id, payload) values ($1, $2, $3)', [name, jobIdOf(name, payload), JSON.stringify(payload)]);
+    }
+    const metrics = createMetrics({ queues: [], db, defaultMetrics: false });
+    const loop = startOutboxRelayLoop(db, fx.api.queues, 3_600_000, createLogger('silent'), metrics);
+    try {
+      expect(await loop.relayNow()).toBe(22);
+    } finally {
+      await loop.stop();
+    }
+    const ids = rows.map(([name, payload]) => jobIdOf(name, payload));
+    const stored = await db.query<{ id: string; name: string; data: unknown; opts: { attempts: number; removeOnComplete: unknown; removeOnFail: unknown } }>(
+      'select id, name, data, opts from bullmq.job where queue = $1 and id = any($2::text[]) order by id',
+      ['invoice-send', ids],
+    );
+    expect(stored.rows.map((r) => r.id).sort()).toEqual([...ids].sort());
+    for (const job of stored.rows) {
+      expect(job.opts, job.id).toMatchObject({ attempts: 100, removeOnComplete: { age: 86_400 }, removeOnFail: { age: 14 * 86_400 } });
+      expect(job.opts.removeOnComplete, job.id).not.toHaveProperty('count');
+    }
+    expect(stored.rows.find((r) => r.id === ids[21])).toMatchObject({ name: 'invoice.receipt', data: receipts[1] });
+  });
+
   // The id is read as text (a bigint): ordered by that column, "10000000000" came before
   // "9999999999", so once ids gained a digit the oldest waiting rows went after every newer one.
   it('the oldest pending rows come first, ids compared as numbers', async () => {
