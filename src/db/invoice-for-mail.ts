@@ -93,6 +93,7 @@ export async function loadInvoiceForMail(
   const r = rows[0];
   if (!r) return null;
   const amount = r.amount ?? '0';
+  const amountUnset = r.amount === null;
   const lines = r.lines.length
     ? r.lines.map((l) => ({
         description: l.description,
@@ -100,8 +101,10 @@ export async function loadInvoiceForMail(
         unitAmount: formatDecimal(new Money(l.unit_amount)),
         lineTotal: formatDecimal(lineTotal({ quantity: l.quantity, unitAmount: new Money(l.unit_amount) })),
       }))
-    : // An invoice with a bare amount prints as one line, so the table is never empty.
-      [{ description: r.memo?.split('\n')[0]?.slice(0, 200) || 'Amount due', quantity: 1, unitAmount: amount, lineTotal: amount }];
+    : amountUnset
+      ? []
+      : // An invoice with a bare amount prints as one line, so the table is never empty.
+        [{ description: r.memo?.split('\n')[0]?.slice(0, 200) || 'Amount due', quantity: 1, unitAmount: amount, lineTotal: amount }];
   return {
     status: r.status,
     remindersEnabled: r.reminders_enabled,
@@ -120,6 +123,7 @@ export async function loadInvoiceForMail(
       dueAt: r.due_at ? r.due_at.toISOString() : null,
       timeZone: r.customer_time_zone ?? r.account_time_zone,
       amount,
+      ...(amountUnset ? { amountUnset: true } : {}),
       currency: r.currency,
       tokenDecimals: r.token_decimals,
       network: r.network,

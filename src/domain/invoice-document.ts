@@ -24,6 +24,11 @@ export interface InvoiceDocument {
   timeZone: string;
   /** Total, decimal string in token units. */
   amount: string;
+  /**
+   * A draft with neither an amount nor line items yet (a sent invoice always has one): its
+   * preview says so rather than printing a total of 0, and `amount` is "0".
+   */
+  amountUnset?: boolean;
   currency: string;
   /** The token's decimals as the invoice was issued with them (amounts are printed to at most these). */
   tokenDecimals: number;

@@ -134,6 +134,14 @@ export function drawLines(pdf: Doc, { doc, m }: Ctx): void {
   // A single row taller than a page cannot be split across pages in a table; clamp it (with an
   // ellipsis) to what one page holds under the header.
   const maxRowHeight = bodyBottom(pdf) - pdf.page.margins.top - 3 * pdf.currentLineHeight();
+  if (doc.amountUnset) {
+    const y = pdf.y;
+    pdf.fillColor(MUTED);
+    const height = textAt(pdf, m.t('pdf.noAmount'), left, y + CELL_PAD_Y, contentWidth(pdf));
+    pdf.fillColor('black');
+    pdf.moveTo(left, y + height + CELL_PAD_Y * 2).lineTo(right, y + height + CELL_PAD_Y * 2).lineWidth(0.4).strokeColor(RULE).stroke();
+    pdf.y = y + height + CELL_PAD_Y * 2;
+  }
   for (const line of doc.lines) {
     const cells = COLUMNS.map((col) => measure(pdf, col.cell(line, doc), col.width));
     const textHeight = Math.min(maxRowHeight, Math.max(...cells.map((c) => c.height)));
@@ -156,7 +164,7 @@ export function drawTotal(pdf: Doc, { doc, m, kind }: Ctx): void {
   pdf.font(SANS_BOLD).fontSize(12).fillColor('black');
   const width = contentWidth(pdf);
   const values = { amount: formatInvoiceAmount(doc, doc.amount), currency: doc.currency, network: doc.network };
-  const text = measure(pdf, m.t(kind === 'receipt' ? 'pdf.totalPaid' : 'pdf.total', values), width);
+  const text = measure(pdf, doc.amountUnset ? m.t('pdf.totalUnset') : m.t(kind === 'receipt' ? 'pdf.totalPaid' : 'pdf.total', values), width);
   ensureSpace(pdf, text.height + 10);
   draw(pdf, text, pdf.page.margins.left, pdf.y + 10, width, { align: 'right' });
 }

@@ -40,7 +40,7 @@ export function drawPaymentTerms(pdf: Doc, { doc, m, kind }: Ctx): void {
   }
   pdf.font(SANS).fillColor('black').fontSize(9);
   if (asksToPay) ty += textAt(pdf, m.t('pdf.scanToPay'), textX, ty, textWidth) + 6;
-  ty += textAt(pdf, m.t('amountOn', { amount: formatInvoiceAmount(doc, doc.amount), currency: doc.currency, network: doc.network }), textX, ty, textWidth) + 2;
+  if (!doc.amountUnset) ty += textAt(pdf, m.t('amountOn', { amount: formatInvoiceAmount(doc, doc.amount), currency: doc.currency, network: doc.network }), textX, ty, textWidth) + 2;
   ty += textAt(pdf, m.t('pdf.chain', { chainId: doc.chainId }), textX, ty, textWidth) + 2;
   if (doc.tokenAddress) {
     // An address is 42 characters with no break opportunity: small enough to stay on one line.

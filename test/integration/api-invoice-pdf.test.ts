@@ -122,6 +122,19 @@ describe('GET /v1/invoices/{id}/pdf', () => {
     expect(rows[0].n).toBe(0); // a preview is never kept
   });
 
+  it('a draft with no amount yet previews as such, not as a total of 0', async () => {
+    const created = await api.post('/v1/invoices', key(), { customer_email: 'pdf-no-amount@example.test' });
+    expect(created.status, created.raw).toBe(200);
+    expect(created.body.data.amount).toBeNull();
+    const res = await download(created.body.data.id);
+    expect([res.status, res.type]).toEqual([200, 'application/pdf']);
+    const text = (await extractPdfText(res.bytes)).join('\n').replace(/\s+/g, ' ');
+    expect(text).toContain('DRAFT');
+    expect(text).toContain('No amount or line items yet: set them before sending.');
+    expect(text).toContain('Total not set yet');
+    expect(text).not.toMatch(/0\.00|Amount due|Amount: 0/);
+  });
+
   it('a paid invoice is marked PAID with its date; a void one VOID', async () => {
     const paid = await draft('pdf-paid@example.test');
     const { attachment } = await sendAndReceive(paid.id, 'pdf-paid@example.test');
