@@ -11,7 +11,7 @@ import type { AppDeps } from '../../src/http/types.js';
 import { createApiRuntime, type ApiRuntime } from '../../src/runtime/api-runtime.js';
 import { provisionMerchant, type MerchantKeys } from '../../src/runtime/provision.js';
 import { withDatabase } from './global-setup.js';
-import { deleteRedisPrefix } from './redis-keys.js';
+import { deleteRedisPrefix, loseRedisPrefix } from './redis-keys.js';
 
 export { deleteRedisPrefix, scanNode } from './redis-keys.js';
 
@@ -80,7 +80,7 @@ export function redisTargetOf(env: Pick<TestEnv, 'redisUrl' | 'redisClusterNodes
  */
 export async function loseQueueStore(env: TestEnv): Promise<void> {
   const target = redisTargetOf(env);
-  if (target) await deleteRedisPrefix(target, env.redisPrefix);
+  if (target) await loseRedisPrefix(target, env.redisPrefix);
   const c = new pg.Client({ connectionString: env.db.url });
   await c.connect();
   try {

@@ -37,3 +37,31 @@ export async function deleteRedisPrefix(target: RedisTarget | string, prefix: st
   }
   return deleted;
 }
+
+// SCAN and UNLINK inside one script: Redis runs it without interleaving any other command.
+const DELETE_PREFIX_SCRIPT = `
+local deleted = 0
+local cursor = '0'
+repeat
+  local reply = redis.call('SCAN', cursor, 'MATCH', ARGV[1], 'COUNT', 1000)
+  cursor = reply[1]
+  for _, key in ipairs(reply[2]) do deleted = deleted + redis.call('UNLINK', key) end
+until cursor == '0'
+return deleted`;
+
+/**
+ * Deletes every key under `<prefix>:` of a single Redis in one step, as a lost Redis loses them:
+ * no worker sees half of them gone, and none writes one back between the scan and the deletes
+ * (deleteRedisPrefix leaves that window open, long on a loaded machine). A cluster has no such
+ * step: its keys go node by node (deleteRedisPrefix).
+ */
+export async function loseRedisPrefix(target: RedisTarget, prefix: string): Promise<number> {
+  if (target.redisClusterNodes !== null) return deleteRedisPrefix(target, prefix);
+  const connections = createRedisConnections(target);
+  try {
+    const [node] = await connections.masters();
+    return Number(await node.eval(DELETE_PREFIX_SCRIPT, 0, `${prefix}:*`));
+  } finally {
+    await connections.close();
+  }
+}
