@@ -3,31 +3,12 @@
 // endpoints, deliveries or events, nor get its events delivered; and one tenant's hanging
 // endpoints must not hold the delivery slots every other tenant needs.
 import { describe, expect, it } from 'vitest';
-import { newId } from '../../src/domain/ids.js';
-import { provisionMerchant, type MerchantKeys } from '../../src/runtime/provision.js';
 import { accountBoundOf } from '../../src/webhooks/deliver-batch.js';
-import { expectError, type JsonBody } from '../helpers/http.js';
+import { expectError } from '../helpers/http.js';
 import { waitUntil } from '../helpers/worker.js';
 import { useWebhookFixture } from '../helpers/webhook-fixture.js';
 
-const { fx, api, receiver, worker } = useWebhookFixture();
-
-async function merchant(name: string): Promise<MerchantKeys> {
-  return (await provisionMerchant(fx.api.pool, { id: newId('acct'), name, email: null })).keys;
-}
-
-async function endpoint(key: string, path: string, enabled_events: string[] = ['*']): Promise<JsonBody> {
-  const res = await api.post('/v1/webhook_endpoints', key, { url: receiver.url(path), enabled_events });
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  receiver.setSecrets(path, [res.body.data.secret]);
-  return res.body.data;
-}
-
-async function invoice(key: string, network = 'base-sepolia'): Promise<string> {
-  const res = await api.post('/v1/invoices', key, { customer_email: 'tenant@example.test', amount: '10', network });
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  return res.body.data.id;
-}
+const { fx, api, receiver, worker, merchant, endpoint, invoice } = useWebhookFixture();
 
 describe('tenant isolation of webhooks and events', () => {
   it("another account or environment gets 404 on every route of an account's endpoint, and changes nothing", async () => {

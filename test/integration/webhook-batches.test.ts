@@ -10,25 +10,16 @@ import { presentEvent } from '../../src/http/presenters.js';
 import { createDeliveryPump } from '../../src/webhooks/deliver-batch.js';
 import { createWebhookSender } from '../../src/webhooks/sender.js';
 import { endpointWants, EVENT_TYPES } from '../../src/domain/events.js';
-import { newId } from '../../src/domain/ids.js';
-import { provisionMerchant, type MerchantKeys } from '../../src/runtime/provision.js';
 import { type JsonBody } from '../helpers/http.js';
 import { type Received } from '../helpers/webhook-receiver.js';
 import { spawnWorker, startWorker, waitUntil, workerProcessEnv, type WorkerProcess } from '../helpers/worker.js';
 import { FAST, useWebhookFixture } from '../helpers/webhook-fixture.js';
 
-const { fx, api, receiver, worker, cleanups } = useWebhookFixture();
+const hooks = useWebhookFixture();
+const { fx, api, receiver, worker, cleanups, merchant } = hooks;
 
-async function merchant(): Promise<MerchantKeys> {
-  return (await provisionMerchant(fx.api.pool, { id: newId('acct'), name: 'Batches Inc', email: null })).keys;
-}
-
-async function endpoint(key: string, path: string, enabled_events: string[] = ['invoice.created']): Promise<JsonBody> {
-  const res = await api.post('/v1/webhook_endpoints', key, { url: receiver.url(path), enabled_events });
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  receiver.setSecrets(path, [res.body.data.secret]);
-  return res.body.data;
-}
+// Every endpoint of this file listens to invoice.created alone.
+const endpoint = (key: string, path: string) => hooks.endpoint(key, path, ['invoice.created']);
 
 /** `count` invoices (one invoice.created event each), created through the API. */
 async function invoices(key: string, count: number): Promise<string[]> {

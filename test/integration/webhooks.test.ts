@@ -2,32 +2,12 @@
 // POST to a real HTTP receiver on loopback that verifies every signature with the
 // `standardwebhooks` library. Backoff is configured in milliseconds so retries take no time.
 import { describe, expect, it } from 'vitest';
-import { newId } from '../../src/domain/ids.js';
-import { provisionMerchant, type MerchantKeys } from '../../src/runtime/provision.js';
 import { type JsonBody } from '../helpers/http.js';
 import { startWebhookReceiver, type Received } from '../helpers/webhook-receiver.js';
 import { spawnWorker, waitUntil, workerProcessEnv, type WorkerProcess } from '../helpers/worker.js';
 import { FAST, useWebhookFixture } from '../helpers/webhook-fixture.js';
 
-const { fx, api, receiver, worker, cleanups } = useWebhookFixture();
-
-/** A merchant of its own per test: its endpoints see only its events. */
-async function merchant(): Promise<MerchantKeys> {
-  return (await provisionMerchant(fx.api.pool, { id: newId('acct'), name: 'Hooks Inc', email: null })).keys;
-}
-
-async function endpoint(key: string, path: string, enabled_events: string[] = ['*']): Promise<JsonBody> {
-  const res = await api.post('/v1/webhook_endpoints', key, { url: receiver.url(path), enabled_events });
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  receiver.setSecrets(path, [res.body.data.secret]);
-  return res.body.data;
-}
-
-async function invoice(key: string, network = 'base-sepolia'): Promise<string> {
-  const res = await api.post('/v1/invoices', key, { customer_email: 'hook@example.test', amount: '10', network });
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  return res.body.data.id;
-}
+const { fx, api, receiver, worker, cleanups, merchant, endpoint, invoice } = useWebhookFixture();
 
 const ofType = (path: string, type: string, objectId?: string) => (all: Received[]) =>
   all.filter((r) => r.path === path && r.event.type === type && (objectId === undefined || r.event.data.object.id === objectId));
