@@ -47,7 +47,7 @@ export type AppWorker = Worker<any, any, string, IQueueBackend, any, any>;
  * 0.3-0.5 ms by age: docs/benchmarks.md, bench:send); a day's jobs on disk need no cap. On Redis
  * the count is a sorted-set trim, and it bounds Redis's memory.
  */
-export function postgresJobOptions<O extends JobsOptions>(opts: O): O {
+function postgresJobOptions<O extends JobsOptions>(opts: O): O {
   const byAge = (keep: JobsOptions['removeOnComplete']) => (typeof keep === 'object' && 'age' in keep ? { age: keep.age } : keep);
   return { ...opts, removeOnComplete: byAge(opts.removeOnComplete), removeOnFail: byAge(opts.removeOnFail) };
 }
