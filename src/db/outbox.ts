@@ -9,10 +9,30 @@ export interface OutboxRow {
   payload: Record<string, unknown>;
 }
 
-export async function insertOutbox(db: Queryable, jobName: string, jobId: string, payload: object): Promise<void> {
-  await db.query('insert into outbox (job_name, job_id, payload) values ($1, $2, $3) on conflict (job_id) do nothing', [
-    jobName, jobId, JSON.stringify(payload),
-  ]);
+/**
+ * Records a job. `holdMs`: the writer hands the job over itself right after commit, so the
+ * workers' relay leaves the row alone for that long (and is not woken for it); null, at once.
+ */
+export async function insertOutbox(db: Queryable, jobName: string, jobId: string, payload: object, holdMs: number | null = null): Promise<void> {
+  await db.query(
+    `insert into outbox (job_name, job_id, payload, held_until)
+     values ($1, $2, $3, clock_timestamp() + $4::int * interval '1 millisecond')
+     on conflict (job_id) do nothing`,
+    [jobName, jobId, JSON.stringify(payload), holdMs],
+  );
+}
+
+/** Hands held rows back to the relay (their writer could not hand them over) and wakes it. */
+export async function releaseOutboxHold(db: Queryable, jobIds: string[]): Promise<void> {
+  await db.query(
+    `with released as (
+       update outbox set held_until = null
+        where job_id = any($1::text[]) and enqueued_at is null and held_until is not null
+       returning 1
+     )
+     select pg_notify('outbox_pending', '') where exists (select 1 from released)`,
+    [jobIds],
+  );
 }
 
 /** The receipt job the database queued when this invoice turned paid, if not handed over yet. */
@@ -25,11 +45,13 @@ export async function pendingReceiptJob(db: Queryable, invoiceId: string): Promi
   return rows[0] ?? null;
 }
 
-/** Oldest rows not yet handed over to BullMQ (rows set aside excluded). */
+/** Oldest rows not yet handed over to BullMQ (rows set aside, and rows still held by their writer, excluded). */
 export async function pendingOutbox(db: Queryable, limit: number): Promise<OutboxRow[]> {
   // Ordered by the table's id: the select's id is text, and "10" sorts before "9".
   const { rows } = await db.query<OutboxRow>(
-    'select id::text as id, job_name, job_id, payload from outbox where enqueued_at is null and failed_at is null order by outbox.id limit $1',
+    `select id::text as id, job_name, job_id, payload from outbox
+      where enqueued_at is null and failed_at is null and (held_until is null or held_until <= now())
+      order by outbox.id limit $1`,
     [limit],
   );
   return rows;

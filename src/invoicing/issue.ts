@@ -63,10 +63,11 @@ export async function issueDraftsInTransaction(tx: PoolClient, scope: Scope, dra
 
 /**
  * Sends a draft inside the caller's transaction: issued (issueInvoiceInTransaction) and the
- * invoice email owed (delivery + outbox row). Publish the returned job after commit
- * (publishQuietly in a route; in a job the outbox relay hands it over).
+ * invoice email owed (delivery + outbox row). `fastPath`: the caller publishes the returned job
+ * after commit (publishQuietly in a route), so the workers' relay leaves it alone meanwhile;
+ * without it (in a job) the relay hands it over.
  */
-export async function sendInvoiceInTransaction(tx: PoolClient, scope: Scope, invoiceId: string, mailFrom: string): Promise<SentInvoice> {
+export async function sendInvoiceInTransaction(tx: PoolClient, scope: Scope, invoiceId: string, mailFrom: string, fastPath = false): Promise<SentInvoice> {
   const sent = await issueInvoiceInTransaction(tx, scope, invoiceId);
   // The email is owed from this commit on: the delivery and its outbox row are written in
   // the same transaction as the status change, so a crash cannot lose the send.
@@ -78,7 +79,7 @@ export async function sendInvoiceInTransaction(tx: PoolClient, scope: Scope, inv
     slotAt: sent.sent_at!,
     messageId: messageIdFor(deliveryId, mailFrom),
   });
-  const job = await enqueueInTransaction(tx, 'invoice.send', { invoiceId: sent.id, deliveryId: delivery.id });
+  const job = await enqueueInTransaction(tx, 'invoice.send', { invoiceId: sent.id, deliveryId: delivery.id }, { fastPath });
   return { row: sent, job };
 }
 
@@ -88,6 +89,6 @@ export async function issueInvoice(pool: Pool, scope: Scope, invoiceId: string):
 }
 
 /** sendInvoiceInTransaction in a transaction of its own. */
-export async function sendInvoice(pool: Pool, scope: Scope, invoiceId: string, mailFrom: string): Promise<SentInvoice> {
-  return withTransaction(pool, (tx) => sendInvoiceInTransaction(tx, scope, invoiceId, mailFrom));
+export async function sendInvoice(pool: Pool, scope: Scope, invoiceId: string, mailFrom: string, fastPath = false): Promise<SentInvoice> {
+  return withTransaction(pool, (tx) => sendInvoiceInTransaction(tx, scope, invoiceId, mailFrom, fastPath));
 }

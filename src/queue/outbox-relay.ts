@@ -1,14 +1,16 @@
 // Hands committed outbox rows to BullMQ, whatever catalogue job they hold: each goes to the
 // catalogue's queue for its name with the catalogue's default options and the row's job id. The
-// API publishes a row right after its commit (fast path); the worker relays, on a timer,
-// whatever the fast path could not hand over (a crash between commit and enqueue, Redis down).
+// API publishes a row right after its commit (fast path; the row is held from the relay
+// meanwhile); the worker relays, woken by the commit or on a timer, every other row and whatever
+// the fast path could not hand over (a crash between commit and enqueue, Redis down).
 // No database lock is held while Redis is called: a row handed over twice is harmless, since
 // its job id makes the second add a no-op. A row no retry can hand over (a job name the catalogue
 // does not know) is set aside, reported once through `onSetAside`, and the rest flows on.
-import { markEnqueued, pendingOutbox, setOutboxRowsAside, type OutboxRow } from '../db/outbox.js';
+import { markEnqueued, pendingOutbox, releaseOutboxHold, setOutboxRowsAside, type OutboxRow } from '../db/outbox.js';
+import { withTimeout } from '../lib/with-timeout.js';
 import type { Queryable } from '../db/pool.js';
 import { isJobName, JOBS } from './catalogue.js';
-import type { OutboxJob } from './outbox.js';
+import type { OutboxJob, OutboxPublisher } from './outbox.js';
 import { queueNamed, type QueueSet } from './queues.js';
 
 const BATCH = 500;
@@ -61,6 +63,25 @@ export function createOutboxRelay(db: Queryable, queues: QueueSet, opts: OutboxR
       // Payloads were typed by the catalogue when written.
       await publish(rows.filter((r) => isJobName(r.job_name)) as unknown as OutboxJob[]);
       return rows.length;
+    },
+  };
+}
+
+/**
+ * The API's fast path: hands a request's committed jobs over at once, giving up after
+ * `timeoutMs`. Their rows were held from the workers' relay (enqueueInTransaction's `fastPath`);
+ * if the hand-over fails they are handed back to the relay now, so a job waits for the queue
+ * store to answer, not for the hold to end.
+ */
+export function fastPathPublisher(db: Queryable, relay: OutboxRelay, timeoutMs: number): OutboxPublisher {
+  return {
+    async publish(jobs) {
+      try {
+        await withTimeout(relay.publish(jobs), timeoutMs, 'enqueue');
+      } catch (err) {
+        await releaseOutboxHold(db, jobs.map((j) => j.job_id)).catch(() => undefined);
+        throw err;
+      }
     },
   };
 }

@@ -6,12 +6,14 @@
 //
 //   const job = await withTransaction(pool, async (tx) => {
 //     const row = await someStateChange(tx, ...);
-//     return enqueueInTransaction(tx, 'invoice.send', { invoiceId: row.id, deliveryId });
+//     return enqueueInTransaction(tx, 'invoice.send', { invoiceId: row.id, deliveryId }, { fastPath: true });
 //   });
 //   await publishQuietly(deps, [job], req.log);   // fast path, in routes (http/route-helpers.ts)
 //
-// Handed over twice is harmless: the job id (from the catalogue) makes the second add a no-op,
-// and a handler must be idempotent anyway (BullMQ runs a job at least once).
+// The relay leaves a row to its writer's fast path for a while (`fastPath`, FAST_PATH_HOLD_MS),
+// so a job is normally handed over once. Handed over twice is still harmless: the job id (from
+// the catalogue) makes the second add a no-op, and a handler must be idempotent anyway (BullMQ
+// runs a job at least once).
 import { insertOutbox } from '../db/outbox.js';
 import type { PoolClient } from '../db/pool.js';
 import { jobIdOf, JOBS, type JobName, type JobPayloads } from './catalogue.js';
@@ -29,17 +31,31 @@ export interface OutboxPublisher {
 }
 
 /**
+ * How long a row the caller will publish itself after commit (`fastPath`) is left to it: the
+ * workers' relay skips the row meanwhile, so a job is not handed over twice. The fast path
+ * gives up after 2 s and then releases the row at once; this bound only matters if the caller's
+ * process dies between its commit and its publish.
+ */
+export const FAST_PATH_HOLD_MS = 10_000;
+
+export interface EnqueueOptions {
+  /** The job id; defaults to the catalogue's id for the payload. */
+  jobId?: string;
+  /** The caller publishes the job after commit (publishQuietly): hold the row from the relay. */
+  fastPath?: boolean;
+}
+
+/**
  * Records job `name` with `payload` inside the transaction `tx` (a client from withTransaction).
- * The id defaults to the catalogue's id for the payload; a second row with the same id is
- * ignored. Returns the job, to publish after commit.
+ * A second row with the same id is ignored. Returns the job, to publish after commit.
  */
 export async function enqueueInTransaction<N extends JobName>(
   tx: PoolClient,
   name: N,
   payload: JobPayloads[N],
-  jobId: string = jobIdOf(name, payload),
+  { jobId = jobIdOf(name, payload), fastPath = false }: EnqueueOptions = {},
 ): Promise<OutboxJob<N>> {
   if (JOBS[name].producedBy !== 'outbox') throw new Error(`job ${name} is not produced through the outbox (catalogue: ${JOBS[name].producedBy})`);
-  await insertOutbox(tx, name, jobId, payload);
+  await insertOutbox(tx, name, jobId, payload, fastPath ? FAST_PATH_HOLD_MS : null);
   return { job_name: name, job_id: jobId, payload };
 }

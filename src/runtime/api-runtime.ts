@@ -9,7 +9,7 @@ import { createReminderService, type ReminderService } from '../queue/reminder-s
 import { createReminderShardSet } from '../queue/reminder-shard-set.js';
 import { createMetrics } from '../observability/metrics.js';
 import { DASHBOARD_PATH, dashboardPlugin } from '../http/plugins/dashboard.js';
-import { createOutboxRelay } from '../queue/outbox-relay.js';
+import { createOutboxRelay, fastPathPublisher } from '../queue/outbox-relay.js';
 import { claimQueueStorage, queueBackendOf } from '../queue/backend.js';
 import { withTimeout } from '../lib/with-timeout.js';
 import { startWorkerHttp } from './worker-http.js';
@@ -100,7 +100,7 @@ export async function createApiRuntime(config: Config, log: Logger, extra: Parti
     readiness: backend.readiness,
     plugins,
     operatorAddress,
-    outbox: { publish: (jobs) => withTimeout(relay.publish(jobs), FAST_PATH_TIMEOUT_MS, 'enqueue') },
+    outbox: fastPathPublisher(pool, relay, FAST_PATH_TIMEOUT_MS),
     reminders: {
       stop: (id) => withTimeout(reminders.stop(id), FAST_PATH_TIMEOUT_MS, 'reminder stop'),
       resume: (id) => withTimeout(reminders.resume(id), FAST_PATH_TIMEOUT_MS, 'reminder resume'),

@@ -3,11 +3,14 @@
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log.js';
-import { pendingOutbox } from '../../src/db/outbox.js';
+import pg from 'pg';
+import { insertOutbox, pendingOutbox } from '../../src/db/outbox.js';
 import { createMetrics } from '../../src/observability/metrics.js';
 import { jobIdOf } from '../../src/queue/catalogue.js';
+import { createOutboxRelay, fastPathPublisher } from '../../src/queue/outbox-relay.js';
 import { startOutboxRelayLoop } from '../../src/runtime/outbox-relay-loop.js';
 import { startApiFixture, type ApiFixture } from '../helpers/context.js';
+import { waitUntil } from '../helpers/worker.js';
 
 let fx: ApiFixture;
 
@@ -100,5 +103,66 @@ describe('outbox relay', () => {
     } finally {
       await db.query(`delete from outbox where job_name = 'test.order'`);
     }
+  });
+
+  // The API hands its send over right after its commit; the commit used to wake every worker's
+  // relay too, which added the same job again (a no-op add, about 1 ms of the database's work a
+  // send on the Postgres backend) and marked the row again.
+  it('a row held for its writer: the commit wakes no relay and the relay skips it; a failed hand-over releases it to the relay at once', async () => {
+    const db = fx.api.pool;
+    const heard: string[] = [];
+    const listener = new pg.Client({ connectionString: fx.env.config().databaseUrl });
+    await listener.connect();
+    listener.on('notification', (n) => n.channel === 'outbox_pending' && heard.push(n.payload ?? ''));
+    await listener.query('listen outbox_pending');
+    const metrics = createMetrics({ queues: [], db, defaultMetrics: false });
+    const loop = startOutboxRelayLoop(db, fx.api.queues, 3_600_000, createLogger('silent'), metrics);
+    const payload = { invoiceId: 'inv_held', deliveryId: 'dlv_held' };
+    const job = { job_name: 'invoice.send' as const, job_id: jobIdOf('invoice.send', payload), payload };
+    try {
+      await insertOutbox(db, job.job_name, job.job_id, payload, 60_000);
+      // Notifications arrive in commit order: had the held row's commit notified, its empty
+      // payload would come before this marker.
+      await db.query(`select pg_notify('outbox_pending', 'marker')`);
+      await waitUntil(async () => heard.includes('marker'));
+      expect(heard).toEqual(['marker']);
+      expect(await pendingOutbox(db, 10)).toEqual([]);
+      expect(await loop.relayNow()).toBe(0);
+
+      // The fast path times out (a queue store that never answers): the row goes back to the relay.
+      const stuck = fastPathPublisher(db, { publish: () => new Promise<void>(() => undefined), relay: () => Promise.resolve(0) }, 50);
+      await expect(stuck.publish([job])).rejects.toThrow(/enqueue/);
+      await waitUntil(async () => heard.length === 2);
+      expect(heard).toEqual(['marker', '']);
+      expect((await pendingOutbox(db, 10)).map((r) => r.job_id)).toEqual([job.job_id]);
+      expect(await loop.relayNow()).toBe(1);
+      expect((await fx.api.queues.send.getJob(job.job_id))?.data).toEqual(payload);
+    } finally {
+      await loop.stop();
+      await listener.end();
+    }
+  });
+
+  it('the fast path that succeeds hands the row over once, and the relay finds nothing', async () => {
+    const db = fx.api.pool;
+    const payload = { invoiceId: 'inv_fast', deliveryId: 'dlv_fast' };
+    const job = { job_name: 'invoice.send' as const, job_id: jobIdOf('invoice.send', payload), payload };
+    await insertOutbox(db, job.job_name, job.job_id, payload, 60_000);
+    await fastPathPublisher(db, createOutboxRelay(db, fx.api.queues), 2_000).publish([job]);
+    const { rows } = await db.query<{ enqueued: boolean }>('select enqueued_at is not null as enqueued from outbox where job_id = $1', [job.job_id]);
+    expect(rows).toEqual([{ enqueued: true }]);
+    expect((await fx.api.queues.send.getJob(job.job_id))?.data).toEqual(payload);
+    expect(await pendingOutbox(db, 10)).toEqual([]);
+
+    // Through the API: the send's row is held for the route's own hand-over, which took it.
+    const headers = { 'api-key': fx.merchant.keys.sandbox };
+    const created = await fx.api.app.inject({ method: 'POST', url: '/v1/invoices', headers, payload: { customer_email: 'held@example.test', amount: '4' } });
+    const id = created.json<{ data: { id: string } }>().data.id;
+    expect((await fx.api.app.inject({ method: 'POST', url: `/v1/invoices/${id}/send`, headers })).statusCode).toBe(200);
+    const sent = await db.query<{ held: boolean; enqueued: boolean }>(
+      `select held_until is not null as held, enqueued_at is not null as enqueued from outbox where payload->>'invoiceId' = $1`,
+      [id],
+    );
+    expect(sent.rows).toEqual([{ held: true, enqueued: true }]);
   });
 });

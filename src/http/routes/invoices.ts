@@ -165,7 +165,8 @@ export async function invoiceRoutes(app: Api, deps: AppDeps): Promise<void> {
     { schema: { tags: ['invoices'], summary: 'Finalise a draft and email it with its PDF', params: InvoiceIdParams, response: { 200: Data(Invoice), ...errorResponses } } },
     async (req) => {
       requireWrite(req.auth);
-      const { row, job } = await sendInvoice(pool, req.auth, req.params.invoiceId, deps.config.mailFrom);
+      // With a publisher the job is handed over right below, and the workers' relay holds off.
+      const { row, job } = await sendInvoice(pool, req.auth, req.params.invoiceId, deps.config.mailFrom, deps.outbox !== undefined);
       await publishQuietly(deps, [job], req.log);
       return { data: presentInvoice(row, deps.config.chains) };
     },
