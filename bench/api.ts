@@ -28,12 +28,12 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import Fastify from 'fastify';
 import type { FastifyRequest } from 'fastify';
-import pg from 'pg';
 import { findInvoice, findInvoiceWithCredential } from '../src/db/invoices.js';
 import { hashApiKey } from '../src/domain/api-keys.js';
 import { authenticate } from '../src/http/auth.js';
 import { provisionMerchant } from '../src/runtime/provision.js';
 import {
+  openBenchPool,
   REDIS_URL,
   busyPercent,
   codeVersion,
@@ -153,9 +153,7 @@ async function main(): Promise<void> {
   const prefix = `bench_api_${randomSuffix()}`;
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'bench-api-'));
   // The same pool size as the API's (createPool's default of 20).
-  const pool = new pg.Pool({ connectionString: db.url, max: 20 });
-  // The drop at the end terminates whatever is still connected; never crash on an idle client.
-  pool.on('error', () => undefined);
+  const pool = openBenchPool(db.url, 20);
   const children: Child[] = [];
   const cleanup = async () => {
     for (const c of children.reverse()) await c.stop().catch(() => undefined);

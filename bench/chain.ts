@@ -39,6 +39,7 @@ import {
   fmt,
   loadAvg,
   note,
+  openBenchPool,
   percentile,
   randomSuffix,
   REDIS_URL,
@@ -548,7 +549,7 @@ interface LatencyResult {
 async function latency(chain: TestChain, sink: SmtpSink): Promise<LatencyResult> {
   const db = await createBenchDatabase({ queueSchema: BACKEND === 'postgres' });
   const prefix = `bench-chain-${randomSuffix()}`;
-  const pool = new pg.Pool({ connectionString: db.url, max: 3 });
+  const pool = openBenchPool(db.url, 3);
   const outbox = tmpDir();
   let worker: Child | null = null;
   try {
@@ -613,7 +614,7 @@ async function main(): Promise<void> {
   const db = await createBenchDatabase();
   // CHAIN_GETLOGS_MAX_BLOCKS's default: the raw limit asks for the ranges the watcher asks for.
   const maxBlocks = loadConfig({ DATABASE_URL: db.url }).chainGetLogsMaxBlocks;
-  const pool = new pg.Pool({ connectionString: db.url, max: 5 });
+  const pool = openBenchPool(db.url, 5);
   let chain: TestChain | null = null;
   const sink = await startSmtpSink();
   try {

@@ -67,6 +67,7 @@ import {
   fmt,
   loadAvg,
   note,
+  openBenchPool,
   percentile,
   REDIS_URL,
   sleep,
@@ -200,8 +201,7 @@ function redisStore(prefix: string, target: RedisTarget): Store {
 }
 
 function postgresStore(databaseUrl: string): Store {
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
-  pool.on('error', () => undefined);
+  const pool = openBenchPool(databaseUrl, 2);
   const count = async (sql: string, params: unknown[]) => (await pool.query<{ n: number }>(sql, params)).rows[0].n;
   const schemaBytes = async () =>
     Number(
@@ -415,7 +415,7 @@ async function runSize(kind: RunKind, db: BenchDatabase, n: number, accountId: s
   const policy = config.reminders;
   const store = config.redisUrl !== null ? redisStore(prefix, { redisUrl: config.redisUrl, redisClusterNodes: config.redisClusterNodes }) : postgresStore(db.url);
   const queues = queueBackendOf(config, 'consumer');
-  const pool = new pg.Pool({ connectionString: db.url, max: 4 });
+  const pool = openBenchPool(db.url, 4);
   // After each bulk change the planner's statistics are brought up to date, as autovacuum's
   // analyze does on a default server within a minute. Without them (autovacuum off, or before it
   // ran) BullMQ's statements on a table it has never analysed can pick the partial index of the
@@ -622,7 +622,7 @@ async function runOne(kind: RunKind, n: number, cluster: LocalRedisCluster | nul
   // A database per run: the Postgres backend's storage figure is the growth of its schema.
   const db = await createBenchDatabase({ queueSchema: kind === 'postgres' });
   try {
-    const pool = new pg.Pool({ connectionString: db.url, max: 2 });
+    const pool = openBenchPool(db.url, 2);
     const accountId = newId('acct');
     await provisionMerchant(pool, { id: accountId, name: 'Bench Merchant', email: 'bench@example.com', timeZone: 'UTC' });
     const customers = Array.from({ length: 100 }, (_, i) => ({ id: newId('cus'), zone: ZONES[i % ZONES.length] }));

@@ -52,6 +52,7 @@ import {
   fmt,
   loadAvg,
   note,
+  openBenchPool,
   percentile,
   randomSuffix,
   REDIS_URL,
@@ -191,7 +192,7 @@ async function main(): Promise<void> {
   const children: Child[] = [];
   try {
     db = await createBenchDatabase({ queueSchema: BACKEND === 'postgres' });
-    pool = new pg.Pool({ connectionString: db.url, max: 4 });
+    pool = openBenchPool(db.url, 4);
     chain = await startTestChain();
     const url = chain.rpcUrl;
     proxy = await startRpcProxy(url);

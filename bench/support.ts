@@ -82,6 +82,17 @@ export interface BenchDatabase {
   drop(): Promise<void>;
 }
 
+/**
+ * A pool on a bench database. `pool.end()` resolves while its connections may still be closing;
+ * the database's drop (with force) then terminates them, and an 'error' with no listener would
+ * end the process after its report: a bench never crashes on a client it already let go.
+ */
+export function openBenchPool(url: string, max: number): pg.Pool {
+  const pool = new pg.Pool({ connectionString: url, max });
+  pool.on('error', () => undefined);
+  return pool;
+}
+
 /** `queueSchema`: also BullMQ's `bullmq` schema, for a run on the Postgres queue backend. */
 export async function createBenchDatabase(opts: { queueSchema?: boolean } = {}): Promise<BenchDatabase> {
   const name = `invoices_bench_${randomSuffix()}`;

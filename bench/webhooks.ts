@@ -19,7 +19,6 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import pg from 'pg';
 import { Pool as UndiciPool } from 'undici';
 import { newId } from '../src/domain/ids.js';
 import { newWebhookSecret } from '../src/domain/webhooks.js';
@@ -33,6 +32,7 @@ import {
   createValidity,
   loadAvg,
   note,
+  openBenchPool,
   randomSuffix,
   REDIS_URL,
   sleep,
@@ -123,7 +123,7 @@ async function main(): Promise<void> {
   const validity = createValidity();
   const db = await createBenchDatabase({ queueSchema: BACKEND === 'postgres' });
   const prefix = `bench-webhooks-${randomSuffix()}`;
-  const pool = new pg.Pool({ connectionString: db.url, max: 5 });
+  const pool = openBenchPool(db.url, 5);
   const receiver = await startReceiver();
   let worker: Child | null = null;
   try {

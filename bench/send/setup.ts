@@ -21,6 +21,7 @@ import {
   createBenchDatabase,
   DEFAULT_PG,
   note,
+  openBenchPool,
   percentile,
   randomSuffix,
   REDIS_URL,
@@ -242,9 +243,7 @@ export interface BackendRun {
 export async function openBackend(backend: BenchBackend, sink: SmtpSink, tmp: string, profiles: ProfiledPass[]): Promise<BackendRun & { pool: pg.Pool; keys: { sandbox: string } }> {
   const db = await createBenchDatabase({ queueSchema: backend === 'postgres' });
   const prefix = `bench_send_${randomSuffix()}`;
-  const pool = new pg.Pool({ connectionString: db.url, max: 4 });
-  // The drop at the end terminates whatever is still connected; never crash on an idle client.
-  pool.on('error', () => undefined);
+  const pool = openBenchPool(db.url, 4);
   const queues: QueueBackend = queueBackendOf(loadConfig({ DATABASE_URL: db.url, ...backendEnv(backend, prefix) }), 'producer');
   const queue = queues.queue(QUEUES.send);
   let apiChild: Child | null = null;
