@@ -57,6 +57,15 @@ export async function pendingOutbox(db: Queryable, limit: number): Promise<Outbo
   return rows;
 }
 
+/** In how many ms the earliest hold of a pending row ends; null when no pending row is held. */
+export async function nextHoldEndMs(db: Queryable): Promise<number | null> {
+  const { rows } = await db.query<{ ms: number | null }>(
+    `select ceil(extract(epoch from min(held_until) - now()) * 1000)::int as ms from outbox
+      where enqueued_at is null and failed_at is null and held_until > now()`,
+  );
+  return rows[0].ms;
+}
+
 /**
  * Sets pending rows aside for good (the relay skips them from now on); returns the rows this call
  * set aside, so a row seen by two relays at once is reported once.

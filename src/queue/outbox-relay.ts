@@ -6,7 +6,7 @@
 // No database lock is held while Redis is called: a row handed over twice is harmless, since
 // its job id makes the second add a no-op. A row no retry can hand over (a job name the catalogue
 // does not know) is set aside, reported once through `onSetAside`, and the rest flows on.
-import { markEnqueued, pendingOutbox, releaseOutboxHold, setOutboxRowsAside, type OutboxRow } from '../db/outbox.js';
+import { markEnqueued, nextHoldEndMs, pendingOutbox, setOutboxRowsAside, type OutboxRow } from '../db/outbox.js';
 import { withTimeout } from '../lib/with-timeout.js';
 import type { Queryable } from '../db/pool.js';
 import { isJobName, JOBS } from './catalogue.js';
@@ -25,6 +25,8 @@ export interface OutboxRelay {
   publish(jobs: readonly OutboxJob[]): Promise<void>;
   /** Hands over the oldest pending rows; returns how many it took off the pending list. */
   relay(): Promise<number>;
+  /** In how many ms the earliest hold of a pending row ends (null: no row is held). */
+  nextHoldEnd(): Promise<number | null>;
 }
 
 /** Why a row was set aside (the `reason` label of the metric, `outbox.failed_reason`). */
@@ -64,24 +66,11 @@ export function createOutboxRelay(db: Queryable, queues: QueueSet, opts: OutboxR
       await publish(rows.filter((r) => isJobName(r.job_name)) as unknown as OutboxJob[]);
       return rows.length;
     },
+    nextHoldEnd: () => nextHoldEndMs(db),
   };
 }
 
-/**
- * The API's fast path: hands a request's committed jobs over at once, giving up after
- * `timeoutMs`. Their rows were held from the workers' relay (enqueueInTransaction's `fastPath`);
- * if the hand-over fails they are handed back to the relay now, so a job waits for the queue
- * store to answer, not for the hold to end.
- */
-export function fastPathPublisher(db: Queryable, relay: OutboxRelay, timeoutMs: number): OutboxPublisher {
-  return {
-    async publish(jobs) {
-      try {
-        await withTimeout(relay.publish(jobs), timeoutMs, 'enqueue');
-      } catch (err) {
-        await releaseOutboxHold(db, jobs.map((j) => j.job_id)).catch(() => undefined);
-        throw err;
-      }
-    },
-  };
+/** The API's fast path: hands a request's committed jobs over at once, giving up after `timeoutMs`. */
+export function fastPathPublisher(relay: Pick<OutboxRelay, 'publish'>, timeoutMs: number): OutboxPublisher {
+  return { publish: (jobs) => withTimeout(relay.publish(jobs), timeoutMs, 'enqueue') };
 }

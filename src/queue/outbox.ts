@@ -31,10 +31,11 @@ export interface OutboxPublisher {
 }
 
 /**
- * How long a row the caller will publish itself after commit (`fastPath`) is left to it: the
- * workers' relay skips the row meanwhile, so a job is not handed over twice. The fast path
- * gives up after 2 s and then releases the row at once; this bound only matters if the caller's
- * process dies between its commit and its publish.
+ * How long a row the caller will publish itself after commit (`fastPath`) is left to it, counted
+ * from its write: the workers' relay skips the row meanwhile, so a job is not handed over twice.
+ * A failed or timed-out publish (2 s) gives the row back at once (publishQuietly); the hold only
+ * runs out if the caller's process dies before its publish, or the give-back itself fails. The
+ * relay wakes when it ends.
  */
 export const FAST_PATH_HOLD_MS = 10_000;
 

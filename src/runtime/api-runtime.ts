@@ -100,7 +100,7 @@ export async function createApiRuntime(config: Config, log: Logger, extra: Parti
     readiness: backend.readiness,
     plugins,
     operatorAddress,
-    outbox: fastPathPublisher(pool, relay, FAST_PATH_TIMEOUT_MS),
+    outbox: fastPathPublisher(relay, FAST_PATH_TIMEOUT_MS),
     reminders: {
       stop: (id) => withTimeout(reminders.stop(id), FAST_PATH_TIMEOUT_MS, 'reminder stop'),
       resume: (id) => withTimeout(reminders.resume(id), FAST_PATH_TIMEOUT_MS, 'reminder resume'),

@@ -1,5 +1,7 @@
-// The worker's side of the outbox: relays, on a timer, whatever the API's fast path could not
-// hand to BullMQ (a crash between commit and enqueue, Redis down).
+// The worker's side of the outbox: relays every committed row the API's fast path is not handing
+// over, woken by the commit's NOTIFY (rows written by jobs and triggers, rows a failed fast path
+// gave back), when the hold of a row left to the fast path ends (its API died in between), and on
+// a timer (a NOTIFY lost with the listening connection).
 import type { Queryable } from '../db/pool.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../observability/metrics.js';
@@ -26,6 +28,20 @@ export function startOutboxRelayLoop(db: Queryable, queues: QueueSet, intervalMs
     },
   });
   let relaying: Promise<number> | null = null;
+  // Wakes the relay when the earliest hold of a pending row ends: a held row's commit wakes no
+  // one, so without this a row whose API died before its hand-over would wait for the timer.
+  let holdTimer: NodeJS.Timeout | null = null;
+  let stopped = false;
+  const wakeAtHoldEnd = (ms: number | null) => {
+    if (holdTimer) clearTimeout(holdTimer);
+    holdTimer = null;
+    if (ms === null || stopped) return;
+    holdTimer = setTimeout(() => {
+      holdTimer = null;
+      relayNow().catch((err: unknown) => log.warn({ err }, 'outbox relay failed; will retry'));
+    }, Math.max(ms, 0) + 5);
+    holdTimer.unref();
+  };
   // Asked again while a pass runs (a commit NOTIFYing meanwhile): one more pass right after, so
   // a row committed after the running pass's last read does not wait for the timer.
   let again = false;
@@ -45,6 +61,7 @@ export function startOutboxRelayLoop(db: Queryable, queues: QueueSet, intervalMs
           if (n === 0) break;
         }
       } while (again);
+      wakeAtHoldEnd(await relay.nextHoldEnd());
       return total;
     })().finally(() => {
       relaying = null;
@@ -61,7 +78,9 @@ export function startOutboxRelayLoop(db: Queryable, queues: QueueSet, intervalMs
   return {
     relayNow,
     async stop() {
+      stopped = true;
       clearInterval(timer);
+      if (holdTimer) clearTimeout(holdTimer);
       await relaying?.catch(() => undefined);
     },
   };

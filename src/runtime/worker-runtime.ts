@@ -194,8 +194,9 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
   const deliveriesListener = listen(config.databaseUrl, 'webhook_deliveries_due', () => webhookLoop.wake(), log);
   const relayerUpkeep = relayer && relayer.describe().length > 0 ? startRelayerUpkeep(relayer, config.chainPollIntervalMs, log) : null;
   const relayLoop = startOutboxRelayLoop(pool, queues, config.outboxRelayIntervalMs, log, metrics);
-  // Every insert into the outbox NOTIFYs at commit (a statement trigger): relay at once rather than at the
-  // next tick, whoever wrote the row (the API, a worker, a trigger on plain SQL).
+  // An insert into the outbox NOTIFYs at commit (a statement trigger) unless every row it wrote is
+  // held for the API's own hand-over: relay at once rather than at the next tick, whoever wrote the
+  // row (a job, a trigger on plain SQL, the API giving back a row its hand-over failed).
   const outboxListener = listen(
     config.databaseUrl,
     'outbox_pending',

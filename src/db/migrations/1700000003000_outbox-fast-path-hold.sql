@@ -8,7 +8,9 @@
 -- to the relay once the hold ends.
 alter table outbox add column held_until timestamptz;
 
--- Only rows the relay may take at once wake it; a held row is the writer's to hand over.
+-- Only rows the relay may take at once wake it; a held row is the writer's to hand over. An insert
+-- of no rows wakes no one either (the receipts trigger's `insert ... select` runs on every invoice
+-- UPDATE and used to wake every worker's relay each time).
 create or replace function notify_outbox_pending() returns trigger language plpgsql as $$
 begin
   if exists (select 1 from new_rows where held_until is null) then
