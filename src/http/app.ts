@@ -6,7 +6,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyReply, 
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Api, AppDeps } from './types.js';
 import { ApiError, DomainError, errorEnvelope } from '../errors.js';
-import { authenticate, presentKey } from './auth.js';
+import { authenticate, presentKey, requireRouteAccess } from './auth.js';
 import swagger from '@fastify/swagger';
 import rateLimit from '@fastify/rate-limit';
 import { healthPlugin } from './plugins/health.js';
@@ -323,6 +323,7 @@ export async function buildApp(deps: AppDeps): Promise<Api> {
         req.auth = await authenticate(deps.pool, req);
         // Accepted: the point goes back now, not at the end of a long request.
         settleAuth(req, 'succeeded');
+        requireRouteAccess(req.auth, req.method, req.routeOptions.config);
       }
     });
     v1.addHook('preValidation', async (req) => {

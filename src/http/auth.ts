@@ -35,6 +35,8 @@ declare module 'fastify' {
     auth?: 'in-query';
     /** Set for the v1 routes without a body schema (app.ts): a body with a field is a 400. */
     takesNoBody?: boolean;
+    /** A test helper: sandbox keys only (403 live_mode_forbidden). */
+    sandboxOnly?: boolean;
   }
 }
 
@@ -93,9 +95,18 @@ export async function authenticate(db: Queryable, req: FastifyRequest): Promise<
   return authorize(key, await findCredentialForKey(db, key.hash));
 }
 
-/** Writes need a full-access key. */
-export function requireWrite(auth: AuthContext): void {
-  if (auth.permission !== 'full') {
+const WRITES = new Set(['POST', 'PATCH', 'PUT', 'DELETE']);
+
+/**
+ * What a key may do on a route, decided once authenticated and before the body is read: a live
+ * key on a test helper is 403 `live_mode_forbidden`, a read-only key on any write 403
+ * `permission_denied`. Before the body, so a malformed write gets the 403 a well-formed one gets.
+ */
+export function requireRouteAccess(auth: AuthContext, method: string, config: { sandboxOnly?: boolean }): void {
+  if (config.sandboxOnly && auth.environment !== 'sandbox') {
+    throw new ApiError('live_mode_forbidden', 'Test helpers exist in the sandbox only; use a sandbox key.');
+  }
+  if (WRITES.has(method) && auth.permission !== 'full') {
     throw new ApiError('permission_denied', 'This API key is read-only; a full-access key is required for this request.');
   }
 }

@@ -6,7 +6,7 @@ import { newId } from '../../src/domain/ids.js';
 import { createLogger } from '../../src/log.js';
 import { provisionMerchant } from '../../src/runtime/provision.js';
 import { createApiRuntime } from '../../src/runtime/api-runtime.js';
-import { apiClient, expectError as expectApiError, useApiFixture, type ApiResponse, type JsonBody } from '../helpers/http.js';
+import { apiClient, expectError as expectApiError, request, useApiFixture, type ApiResponse, type HttpMethod, type JsonBody } from '../helpers/http.js';
 
 const CREDENTIAL_FIELDS = ['id', 'name', 'permission', 'environment', 'last4', 'revoked', 'revoked_at', 'created_at'].sort();
 
@@ -102,6 +102,27 @@ describe('credentials', () => {
     expectError(await call('PATCH', `/v1/invoices/${id}`, as(other.sandbox), { amount: '2' }), 404, 'invalid_request_error', 'resource_missing');
     expectError(await call('GET', `/v1/invoices/${id}`, as(other.sandbox_read_only)), 404, 'invalid_request_error', 'resource_missing');
     expectError(await call('GET', `/v1/invoices/${id}`, as(keys.live_read_only)), 404, 'invalid_request_error', 'resource_missing');
+  });
+
+  // The permission is the key's, not the body's: a read-only key's malformed write used to get the
+  // body's 400 (validation ran first), its well-formed one the 403.
+  it('a read-only key gets 403 on a write whatever its body: unknown fields, missing fields, invalid JSON', async () => {
+    const ro = as(keys.sandbox_read_only);
+    const writes: [HttpMethod, string, unknown][] = [
+      ['POST', '/v1/invoices', { customer_email: 'a@example.test', amount: '1', bogus: 1 }],
+      ['POST', '/v1/products', { name: 'x', bogus: 1 }],
+      ['POST', '/v1/credentials', {}],
+      ['PATCH', '/v1/payment-links/plink_x', { max_payments: 3 }],
+      ['POST', '/v1/webhook_endpoints', { url: 5 }],
+      ['POST', '/v1/test_helpers/payment-links/plink_x/payments', { amount: 1 }],
+    ];
+    for (const [method, url, body] of writes) {
+      expectError(await call(method, url, ro, body), 403, 'permission_error', 'permission_denied');
+    }
+    const broken = await request(fx.api.app, 'POST', '/v1/invoices', { headers: { ...ro, 'content-type': 'application/json' }, payload: '{"amount": ' });
+    expectError(broken, 403, 'permission_error', 'permission_denied');
+    // A full key with the same bodies still gets the body's 400.
+    expectError(await call('POST', '/v1/products', as(keys.sandbox), { name: 'x', bogus: 1 }), 400, 'invalid_request_error', 'validation_failed');
   });
 
   it('live keys get 403 on every test helper', async () => {

@@ -21,7 +21,6 @@ import {
   requestFingerprint,
 } from '../../domain/idempotency.js';
 import { ApiError } from '../../errors.js';
-import { requireWrite } from '../auth.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -78,9 +77,9 @@ export const idempotencyPlugin = fp<{ pool: Pool }>(
       if (sent.length === 0 || !req.auth) return;
       const checked = checkIdempotencyKey(sent.length === 1 ? sent[0] : sent);
       if (!checked.ok) throw new ApiError('validation_failed', checked.message, 'Idempotency-Key');
-      // Every POST under /v1 is a write. Permission first: a read-only key must neither be handed
-      // the stored response of a full key's request (a replay) nor store its own 403 under the key.
-      requireWrite(req.auth);
+      // Every POST under /v1 is a write, and a read-only key was refused before this hook (auth.ts,
+      // requireRouteAccess): it is neither handed the stored response of a full key's request (a
+      // replay) nor stores its own 403 under the key.
       const owner: Scope = { accountId: req.auth.accountId, environment: req.auth.environment };
       const fingerprint = requestFingerprint(req.method, req.url.split('?')[0], req.body);
       const claim = await claimIdempotencyKey(deps.pool, owner, checked.key, fingerprint, {

@@ -4,7 +4,6 @@ import { withTransaction } from '../../db/pool.js';
 import { MAX_ACTIVE_API_KEYS } from '../../domain/api-keys.js';
 import { ApiError, notFound } from '../../errors.js';
 import type { AppDeps } from '../types.js';
-import { requireWrite } from '../auth.js';
 import { presentCredential } from '../presenters.js';
 import { coerceLimit, listBody, pageRequest } from '../pagination.js';
 import { CreateCredentialBody, Credential, CredentialIdParams, Data, ListOf, PageQuery } from '../schemas/index.js';
@@ -26,7 +25,6 @@ export async function credentialRoutes(app: Api, deps: AppDeps): Promise<void> {
       },
     },
     async (req) => {
-      requireWrite(req.auth);
       const { row, secret } = await withTransaction(deps.pool, async (tx) => {
         if ((await lockCredentialsForIssue(tx, req.auth)) >= MAX_ACTIVE_API_KEYS) {
           throw new ApiError(
@@ -66,7 +64,6 @@ export async function credentialRoutes(app: Api, deps: AppDeps): Promise<void> {
       },
     },
     async (req) => {
-      requireWrite(req.auth);
       const credential = await withTransaction(deps.pool, async (tx) => {
         const row = await revokeCredential(tx, req.auth, req.params.credentialId);
         if (!row) throw notFound('credential', req.params.credentialId);

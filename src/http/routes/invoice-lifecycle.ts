@@ -12,7 +12,6 @@ import { issuedInvoicePdf } from '../../pdf/issued-invoice-pdf.js';
 import { stampFor } from '../../pdf/invoice-stamp.js';
 import { renderInvoicePdf } from '../../pdf/invoice-pdf.js';
 import type { AppDeps } from '../types.js';
-import { requireWrite } from '../auth.js';
 import { coerceLimit, listBody, pageRequest } from '../pagination.js';
 import { presentInvoice } from '../presenters.js';
 import { Data, DeletedObject, Invoice, InvoiceIdParams, InvoiceLine, ListInvoicesQuery, ListOf } from '../schemas/index.js';
@@ -51,7 +50,6 @@ export async function invoiceLifecycleRoutes(app: Api, deps: AppDeps): Promise<v
       },
     },
     async (req) => {
-      requireWrite(req.auth);
       const row = await withTransaction(pool, async (tx) => {
         const inv = await findInvoice(tx, req.auth, req.params.invoiceId, true);
         if (!inv) throw notFound('invoice', req.params.invoiceId);
@@ -87,7 +85,6 @@ export async function invoiceLifecycleRoutes(app: Api, deps: AppDeps): Promise<v
       },
     },
     async (req) => {
-      requireWrite(req.auth);
       await withTransaction(pool, async (tx) => {
         // The row lock orders the delete against a concurrent send: a send that commits first
         // makes this a refusal; one that comes second finds nothing to send.

@@ -23,7 +23,7 @@ import { buildReminderTimeline } from '../reminder-timeline.js';
 import { errorResponses, publishQuietly, unwrap } from '../route-helpers.js';
 import { canonicalTimeZone } from '../../domain/time-zone.js';
 import type { AppDeps } from '../types.js';
-import { authorize, requireWrite, type AuthContext } from '../auth.js';
+import { authorize, type AuthContext } from '../auth.js';
 import { presentInvoice } from '../presenters.js';
 import { CreateInvoiceBody, Data, Invoice, InvoiceIdParams, ReminderTimeline, SetRemindersBody, UpdateInvoiceBody } from '../schemas/index.js';
 import type { Api } from '../types.js';
@@ -64,7 +64,6 @@ export async function invoiceRoutes(app: Api, deps: AppDeps): Promise<void> {
     '/invoices',
     { schema: { tags: ['invoices'], summary: 'Create a draft invoice', body: CreateInvoiceBody, response: { 200: Data(Invoice), ...errorResponses } } },
     async (req) => {
-      requireWrite(req.auth);
       const body = req.body;
       const token = resolveToken(deps.config.chains, req.auth.environment, body.network, body.currency);
       if (!token.ok) throw new ApiError(token.code, token.message);
@@ -132,7 +131,6 @@ export async function invoiceRoutes(app: Api, deps: AppDeps): Promise<void> {
       },
     },
     async (req) => {
-      requireWrite(req.auth);
       const body = req.body;
       const locale = localeOf(body.customer_locale);
       // The row lock orders this edit against a concurrent send: whichever commits first wins,
@@ -164,7 +162,6 @@ export async function invoiceRoutes(app: Api, deps: AppDeps): Promise<void> {
     '/invoices/:invoiceId/send',
     { schema: { tags: ['invoices'], summary: 'Finalise a draft and email it with its PDF', params: InvoiceIdParams, response: { 200: Data(Invoice), ...errorResponses } } },
     async (req) => {
-      requireWrite(req.auth);
       // With a publisher the job is handed over right below, and the workers' relay holds off.
       const { row, job } = await sendInvoice(pool, req.auth, req.params.invoiceId, deps.config.mailFrom, deps.outbox !== undefined);
       await publishQuietly(deps, [job], req.log);
@@ -184,7 +181,6 @@ export async function invoiceRoutes(app: Api, deps: AppDeps): Promise<void> {
       },
     },
     async (req) => {
-      requireWrite(req.auth);
       const row = await withTransaction(pool, async (tx) => {
         const inv = await findInvoice(tx, req.auth, req.params.invoiceId, true);
         if (!inv) throw notFound('invoice', req.params.invoiceId);

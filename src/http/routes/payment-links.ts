@@ -9,7 +9,6 @@ import { formatDecimal, parseAmount } from '../../domain/money.js';
 import { resolveToken } from '../../domain/tokens.js';
 import { ApiError, notFound } from '../../errors.js';
 import type { AppDeps } from '../types.js';
-import { requireWrite } from '../auth.js';
 import { presentLink } from '../presenters.js';
 import { CreatePaymentLinkBody, Data, DeletedObject, ErrorEnvelope, PaymentLinkIdParams, PaymentLink, UpdatePaymentLinkBody } from '../schemas/index.js';
 import { Type } from 'typebox';
@@ -41,7 +40,6 @@ export async function paymentLinkRoutes(app: Api, deps: AppDeps): Promise<void> 
     '/payment-links',
     { schema: { tags: ['payment links'], summary: 'Create a payment link', body: CreatePaymentLinkBody, response: { 200: Data(PaymentLink), ...errorResponses } } },
     async (req) => {
-      requireWrite(req.auth);
       const b = req.body;
       const type = b.type ?? (b.price_id ? 'fixed_price' : 'custom_amount');
       const afterCompletion = b.after_completion ?? 'message';
@@ -148,7 +146,6 @@ export async function paymentLinkRoutes(app: Api, deps: AppDeps): Promise<void> 
       },
     },
     async (req) => {
-      requireWrite(req.auth);
       const row = await withTransaction(pool, async (tx) => {
         const link = await findLink(tx, req.auth, req.params.paymentLinkId, true);
         if (!link) throw notFound('payment link', req.params.paymentLinkId);
@@ -172,7 +169,6 @@ export async function paymentLinkRoutes(app: Api, deps: AppDeps): Promise<void> 
       },
     },
     async (req) => {
-      requireWrite(req.auth);
       // The row lock first, as a payment takes it: a payment in flight commits before the
       // delete looks for payments (409), or finds the link gone (404). Without it the delete
       // could pass its check, then hit the foreign key of the just-committed payment (a 500).

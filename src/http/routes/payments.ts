@@ -8,7 +8,6 @@ import { reservedAddressUse } from '../../domain/chains.js';
 import { parseAddress } from '../../domain/payments.js';
 import { ApiError, notFound } from '../../errors.js';
 import { presentPayment } from '../../chain/payment-object.js';
-import { requireWrite } from '../auth.js';
 import { coerceLimit, listBody, pageRequest } from '../pagination.js';
 import { Account, ApplyPaymentBody, ListPaymentsQuery, Payment, PaymentIdParams, UpdateAccountBody, type AccountObject } from '../schemas/index.js';
 import { errorResponses, refusalAsApiError } from '../route-helpers.js';
@@ -52,7 +51,6 @@ export async function paymentRoutes(app: Api, deps: AppDeps): Promise<void> {
       },
     },
     async (req) => {
-      requireWrite(req.auth);
       const parsed = parseAddress(req.body.settlement_address, 'settlement_address');
       if (!parsed.ok) throw new ApiError('validation_failed', parsed.message, 'settlement_address');
       // The platform's own addresses are no tenant's: a fee address claimed would show every
@@ -138,7 +136,6 @@ export async function paymentRoutes(app: Api, deps: AppDeps): Promise<void> {
       },
     },
     async (req) => {
-      requireWrite(req.auth);
       const payment = await refusalAsApiError(applyUnmatchedPayment(pool, deps.config.chains, req.auth, req.params.paymentId, req.body.invoice_id));
       return { data: payment };
     },

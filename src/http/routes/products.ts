@@ -9,7 +9,6 @@ import type { ChainRegistry } from '../../domain/chains.js';
 import { resolveToken } from '../../domain/tokens.js';
 import { ApiError, notFound } from '../../errors.js';
 import type { AppDeps } from '../types.js';
-import { requireWrite } from '../auth.js';
 import { presentProduct } from '../presenters.js';
 import { coerceLimit, listBody, pageRequest } from '../pagination.js';
 import { CreateProductBody, Data, DeletedObject, ErrorEnvelope, ListOf, PageQuery, Product, ProductIdParams, UpdateProductBody, type CreatePriceBody } from '../schemas/index.js';
@@ -47,7 +46,6 @@ export async function productRoutes(app: Api, deps: AppDeps): Promise<void> {
     '/products',
     { schema: { tags: ['products'], summary: 'Create a product with its prices', body: CreateProductBody, response: { 200: Data(Product), ...errorResponses } } },
     async (req) => {
-      requireWrite(req.auth);
       const id = newId('prod');
       const prices = (req.body.prices ?? []).map((p, i) => priceFromInput(deps.config.chains, req.auth.environment, id, p, i));
       const product = await withTransaction(pool, async (tx) => {
@@ -83,7 +81,6 @@ export async function productRoutes(app: Api, deps: AppDeps): Promise<void> {
       },
     },
     async (req) => {
-      requireWrite(req.auth);
       const product = await withTransaction(pool, async (tx) => {
         const found = await updateProduct(tx, req.auth, req.params.productId, req.body);
         if (!found) throw notFound('product', req.params.productId);
@@ -120,7 +117,6 @@ export async function productRoutes(app: Api, deps: AppDeps): Promise<void> {
       },
     },
     async (req) => {
-      requireWrite(req.auth);
       const outcome = await withTransaction(pool, (tx) => deleteProductIfUnused(tx, req.auth, req.params.productId));
       if (outcome === 'missing') throw notFound('product', req.params.productId);
       if (outcome === 'not_deletable') {

@@ -5,7 +5,6 @@ import { withTransaction } from '../../db/pool.js';
 import { cancelSubscription, findSubscription, listSubscriptions } from '../../db/subscriptions.js';
 import { ApiError, notFound } from '../../errors.js';
 import type { AppDeps } from '../types.js';
-import { requireWrite } from '../auth.js';
 import { coerceLimit, listBody, pageRequest } from '../pagination.js';
 import { presentInvoice, presentSubscription } from '../presenters.js';
 import { Data, Invoice, ListOf, ListSubscriptionsQuery, PageQuery, Subscription, SubscriptionIdParams } from '../schemas/index.js';
@@ -81,7 +80,6 @@ export async function subscriptionRoutes(app: Api, deps: AppDeps): Promise<void>
       },
     },
     async (req) => {
-      requireWrite(req.auth);
       // One conditional update (src/db/subscriptions.ts): its triggers write subscription.canceled,
       // stop the dunning and plan the relayer's on-chain cancel, in this same transaction.
       const result = await withTransaction(pool, (tx) => cancelSubscription(tx, req.auth, req.params.subscriptionId, 'merchant'));

@@ -1,22 +1,13 @@
 // Sandbox-only helpers that do what the on-chain payment detector would: pay an invoice, take a
-// payment on a link. A live key gets 403. (Subscriptions are made on a chain only: see
+// payment on a link. A live key gets 403 (`sandboxOnly`, checked with the key: auth.ts). (Subscriptions are made on a chain only: see
 // docs/subscriptions.md.)
 import { Type } from 'typebox';
-import { ApiError } from '../../errors.js';
 import type { AppDeps } from '../types.js';
-import { requireWrite, type AuthContext } from '../auth.js';
 import { payInvoice, recordLinkPayment } from '../../invoicing/sandbox-payments.js';
 import { presentInvoice, presentLinkPayment } from '../presenters.js';
 import { Data, PaymentLinkIdParams, Invoice, InvoiceIdParams, LinkPayment, LinkPaymentBody } from '../schemas/index.js';
 import type { Api } from '../types.js';
 import { errorResponses } from '../route-helpers.js';
-
-function requireSandbox(auth: AuthContext): void {
-  if (auth.environment !== 'sandbox') {
-    throw new ApiError('live_mode_forbidden', 'Test helpers exist in the sandbox only; use a sandbox key.');
-  }
-  requireWrite(auth);
-}
 
 export async function testHelperRoutes(app: Api, deps: AppDeps): Promise<void> {
   const { pool } = deps;
@@ -24,9 +15,8 @@ export async function testHelperRoutes(app: Api, deps: AppDeps): Promise<void> {
 
   app.post(
     '/test_helpers/invoices/:invoiceId/pay',
-    { schema: { ...opts, summary: 'Mark an open or overdue sandbox invoice paid', params: InvoiceIdParams, response: { 200: Data(Invoice), ...errorResponses } } },
+    { config: { sandboxOnly: true }, schema: { ...opts, summary: 'Mark an open or overdue sandbox invoice paid', params: InvoiceIdParams, response: { 200: Data(Invoice), ...errorResponses } } },
     async (req) => {
-      requireSandbox(req.auth);
       return { data: presentInvoice(await payInvoice(deps, req.auth, req.params.invoiceId, req.log), deps.config.chains) };
     },
   );
@@ -34,6 +24,7 @@ export async function testHelperRoutes(app: Api, deps: AppDeps): Promise<void> {
   app.post(
     '/test_helpers/payment-links/:paymentLinkId/payments',
     {
+      config: { sandboxOnly: true },
       schema: {
         ...opts,
         summary: 'Record a payment on an active sandbox payment link',
@@ -44,7 +35,6 @@ export async function testHelperRoutes(app: Api, deps: AppDeps): Promise<void> {
       },
     },
     async (req) => {
-      requireSandbox(req.auth);
       return { data: presentLinkPayment(await recordLinkPayment(pool, req.auth, req.params.paymentLinkId, req.body ?? {})) };
     },
   );
