@@ -181,9 +181,17 @@ export async function buildApp(deps: AppDeps): Promise<Api> {
   // Fastify's default JSON parser is the callback form (it calls done before it returns); its type
   // also admits the promise form, which it never takes.
   const jsonParser = app.getDefaultJsonParser('error', 'error') as CallbackBodyParser;
+  // ignoreBOM keeps a byte order mark in the text, where JSON.parse refuses it as before.
+  const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
-    const text = typeof body === 'string' ? body : body.toString('utf8');
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body, done) => {
+    // JSON is UTF-8 (RFC 8259): bytes that are not would be read as U+FFFD and stored that way.
+    let text: string;
+    try {
+      text = strictUtf8.decode(typeof body === 'string' ? Buffer.from(body) : body);
+    } catch {
+      return done(new ApiError('invalid_json', 'The request body is not valid UTF-8; JSON bodies must be UTF-8.'), undefined);
+    }
     if (text.trim() === '') return done(null, undefined);
     jsonParser(req, text, (err, value) => {
       if (err) return done(new ApiError('invalid_json', 'The request body is not valid JSON.'), undefined);

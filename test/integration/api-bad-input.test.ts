@@ -97,6 +97,27 @@ describe('bodies', () => {
     }
   });
 
+  // Read as UTF-8 with replacement, these bytes were stored as U+FFFD: 200, and "caf\uFFFD" in the row.
+  it('a body that is not valid UTF-8 is 400 invalid_json, and nothing is stored; valid UTF-8 passes', async () => {
+    const memo = async () => (await fx.api.pool.query<{ memo: string | null }>('select memo from invoices where id = $1', [ids.invoice])).rows[0].memo;
+    const before = await memo();
+    const bodies: [Buffer, string][] = [
+      [Buffer.concat([Buffer.from('{"memo":"caf'), Buffer.from([0xe9]), Buffer.from('"}')]), 'application/json; charset=iso-8859-1'],
+      [Buffer.concat([Buffer.from('{"memo":"'), Buffer.from([0xff, 0xfe]), Buffer.from('"}')]), 'application/json'],
+      [Buffer.concat([Buffer.from('{"memo":"'), Buffer.from([0xc0, 0xaf]), Buffer.from('"}')]), 'application/json'], // overlong "/"
+      [Buffer.concat([Buffer.from('{"memo":"'), Buffer.from([0xed, 0xa0, 0x80]), Buffer.from('"}')]), 'application/json'], // an encoded surrogate
+    ];
+    for (const [payload, type] of bodies) {
+      const res = await send('PATCH', `/v1/invoices/${ids.invoice}`, { payload, headers: { 'content-type': type } });
+      expectEnvelope(res, 400, 'invalid_json');
+      expect(res.body.error.message).toContain('UTF-8');
+    }
+    expect(await memo()).toBe(before);
+    const ok = await send('PATCH', `/v1/invoices/${ids.invoice}`, { payload: Buffer.from('{"memo":"café 中文 😀"}'), headers: { 'content-type': 'application/json' } });
+    expect(ok.status, ok.raw).toBe(200);
+    expect(await memo()).toBe('café 中文 😀');
+  });
+
   it('a body that is not JSON is 415', async () => {
     const types = ['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/xml', 'application/jsonx', 'text/json'];
     for (const type of types) {
