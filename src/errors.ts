@@ -81,7 +81,7 @@ export const ERROR_WHEN: Record<ErrorCode, string> = {
   validation_failed:
     'a body, path or query does not match the schema; the message names the field and the rule (`line_items[2].quantity must be an integer`, `unknown field "max_amount"`, `customer_email is required`). A route that takes no body (send, void, delete, cancel, the sandbox pay helper...) refuses one with a field (`{}` and no body are fine) rather than ignore it; a body nesting objects or arrays deeper than 32 levels is refused as it is parsed',
   too_many_line_items: 'more line items than the cap (100)',
-  invalid_json: 'the body is not valid JSON',
+  invalid_json: 'the body is not valid JSON (or not valid UTF-8)',
   amount_invalid: 'a decimal string is malformed',
   amount_too_precise: 'an amount has more decimals than the token',
   amount_too_large: 'an amount is >= 10^15',
