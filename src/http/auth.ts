@@ -60,8 +60,9 @@ export function presentKey(req: FastifyRequest): PresentedKey {
 }
 
 function readKey(req: FastifyRequest): PresentedKey {
-  const raw = req.headers['api-key'] ?? req.headers['x-api-key'];
-  const key = (Array.isArray(raw) ? raw[0] : raw)?.trim();
+  // An empty Api-Key is no key: X-API-Key, also accepted (spec), is read then.
+  const given = (raw: string | string[] | undefined) => (Array.isArray(raw) ? raw[0] : raw)?.trim() || undefined;
+  const key = given(req.headers['api-key']) ?? given(req.headers['x-api-key']);
   if (!key) {
     throw new ApiError('api_key_missing', 'No API key provided. Send your key in the Api-Key header.');
   }

@@ -27,6 +27,9 @@ describe('authentication', () => {
       expect(res.status, header).toBe(200);
       expect(res.body).toEqual({ data: [] });
     }
+    // An empty Api-Key beside a valid X-API-Key is no key beside a key (it was a 401 api_key_missing).
+    expect((await call('GET', '/v1/payment-links', { 'api-key': '', 'x-api-key': keys.sandbox })).status).toBe(200);
+    expectError(await call('GET', '/v1/payment-links', { 'api-key': ' ', 'x-api-key': '' }), 401, 'authentication_error', 'api_key_missing');
     // The key decides the environment: a live link is only seen with the live key, whichever header.
     const link = await call('POST', '/v1/payment-links', { 'x-api-key': keys.live }, { name: 'live link' });
     expect(link.status).toBe(200);
