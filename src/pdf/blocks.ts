@@ -16,6 +16,7 @@ import {
   FOOTER_GAP,
   LINK,
   measure,
+  measureOneLine,
   MUTED,
   RULE,
   TEST_MODE_FILL,
@@ -32,16 +33,21 @@ interface Column {
   title: string;
   width: number;
   align: Align;
+  /** A number: kept on one line, smaller if need be (measureOneLine). */
+  numeric?: boolean;
   cell(line: InvoiceDocumentLine, doc: InvoiceDocument): string;
 }
+
+/** The smallest size a number in the table is shrunk to before it wraps. */
+const MIN_NUMBER_SIZE = 5.5;
 
 // A4 content width is 595.28 - 2 * 50 = 495.28; widths + 3 gutters of 8 add up to it.
 const GUTTER = 8;
 const COLUMNS: Column[] = [
   { title: 'pdf.col.description', width: 223.28, align: 'left', cell: (l) => l.description },
-  { title: 'pdf.col.quantity', width: 60, align: 'right', cell: (l, d) => formatQuantity(l.quantity, d.locale) },
-  { title: 'pdf.col.unitAmount', width: 96, align: 'right', cell: (l, d) => formatInvoiceAmount(d, l.unitAmount) },
-  { title: 'pdf.col.lineTotal', width: 92, align: 'right', cell: (l, d) => formatInvoiceAmount(d, l.lineTotal) },
+  { title: 'pdf.col.quantity', width: 60, align: 'right', numeric: true, cell: (l, d) => formatQuantity(l.quantity, d.locale) },
+  { title: 'pdf.col.unitAmount', width: 96, align: 'right', numeric: true, cell: (l, d) => formatInvoiceAmount(d, l.unitAmount) },
+  { title: 'pdf.col.lineTotal', width: 92, align: 'right', numeric: true, cell: (l, d) => formatInvoiceAmount(d, l.lineTotal) },
 ];
 
 /** The sandbox notice, boxed, across the content width at the current y. */
@@ -143,7 +149,9 @@ export function drawLines(pdf: Doc, { doc, m }: Ctx): void {
     pdf.y = y + height + CELL_PAD_Y * 2;
   }
   for (const line of doc.lines) {
-    const cells = COLUMNS.map((col) => measure(pdf, col.cell(line, doc), col.width));
+    const cells = COLUMNS.map((col) =>
+      col.numeric ? measureOneLine(pdf, col.cell(line, doc), col.width, BODY_SIZE, MIN_NUMBER_SIZE) : measure(pdf, col.cell(line, doc), col.width),
+    );
     const textHeight = Math.min(maxRowHeight, Math.max(...cells.map((c) => c.height)));
     const rowHeight = textHeight + CELL_PAD_Y * 2;
     if (ensureSpace(pdf, rowHeight)) {

@@ -52,6 +52,9 @@ export interface Measured {
    * for every cell of a long table. */
   single: boolean;
   height: number;
+  /** Drawn at this font size, then back to `baseSize` (measureOneLine shrank it to fit). */
+  size?: number;
+  baseSize?: number;
 }
 
 export function measure(pdf: Doc, raw: string, width: number): Measured {
@@ -61,6 +64,19 @@ export function measure(pdf: Doc, raw: string, width: number): Measured {
     return { text, single: true, height: pdf.currentLineHeight(true) };
   }
   return { text, single: false, height: pdf.heightOfString(text, { width }) };
+}
+
+/**
+ * A number (an amount, a quantity): broken over two lines its first line reads as a whole, smaller
+ * number. So it stays on one line, drawn smaller when it does not fit at `size` (the current size),
+ * down to `minSize`; only a number too long even then wraps.
+ */
+export function measureOneLine(pdf: Doc, text: string, width: number, size: number, minSize: number): Measured {
+  const m = measure(pdf, text, width);
+  if (m.single || text.includes('\n')) return m;
+  const fitted = Math.floor(((size * width) / pdf.widthOfString(text)) * 10) / 10;
+  if (fitted < minSize) return m;
+  return { text, single: true, height: pdf.currentLineHeight(true), size: fitted, baseSize: size };
 }
 
 export interface DrawOptions {
@@ -77,8 +93,10 @@ export interface DrawOptions {
 export function draw(pdf: Doc, m: Measured, x: number, y: number, width: number, opts: DrawOptions = {}): void {
   const link = opts.link ? { link: opts.link, underline: true } : {};
   if (m.single) {
+    if (m.size !== undefined) pdf.fontSize(m.size);
     const dx = opts.align === 'right' ? width - pdf.widthOfString(m.text) : 0;
     pdf.text(m.text, x + dx, y, { lineBreak: false, ...link });
+    if (m.baseSize !== undefined) pdf.fontSize(m.baseSize);
   } else {
     const height = opts.maxHeight ?? bodyBottom(pdf) - y;
     pdf.text(m.text, x, y, { width, height, ellipsis: true, align: opts.align ?? 'left', ...link });

@@ -153,6 +153,28 @@ describe('renderInvoicePdf content', () => {
     expect(raw).not.toContain('/Helvetica');
   });
 
+  // Wrapped, "999,998,999.000001" read as "999,998,999.00000" over a stray "1": a different amount.
+  it('keeps every amount and quantity of the table on one line, however long (smaller type, never wrapped)', async () => {
+    const cases: Partial<InvoiceDocument>[] = [
+      { lines: [{ description: 'Bulk', quantity: 999999, unitAmount: '999.999999', lineTotal: '999998999.000001' }], amount: '999998999.000001' },
+      {
+        currency: 'DAI',
+        tokenDecimals: 18,
+        lines: [{ description: 'Fine-grained', quantity: 3, unitAmount: '0.123456789012345678', lineTotal: '0.370370367037037034' }],
+        amount: '0.370370367037037034',
+      },
+    ];
+    for (const overrides of cases) {
+      const doc = invoice(overrides);
+      const lines = (await extractPdfText(await renderInvoicePdf(doc))).join('').split('\n');
+      for (const l of doc.lines) {
+        for (const value of [formatTokenAmount(l.unitAmount, doc.tokenDecimals), formatTokenAmount(l.lineTotal, doc.tokenDecimals)]) {
+          expect(lines.some((text) => text.includes(value)), `${value} on one line in:\n${lines.join('\n')}`).toBe(true);
+        }
+      }
+    }
+  });
+
   it('paginates a 300-line invoice and repeats the table header on every page', async () => {
     const lines = Array.from({ length: 300 }, (_, i) => line(i + 1, `Item number ${i + 1} of the big order`));
     const pages = await extractPdfText(await renderInvoicePdf(invoice({ lines, amount: '473917.5' })));
