@@ -349,7 +349,8 @@ export async function listInvoices(db: Queryable, scope: Scope, filters: Invoice
     values.push(filters.subscriptionId);
     conditions.push(`i.subscription_id = $${4 + values.length}`);
   }
-  return listPage<InvoiceRow>(db, scope, { table: 'invoices', alias: 'i', select: `select ${QUALIFIED_COLUMNS} from invoices i`, filters: conditions, values }, page);
+  const member = filters.subscriptionId === undefined ? {} : { member: { column: 'subscription_id' as const, value: filters.subscriptionId } };
+  return listPage<InvoiceRow>(db, scope, { table: 'invoices', alias: 'i', select: `select ${QUALIFIED_COLUMNS} from invoices i`, filters: conditions, values, ...member }, page);
 }
 
 /**

@@ -31,6 +31,12 @@ export interface ListQuery {
   /** Extra conditions, each a SQL boolean using $5, $6... for `values` in order. */
   filters?: string[];
   values?: unknown[];
+  /**
+   * What makes a row one of this list at all, for good (a subscription's invoices): the cursor
+   * must be such a row too. Filters that a row can leave (a status) are not: a client paging while
+   * its cursor's invoice turns paid keeps its place.
+   */
+  member?: { column: 'subscription_id'; value: string };
 }
 
 /**
@@ -40,9 +46,10 @@ export interface ListQuery {
 export async function listPage<T extends QueryResultRow>(db: Queryable, scope: Scope, q: ListQuery, page: PageRequest): Promise<PageResult<T>> {
   const cursorId = page.startingAfter ?? page.endingBefore ?? null;
   if (cursorId !== null) {
-    const { rowCount } = await db.query(`select 1 from ${q.table} where id = $1 and account_id = $2 and environment = $3`, [
-      cursorId, scope.accountId, scope.environment,
-    ]);
+    const { rowCount } = await db.query(
+      `select 1 from ${q.table} where id = $1 and account_id = $2 and environment = $3${q.member ? ` and ${q.member.column} = $4` : ''}`,
+      [cursorId, scope.accountId, scope.environment, ...(q.member ? [q.member.value] : [])],
+    );
     if (!rowCount) return { ok: false, missingCursor: page.startingAfter !== undefined ? 'starting_after' : 'ending_before' };
   }
   const a = q.alias;

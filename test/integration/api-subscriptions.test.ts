@@ -360,6 +360,13 @@ describe('the v1 API', () => {
     expectError(await call('GET', `/v1/subscriptions/${id}/invoices?status=paid`, keys.sandbox), 400, 'invalid_request_error', 'validation_failed');
     expectError(await call('GET', `/v1/subscriptions/${id}/invoices`, other.sandbox), 404, 'invalid_request_error', 'resource_missing');
     expectError(await call('GET', '/v1/subscriptions/sub_nope/invoices', keys.sandbox), 404, 'invalid_request_error', 'resource_missing');
+    // A cursor is one of this list: the subscription's own invoice is; the account's one-off invoice
+    // is not (it was taken as a place in time and answered 200).
+    expect((await call('GET', `/v1/subscriptions/${id}/invoices?starting_after=${inv.id}`, keys.sandbox)).body).toEqual({ data: [], has_more: false });
+    const oneOff = (await call('POST', '/v1/invoices', keys.sandbox, { customer_email: 'one-off@example.test', amount: '2' })).body.data;
+    for (const cursor of ['starting_after', 'ending_before']) {
+      expectError(await call('GET', `/v1/subscriptions/${id}/invoices?${cursor}=${oneOff.id}`, keys.sandbox), 400, 'invalid_request_error', 'invalid_cursor');
+    }
   });
 
   it('the merchant cancels: canceled by the merchant, once; a second cancel is 409 subscription_not_active', async () => {
