@@ -66,6 +66,16 @@ function containsUnstorable(root: unknown): boolean {
 const MAX_JSON_DEPTH = 32;
 
 /** Whether a parsed JSON value nests objects or arrays deeper than `max`. Iterative, like containsUnstorable. */
+/** Plain JSON.parse accepts it (Fastify's parser also refuses valid JSON with prototype keys). */
+function parsesAsJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 function nestedDeeperThan(root: unknown, max: number): boolean {
   const stack: [unknown, number][] = [[root, 0]];
   while (stack.length > 0) {
@@ -194,7 +204,14 @@ export async function buildApp(deps: AppDeps): Promise<Api> {
     }
     if (text.trim() === '') return done(null, undefined);
     jsonParser(req, text, (err, value) => {
-      if (err) return done(new ApiError('invalid_json', 'The request body is not valid JSON.'), undefined);
+      if (err) {
+        // Fastify's parser also refuses valid JSON with keys that would reach Object.prototype.
+        const prototypeKey = parsesAsJson(text);
+        return done(
+          new ApiError('invalid_json', prototypeKey ? 'The request body has a "__proto__" or "constructor.prototype" key, which is refused.' : 'The request body is not valid JSON.'),
+          undefined,
+        );
+      }
       // Refused here, before anything walks it recursively (the idempotency fingerprint's stable
       // stringify overflowed the stack on 10,000 levels: a 500).
       if (nestedDeeperThan(value, MAX_JSON_DEPTH)) {

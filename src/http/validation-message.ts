@@ -44,14 +44,22 @@ function subject(where: Where, path: string): string {
 export function validationError(errors: FastifySchemaValidationError[], where: Where): ApiError {
   // A union (anyOf) reports each branch's failure, then its own: the union's is the one to explain.
   const union = errors.find((e) => e.keyword === 'anyOf' || e.keyword === 'oneOf');
-  const e = union ?? errors[0];
+  // A nullable value (a union with null) that is not null failed its other branch: explain that.
+  if (union) {
+    const others = errors.filter((x) => x !== union && !(x.keyword === 'type' && (x.params as { type?: unknown }).type === 'null' && x.instancePath === union.instancePath));
+    const isNullable = others.length < errors.length - 1;
+    if (isNullable && others.length > 0 && !others.some((x) => x.keyword === 'anyOf' || x.keyword === 'oneOf')) return validationError(others, where);
+  }
+  // A key of a map (metadata) failing its rule is reported as the key's failure, then the map's.
+  const e = union ?? errors.find((x) => x.keyword === 'propertyNames') ?? errors[0];
   const path = fieldPath(e.instancePath);
   const p = (e.params ?? {}) as Record<string, unknown>;
   const name = path === '' ? (where === 'querystring' ? 'the query' : where === 'params' ? 'the path' : 'the body') : subject(where, path);
   let message: string;
   switch (e.keyword) {
     case 'additionalProperties': {
-      const field = String(p.additionalProperty);
+      // Named back to the client, but not echoed whole: a field name can be any size.
+      const field = clip(String(p.additionalProperty));
       if (where === 'querystring') return new ApiError('validation_failed', `unknown query parameter "${field}"`, field);
       message = path === '' ? `unknown field "${field}"` : `unknown field "${field}" in ${path}`;
       return new ApiError('validation_failed', message, path === '' ? field : `${path}.${field}`);
@@ -125,6 +133,11 @@ export function validationError(errors: FastifySchemaValidationError[], where: W
       message = `${name} is invalid (${e.message ?? e.keyword})`;
   }
   return new ApiError('validation_failed', message, path || undefined);
+}
+
+const MAX_ECHOED = 100;
+function clip(text: string): string {
+  return text.length <= MAX_ECHOED ? text : `${text.slice(0, MAX_ECHOED)}…`;
 }
 
 function describePattern(pattern: string): string {

@@ -200,6 +200,29 @@ describe('bodies', () => {
     expect((await send('GET', url)).body.data).toEqual(before);
   });
 
+  // Each of these was refused, but with a message about something else: "the body has an
+  // unexpected shape" (a nullable body), "metadata must not be empty" (for an empty key), "not
+  // valid JSON" (for valid JSON with a __proto__ key), or the whole of a 900,000-character name.
+  it('a refusal names the real problem', async () => {
+    const message = async (res: Promise<ApiResponse>) => {
+      const r = await res;
+      expectEnvelope(r, 400);
+      return String(r.body.error.message);
+    };
+    const pay = (body: unknown) => send('POST', `/v1/test_helpers/payment-links/${ids.link}/payments`, { body });
+    expect(await message(pay({ customer_email: 'not-an-email' }))).toBe('customer_email must be an email address');
+    expect(await message(pay({ amount: '5', bogus: 1 }))).toBe('unknown field "bogus"');
+    expect(await message(pay({ amount: 1 }))).toBe('amount must be a string');
+    const create = (metadata: unknown) => send('POST', '/v1/invoices', { body: { customer_email: 'a@example.test', amount: '1', metadata } });
+    for (const key of ['', 'k'.repeat(41)]) {
+      expect(await message(create({ [key]: 'v' }))).toBe('metadata has a key that is empty or too long (keys are 1 to 40 characters)');
+    }
+    const long = await message(send('POST', '/v1/products', { body: { name: 'x', ['f'.repeat(900_000)]: 1 } }));
+    expect(long.length).toBeLessThan(200);
+    expect(long).toMatch(/^unknown field "f{100}…"$/);
+    expect(await message(send('PATCH', `/v1/products/${ids.product}`, { payload: '{"metadata":{"__proto__":"v"}}', headers: { 'content-type': 'application/json' } }))).toContain('"__proto__"');
+  });
+
   it('metadata is bounded: string values, keys of 1..40 characters, at most 50', async () => {
     const create = (metadata: unknown) => send('POST', '/v1/invoices', { body: { customer_email: 'a@example.test', amount: '1', metadata } });
     for (const metadata of [{ '': 'v' }, { ['k'.repeat(41)]: 'v' }, { k: 1 }, { k: { nested: 'x' } }, { k: 'v'.repeat(501) }, Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`k${i}`, 'v'])), ['a']]) {
