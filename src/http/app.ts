@@ -352,6 +352,10 @@ export async function buildApp(deps: AppDeps): Promise<Api> {
       }
     });
     v1.addHook('preValidation', async (req) => {
+      // Every v1 query parameter takes one value: `limit=1&limit=2` is refused as such, rather
+      // than as a value of the wrong type.
+      const repeated = Object.entries((req.query ?? {}) as Record<string, unknown>).find(([, v]) => Array.isArray(v));
+      if (repeated) throw new ApiError('validation_failed', `query parameter ${repeated[0]} is given more than once`, repeated[0]);
       if (!req.routeOptions.config.takesNoBody || isEmptyBody(req.body)) return;
       const field = typeof req.body === 'object' && !Array.isArray(req.body) ? Object.keys(req.body as object)[0] : null;
       throw new ApiError(

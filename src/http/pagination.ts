@@ -18,7 +18,8 @@ export interface PageQueryInput {
  */
 export async function coerceLimit(req: FastifyRequest): Promise<void> {
   const query = req.query as Record<string, unknown> | undefined;
-  if (query && typeof query.limit === 'string' && /^[0-9]{1,4}$/.test(query.limit)) query.limit = Number(query.limit);
+  // A sign too: `limit=-1` is then "must be at least 1", not "must be an integer".
+  if (query && typeof query.limit === 'string' && /^-?[0-9]{1,4}$/.test(query.limit)) query.limit = Number(query.limit);
 }
 
 export function pageRequest(q: PageQueryInput): PageRequest {
