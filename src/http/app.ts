@@ -180,6 +180,18 @@ export async function buildApp(deps: AppDeps): Promise<Api> {
         sendPageNotFound(reply, req.headers['accept-language']);
         return;
       }
+      // A missing or malformed key is still the answer first (spec section 5), as on every route;
+      // told from the header alone: these requests passed no limiter, so they buy no key lookup.
+      if (req.url.startsWith('/v1/')) {
+        try {
+          presentKey(req);
+        } catch (keyErr) {
+          if (keyErr instanceof ApiError) {
+            sendError(reply, keyErr);
+            return;
+          }
+        }
+      }
       if (err.code === 'FST_ERR_BAD_URL') sendError(reply, new ApiError('validation_failed', 'The request path is not a valid URL component.'));
       else if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') sendError(reply, new ApiError('validation_failed', 'A path parameter of the request is too long.'));
       else sendError(reply, new ApiError('internal_error', 'An internal error occurred; it has been logged. Retry later.'));

@@ -353,6 +353,9 @@ describe('strings', () => {
     }
     for (const url of ['/v1/invoices/%ZZ', '/v1/invoices/%E0%A4%A', '/v1/payment-links/%FF', '/v1/products/%']) {
       expectEnvelope(await send('GET', url), 400, 'validation_failed');
+      // Without a key, or with a malformed one, the key's 401 comes first, as on a well-formed path.
+      expectEnvelope(await send('GET', url, { key: null }), 401, 'api_key_missing');
+      expectEnvelope(await send('GET', url, { key: 'sk_test_nope' }), 401, 'api_key_invalid');
     }
   });
 });
