@@ -16,7 +16,7 @@ import { IdempotencyKeyHeaders } from './schemas/index.js';
 import { metricsPlugin } from './plugins/metrics.js';
 import { requestKeywords } from './ajv-keywords.js';
 import { createFailureLimiter } from './failure-limiter.js';
-import { validationError } from './validation-message.js';
+import { clip, validationError } from './validation-message.js';
 import { credentialRoutes } from './routes/credentials.js';
 import { invoiceRoutes } from './routes/invoices.js';
 import { invoiceLifecycleRoutes } from './routes/invoice-lifecycle.js';
@@ -65,17 +65,17 @@ function containsUnstorable(root: unknown): boolean {
 /** JSON nested deeper than this is refused as it is parsed: no request of the API nests past a few levels. */
 const MAX_JSON_DEPTH = 32;
 
-/** Whether a parsed JSON value nests objects or arrays deeper than `max`. Iterative, like containsUnstorable. */
-/** Plain JSON.parse accepts it (Fastify's parser also refuses valid JSON with prototype keys). */
+/** Plain JSON accepts it (Fastify's parser also refuses valid JSON with prototype keys; both skip a BOM). */
 function parsesAsJson(text: string): boolean {
   try {
-    JSON.parse(text);
+    JSON.parse(text.replace(/^\uFEFF/, ''));
     return true;
   } catch {
     return false;
   }
 }
 
+/** Whether a parsed JSON value nests objects or arrays deeper than `max`. Iterative, like containsUnstorable. */
 function nestedDeeperThan(root: unknown, max: number): boolean {
   const stack: [unknown, number][] = [[root, 0]];
   while (stack.length > 0) {
@@ -203,7 +203,7 @@ export async function buildApp(deps: AppDeps): Promise<Api> {
   // Fastify's default JSON parser is the callback form (it calls done before it returns); its type
   // also admits the promise form, which it never takes.
   const jsonParser = app.getDefaultJsonParser('error', 'error') as CallbackBodyParser;
-  // ignoreBOM keeps a byte order mark in the text, where JSON.parse refuses it as before.
+  // ignoreBOM: a byte order mark stays in the text, for Fastify's parser to skip as before.
   const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body, done) => {
@@ -367,7 +367,7 @@ export async function buildApp(deps: AppDeps): Promise<Api> {
       // Every v1 query parameter takes one value: `limit=1&limit=2` is refused as such, rather
       // than as a value of the wrong type.
       const repeated = Object.entries((req.query ?? {}) as Record<string, unknown>).find(([, v]) => Array.isArray(v));
-      if (repeated) throw new ApiError('validation_failed', `query parameter ${repeated[0]} is given more than once`, repeated[0]);
+      if (repeated) throw new ApiError('validation_failed', `query parameter ${clip(repeated[0])} is given more than once`, clip(repeated[0]));
       if (!req.routeOptions.config.takesNoBody || isEmptyBody(req.body)) return;
       const field = typeof req.body === 'object' && !Array.isArray(req.body) ? Object.keys(req.body as object)[0] : null;
       throw new ApiError(

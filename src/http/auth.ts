@@ -37,6 +37,8 @@ declare module 'fastify' {
     takesNoBody?: boolean;
     /** A test helper: sandbox keys only (403 live_mode_forbidden). */
     sandboxOnly?: boolean;
+    /** Full-access keys only, reads included (webhook endpoints: their secrets, their URLs). */
+    fullAccessOnly?: boolean;
   }
 }
 
@@ -96,18 +98,20 @@ export async function authenticate(db: Queryable, req: FastifyRequest): Promise<
   return authorize(key, await findCredentialForKey(db, key.hash));
 }
 
-const WRITES = new Set(['POST', 'PATCH', 'PUT', 'DELETE']);
+/** What a read-only key may do: read. Any other method is a write, whatever a future route uses. */
+const READS = new Set(['GET', 'HEAD']);
 
 /**
- * What a key may do on a route, decided once authenticated and before the body is read: a live
- * key on a test helper is 403 `live_mode_forbidden`, a read-only key on any write 403
- * `permission_denied`. Before the body, so a malformed write gets the 403 a well-formed one gets.
+ * What a key may do on a route, decided once authenticated and before the request is read: a live
+ * key on a test helper is 403 `live_mode_forbidden`, a read-only key on any write (or on a
+ * full-access-only route) 403 `permission_denied`. Before the body and its validation, so a
+ * malformed request gets the 403 a well-formed one gets.
  */
-export function requireRouteAccess(auth: AuthContext, method: string, config: { sandboxOnly?: boolean }): void {
+export function requireRouteAccess(auth: AuthContext, method: string, config: { sandboxOnly?: boolean; fullAccessOnly?: boolean }): void {
   if (config.sandboxOnly && auth.environment !== 'sandbox') {
     throw new ApiError('live_mode_forbidden', 'Test helpers exist in the sandbox only; use a sandbox key.');
   }
-  if (WRITES.has(method) && auth.permission !== 'full') {
-    throw new ApiError('permission_denied', 'This API key is read-only; a full-access key is required for this request.');
-  }
+  if (auth.permission === 'full') return;
+  if (config.fullAccessOnly) throw new ApiError('permission_denied', 'Webhook endpoints need a full-access key.');
+  if (!READS.has(method)) throw new ApiError('permission_denied', 'This API key is read-only; a full-access key is required for this request.');
 }

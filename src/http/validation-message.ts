@@ -136,8 +136,10 @@ export function validationError(errors: FastifySchemaValidationError[], where: W
 }
 
 const MAX_ECHOED = 100;
-function clip(text: string): string {
-  return text.length <= MAX_ECHOED ? text : `${text.slice(0, MAX_ECHOED)}…`;
+/** A client's name for something, echoed back: at most 100 characters (code points, so no half of a pair). */
+export function clip(text: string): string {
+  const chars = Array.from(text);
+  return chars.length <= MAX_ECHOED ? text : `${chars.slice(0, MAX_ECHOED).join('')}…`;
 }
 
 function describePattern(pattern: string): string {

@@ -125,7 +125,10 @@ describe('credentials', () => {
     const broken = await request(fx.api.app, 'POST', '/v1/invoices', { headers: { ...ro, 'content-type': 'application/json' }, payload: '{"amount": ' });
     expectError(broken, 403, 'permission_error', 'permission_denied');
     // A full key with the same bodies still gets the body's 400.
-    expectError(await call('POST', '/v1/products', as(keys.sandbox), { name: 'x', bogus: 1 }), 400, 'invalid_request_error', 'validation_failed');
+    expectError(await call('POST', '/v1/products', as(keys.sandbox), { name: 'x', bogus: 1 }), 400, 'invalid_request_error', 'validation_failed');    // Webhook endpoints are full-access only, reads included: a malformed read is the 403 too.
+    for (const url of ['/v1/webhook_endpoints/we_x/deliveries?limit=abc', `/v1/webhook_endpoints/we_${'x'.repeat(80)}`, '/v1/webhook_endpoints']) {
+      expectError(await call('GET', url, ro), 403, 'permission_error', 'permission_denied');
+    }
   });
 
   it('live keys get 403 on every test helper', async () => {

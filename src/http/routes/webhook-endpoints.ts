@@ -30,12 +30,6 @@ import { errorResponses } from '../route-helpers.js';
 /** The old secret keeps signing beside the new one this long after a rotation. */
 export const SECRET_OVERLAP_MS = 24 * 3600 * 1000;
 
-function requireFullAccess(auth: AuthContext): void {
-  if (auth.permission !== 'full') {
-    throw new ApiError('permission_denied', 'Webhook endpoints need a full-access key.');
-  }
-}
-
 export async function webhookEndpointRoutes(app: Api, deps: AppDeps): Promise<void> {
   const { pool } = deps;
   const allowPrivate = deps.config.webhooks.allowPrivateNetworks;
@@ -74,7 +68,7 @@ export async function webhookEndpointRoutes(app: Api, deps: AppDeps): Promise<vo
     '/webhook_endpoints',
     {
       // The secret exists once, in this response: an Idempotency-Key replay answers without it.
-      config: { idempotencyOmit: ['secret'] },
+      config: { fullAccessOnly: true, idempotencyOmit: ['secret'] },
       schema: {
         tags,
         summary: 'Register a webhook endpoint; its signing secret is returned once',
@@ -83,7 +77,6 @@ export async function webhookEndpointRoutes(app: Api, deps: AppDeps): Promise<vo
       },
     },
     async (req) => {
-      requireFullAccess(req.auth);
       const events = enabledEvents(req.body.enabled_events);
       const url = await checkUrl(req.body.url, req.auth.environment, req.log);
       const secret = newWebhookSecret();
@@ -104,18 +97,16 @@ export async function webhookEndpointRoutes(app: Api, deps: AppDeps): Promise<vo
 
   app.get(
     '/webhook_endpoints',
-    { schema: { tags, summary: 'List the webhook endpoints of the environment, oldest first', response: { 200: ListOf(WebhookEndpoint), ...errorResponses } } },
+    { config: { fullAccessOnly: true }, schema: { tags, summary: 'List the webhook endpoints of the environment, oldest first', response: { 200: ListOf(WebhookEndpoint), ...errorResponses } } },
     async (req) => {
-      requireFullAccess(req.auth);
       return { data: (await listEndpoints(pool, req.auth)).map((w) => presentWebhookEndpoint(w)), has_more: false };
     },
   );
 
   app.get(
     '/webhook_endpoints/:endpointId',
-    { schema: { tags, summary: 'Retrieve a webhook endpoint', params: EndpointIdParams, response: { 200: Data(WebhookEndpoint), ...errorResponses } } },
+    { config: { fullAccessOnly: true }, schema: { tags, summary: 'Retrieve a webhook endpoint', params: EndpointIdParams, response: { 200: Data(WebhookEndpoint), ...errorResponses } } },
     async (req) => {
-      requireFullAccess(req.auth);
       return { data: presentWebhookEndpoint(await load(req.auth, req.params.endpointId)) };
     },
   );
@@ -123,6 +114,7 @@ export async function webhookEndpointRoutes(app: Api, deps: AppDeps): Promise<vo
   app.patch(
     '/webhook_endpoints/:endpointId',
     {
+      config: { fullAccessOnly: true },
       schema: {
         tags,
         summary: 'Update a webhook endpoint (url, enabled_events, description, status)',
@@ -132,7 +124,6 @@ export async function webhookEndpointRoutes(app: Api, deps: AppDeps): Promise<vo
       },
     },
     async (req) => {
-      requireFullAccess(req.auth);
       const b = req.body;
       const events = b.enabled_events === undefined ? undefined : enabledEvents(b.enabled_events);
       // An unknown id is a 404 before the URL is looked at (no DNS work, nothing said about the host).
@@ -154,6 +145,7 @@ export async function webhookEndpointRoutes(app: Api, deps: AppDeps): Promise<vo
   app.delete(
     '/webhook_endpoints/:endpointId',
     {
+      config: { fullAccessOnly: true },
       schema: {
         tags,
         summary: 'Delete a webhook endpoint; nothing more is delivered to it',
@@ -162,7 +154,6 @@ export async function webhookEndpointRoutes(app: Api, deps: AppDeps): Promise<vo
       },
     },
     async (req) => {
-      requireFullAccess(req.auth);
       if (!(await deleteEndpoint(pool, req.auth, req.params.endpointId))) throw notFound('webhook endpoint', req.params.endpointId);
       return { data: { id: req.params.endpointId, deleted: true } };
     },
@@ -171,7 +162,7 @@ export async function webhookEndpointRoutes(app: Api, deps: AppDeps): Promise<vo
   app.post(
     '/webhook_endpoints/:endpointId/rotate_secret',
     {
-      config: { idempotencyOmit: ['secret'] },
+      config: { fullAccessOnly: true, idempotencyOmit: ['secret'] },
       schema: {
         tags,
         summary: 'Replace the signing secret; the old one keeps signing beside the new one for 24 hours',
@@ -180,7 +171,6 @@ export async function webhookEndpointRoutes(app: Api, deps: AppDeps): Promise<vo
       },
     },
     async (req) => {
-      requireFullAccess(req.auth);
       const secret = newWebhookSecret();
       const row = await withTransaction(pool, async (tx) => {
         const found = await findEndpoint(tx, req.auth, req.params.endpointId, true);
@@ -194,6 +184,7 @@ export async function webhookEndpointRoutes(app: Api, deps: AppDeps): Promise<vo
   app.get(
     '/webhook_endpoints/:endpointId/deliveries',
     {
+      config: { fullAccessOnly: true },
       preValidation: coerceLimit,
       schema: {
         tags,
@@ -204,7 +195,6 @@ export async function webhookEndpointRoutes(app: Api, deps: AppDeps): Promise<vo
       },
     },
     async (req) => {
-      requireFullAccess(req.auth);
       const endpoint = await load(req.auth, req.params.endpointId);
       const page = await listDeliveries(pool, endpoint.id, { limit: req.query.limit ?? DEFAULT_PAGE_SIZE, startingAfter: req.query.starting_after ?? null });
       if (!page.cursorFound) {
