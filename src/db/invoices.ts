@@ -345,10 +345,7 @@ export async function listInvoices(db: Queryable, scope: Scope, filters: Invoice
          where c.account_id = $1 and c.environment = $2 and lower(c.email) = lower($${4 + values.length}))`,
     );
   }
-  if (filters.subscriptionId !== undefined) {
-    values.push(filters.subscriptionId);
-    conditions.push(`i.subscription_id = $${4 + values.length}`);
-  }
+  // A subscription's invoices are a list of their own: its cursor must be one of them too.
   const member = filters.subscriptionId === undefined ? {} : { member: { column: 'subscription_id' as const, value: filters.subscriptionId } };
   return listPage<InvoiceRow>(db, scope, { table: 'invoices', alias: 'i', select: `select ${QUALIFIED_COLUMNS} from invoices i`, filters: conditions, values, ...member }, page);
 }

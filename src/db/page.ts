@@ -32,16 +32,17 @@ export interface ListQuery {
   filters?: string[];
   values?: unknown[];
   /**
-   * What makes a row one of this list at all, for good (a subscription's invoices): the cursor
-   * must be such a row too. Filters that a row can leave (a status) are not: a client paging while
-   * its cursor's invoice turns paid keeps its place.
+   * What makes a row one of this list at all, for good (a subscription's invoices): a condition of
+   * the list that the cursor must meet too. Filters that a row can leave (a status) are not: a
+   * client paging while its cursor's invoice turns paid keeps its place.
    */
   member?: { column: 'subscription_id'; value: string };
 }
 
 /**
  * One page of `q` in `scope`. Parameters: $1 account, $2 environment, $3 the cursor's id (or
- * null), $4 limit + 1 (the extra row answers has_more), then the filters' values.
+ * null), $4 limit + 1 (the extra row answers has_more), then the filters' values, then the
+ * member's value.
  */
 export async function listPage<T extends QueryResultRow>(db: Queryable, scope: Scope, q: ListQuery, page: PageRequest): Promise<PageResult<T>> {
   const cursorId = page.startingAfter ?? page.endingBefore ?? null;
@@ -58,7 +59,9 @@ export async function listPage<T extends QueryResultRow>(db: Queryable, scope: S
   const backwards = page.endingBefore !== undefined;
   const op = backwards ? '>' : '<';
   const order = backwards ? 'asc' : 'desc';
-  const filters = (q.filters ?? []).map((f) => `and (${f})`).join(' ');
+  const values = q.values ?? [];
+  const conditions = [...(q.filters ?? []), ...(q.member ? [`${a}.${q.member.column} = $${5 + values.length}`] : [])];
+  const filters = conditions.map((f) => `and (${f})`).join(' ');
   // The cursor's key is read inside the statement: created_at has microseconds, a JS Date only
   // milliseconds, so a round trip through JS would misplace the cursor.
   const { rows } = await db.query<T>(
@@ -69,7 +72,7 @@ export async function listPage<T extends QueryResultRow>(db: Queryable, scope: S
        ${filters}
      order by ${a}.created_at ${order}, ${a}.id ${order}
      limit $4`,
-    [scope.accountId, scope.environment, cursorId, page.limit + 1, ...(q.values ?? [])],
+    [scope.accountId, scope.environment, cursorId, page.limit + 1, ...values, ...(q.member ? [q.member.value] : [])],
   );
   const hasMore = rows.length > page.limit;
   const pageRows = rows.slice(0, page.limit);

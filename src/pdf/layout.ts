@@ -72,10 +72,11 @@ export function measure(pdf: Doc, raw: string, width: number): Measured {
  * down to `minSize`; only a number too long even then wraps.
  */
 export function measureOneLine(pdf: Doc, text: string, width: number, size: number, minSize: number): Measured {
-  const m = measure(pdf, text, width);
-  if (m.single || text.includes('\n')) return m;
-  const fitted = Math.floor(((size * width) / pdf.widthOfString(text)) * 10) / 10;
-  if (fitted < minSize) return m;
+  // Measured once, and wrapped (pdfkit's costly LineWrapper) only when even `minSize` is too big.
+  const natural = text.includes('\n') ? Infinity : pdf.widthOfString(text);
+  if (natural <= width) return { text, single: true, height: pdf.currentLineHeight(true) };
+  const fitted = Math.floor(((size * width) / natural) * 10) / 10;
+  if (fitted < minSize) return measure(pdf, text, width);
   return { text, single: true, height: pdf.currentLineHeight(true), size: fitted, baseSize: size };
 }
 

@@ -1,6 +1,6 @@
 // Sandbox-only helpers that do what the on-chain payment detector would: pay an invoice, take a
-// payment on a link. A live key gets 403 (`sandboxOnly`, checked with the key: auth.ts). (Subscriptions are made on a chain only: see
-// docs/subscriptions.md.)
+// payment on a link. A live key gets 403 (`sandboxOnly`, checked with the key: auth.ts).
+// (Subscriptions are made on a chain only: see docs/subscriptions.md.)
 import { Type } from 'typebox';
 import type { AppDeps } from '../types.js';
 import { payInvoice, recordLinkPayment } from '../../invoicing/sandbox-payments.js';
