@@ -18,7 +18,6 @@ import {
   TimeoutError,
   webSocket,
   WebSocketRequestError,
-  type Log,
   type PublicClient,
   type Transport,
 } from 'viem';
@@ -135,17 +134,6 @@ function one(url: string, maxResponseBodySize?: false): Transport {
 
 function transportOf(urls: string[], maxResponseBodySize?: false): Transport {
   return urls.length === 1 ? one(urls[0], maxResponseBodySize) : fallback(urls.map((u) => one(u, maxResponseBodySize)), { retryCount: 0 });
-}
-
-/** A viem log's position. */
-export function position(log: Log): LogPosition {
-  return {
-    txHash: log.transactionHash!,
-    logIndex: log.logIndex!,
-    blockNumber: log.blockNumber!,
-    blockHash: log.blockHash!,
-    blockTimestamp: (log as { blockTimestamp?: bigint | string | null }).blockTimestamp != null ? BigInt((log as { blockTimestamp: bigint | string }).blockTimestamp) : null,
-  };
 }
 
 /** An RPC over `urls` (the chain's URLs that answered its chain id). */

@@ -2,15 +2,16 @@
 // watched chain). It reads from the cursor up to the safe head (head - confirmations) in
 // eth_getLogs ranges of at most CHAIN_GETLOGS_MAX_BLOCKS, halved when the provider refuses a range
 // or answers more than it may (down to one block, then one address at a time) and doubled back on
-// success, records what they hold (detector.ts), then records the logs between the safe head and
-// the head as pending. What it believes of the node (docs/payments.md, "What a node can and cannot
-// do"): every RPC URL must answer the chain's id; a head counts only when its block can be fetched;
-// a confirmed log counts only inside the blocks asked for and in a block the node has, same hash;
-// a head behind the cursor is a node that lags (the run waits) unless the block hashes say the
-// chain changed, and then the cursor goes back to the fork point found by hash (to the start only
-// for a chain started over, told by its block 0); a pending payment whose block is still there is
-// never announced removed; a cursor moves only for workers scanning for the same set. An RPC
-// failure (outage, rate limit) backs off and ends the run quietly; anything else fails it.
+// success, records what they hold (detector.ts; each range is read from the node while the one
+// before it is written), then records the logs between the safe head and the head as pending. What
+// it believes of the node (docs/payments.md, "What a node can and cannot do"): every RPC URL must
+// answer the chain's id; a head counts only when its block can be fetched; a confirmed log counts
+// only inside the blocks asked for and in a block the node has, same hash; a head behind the cursor
+// is a node that lags (the run waits) unless the block hashes say the chain changed, and then the
+// cursor goes back to the fork point found by hash (to the start only for a chain started over,
+// told by its block 0); a pending payment whose block is still there is never announced removed; a
+// cursor moves only for workers scanning for the same set. An RPC failure (outage, rate limit)
+// backs off and ends the run quietly; anything else fails it.
 import { safeHead } from '../domain/payments.js';
 import { compareScannedFor, describeScannedForDifference, isWatched, scannedForOf, type Chain } from '../domain/chains.js';
 import type { Logger } from '../log.js';
@@ -287,43 +288,60 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
     ]);
     let confirmed = 0;
     let cursorTime: Date | null = cursor?.block_time ?? null;
-    for (let ranges = 0; cur < safe && ranges < rangesPerRun; ranges++) {
-      const wanted = cur + BigInt(s.range) > safe ? safe : cur + BigInt(s.range);
-      const { observed, records, to } = await logsOf(chain, rpc, s, recipients, cur + 1n, wanted);
-      const [times, end, kept] = await Promise.all([blockTimes(rpc, [...observed, ...records]), rpc.block(to), stillOnChain(chain, rpc, pendingRows, cur + 1n, to, observed)]);
-      checkpoints = [...checkpoints, [to.toString(), end.hash] as [string, string]].slice(-CHECKPOINTS);
-      cursorTime = new Date(Number(end.timestamp) * 1000);
-      const done = await recordRange(opts.pool, chain, {
-        from: cur + 1n,
-        to,
-        final: true,
-        observed,
-        records,
-        blockTimes: times,
-        head,
-        safe,
-        expectedCursor: cur,
-        cursorTo: { block: to, hash: end.hash, time: cursorTime, checkpoints },
-        scannedFor,
-        stillOnChain: kept,
-      });
-      if (!done) return 'cursor_moved';
-      count(id, done.recorded);
-      for (const [reason, n] of Object.entries(done.ignored)) if (n > 0) opts.metrics?.ignoredTransfers.inc({ chain_id: id, reason }, n);
-      for (const g of done.ignoredLogs) {
-        opts.metrics?.ignoredLogs.inc({ chain_id: id, kind: g.kind, reason: g.reason }, g.count);
-        opts.log.warn({ chain_id: chain.chainId, kind: g.kind, reason: g.reason, count: g.count }, 'confirmed subscription contract logs that made nothing (terms not a checkout\'s, a reference used again, or an unknown subscription): their tokens count to no invoice');
-      }
-      for (const r of done.reorgedOut) {
-        opts.log.error(
-          { chain_id: chain.chainId, payment_id: r.id, account_id: r.accountId, invoice_id: r.invoiceId, tx_hash: r.txHash, block: r.blockNumber, uncounted_atomic: r.uncountedAtomic },
-          'a confirmed payment left the chain in a reorg deeper than the confirmations: it counts no more (payment.reorged_out)',
-        );
-      }
-      confirmed += done.recorded.filter((r) => r.status === 'confirmed').length;
-      cur = to;
-      s.cursor = cur;
+    // A confirmed range: its logs and the blocks they need, read from the node. The next range is
+    // read while this one is written (its RPC and decoding overlap the transaction), and only
+    // ever after this one's read, so a range refused and halved shrinks the next one too.
+    const readRange = async (after: bigint) => {
+      const wanted = after + BigInt(s.range) > safe ? safe : after + BigInt(s.range);
+      const { observed, records, to } = await logsOf(chain, rpc, s, recipients, after + 1n, wanted);
       s.range = Math.min(opts.maxBlocks, s.range * 2);
+      const [times, end, kept] = await Promise.all([blockTimes(rpc, [...observed, ...records]), rpc.block(to), stillOnChain(chain, rpc, pendingRows, after + 1n, to, observed)]);
+      return { observed, records, to, times, end, kept };
+    };
+    let next = cur < safe ? readRange(cur) : null;
+    try {
+      for (let ranges = 0; next && ranges < rangesPerRun; ranges++) {
+        const { observed, records, to, times, end, kept } = await next;
+        next = to < safe && ranges + 1 < rangesPerRun ? readRange(to) : null;
+        // Awaited in the next turn, or let go with the run (finally): never an unhandled rejection.
+        next?.catch(() => undefined);
+        checkpoints = [...checkpoints, [to.toString(), end.hash] as [string, string]].slice(-CHECKPOINTS);
+        cursorTime = new Date(Number(end.timestamp) * 1000);
+        const done = await recordRange(opts.pool, chain, {
+          from: cur + 1n,
+          to,
+          final: true,
+          observed,
+          records,
+          blockTimes: times,
+          head,
+          safe,
+          expectedCursor: cur,
+          cursorTo: { block: to, hash: end.hash, time: cursorTime, checkpoints },
+          scannedFor,
+          stillOnChain: kept,
+        });
+        if (!done) return 'cursor_moved';
+        count(id, done.recorded);
+        for (const [reason, n] of Object.entries(done.ignored)) if (n > 0) opts.metrics?.ignoredTransfers.inc({ chain_id: id, reason }, n);
+        for (const g of done.ignoredLogs) {
+          opts.metrics?.ignoredLogs.inc({ chain_id: id, kind: g.kind, reason: g.reason }, g.count);
+          opts.log.warn({ chain_id: chain.chainId, kind: g.kind, reason: g.reason, count: g.count }, 'confirmed subscription contract logs that made nothing (terms not a checkout\'s, a reference used again, or an unknown subscription): their tokens count to no invoice');
+        }
+        for (const r of done.reorgedOut) {
+          opts.log.error(
+            { chain_id: chain.chainId, payment_id: r.id, account_id: r.accountId, invoice_id: r.invoiceId, tx_hash: r.txHash, block: r.blockNumber, uncounted_atomic: r.uncountedAtomic },
+            'a confirmed payment left the chain in a reorg deeper than the confirmations: it counts no more (payment.reorged_out)',
+          );
+        }
+        confirmed += done.recorded.filter((r) => r.status === 'confirmed').length;
+        cur = to;
+        s.cursor = cur;
+      }
+    } finally {
+      // A run that stops early (the cursor moved, a failure) lets the read ahead finish first: no
+      // RPC of this run outlives it.
+      await next?.catch(() => undefined);
     }
 
     let pending = 0;

@@ -144,6 +144,42 @@ describe('an unfriendly provider', () => {
     expect(withOne).toBeGreaterThan(0);
     expect(withThousand).toBe(withOne);
   });
+
+  it('failing the next range while a range is written (it is read ahead): the written range stays, the run fails, the next run goes on from it, each payment once', async () => {
+    const rpc = await proxy();
+    const watcherVia = () => createChainWatcher({ pool: fx.api.pool, chains: loadChains(chainsFileVia(rpc.url), {}), maxBlocks: 20, log: createLogger('silent') });
+    await catchUp(() => watcherVia().run(chain.chainId));
+    const start = await cursorBlock();
+    const invoices = [await sentInvoice('6.01'), await sentInvoice('6.02'), await sentInvoice('6.03')];
+    const txs = [(await pay(invoices[0])).txHash];
+    await chain.mine(30);
+    txs.push((await pay(invoices[1])).txHash);
+    await chain.mine(30);
+    txs.push((await pay(invoices[2])).txHash);
+    await chain.mine(3);
+    // Ranges of 20 blocks: the first one [start + 1, start + 20] holds the first payment; every later one fails.
+    rpc.rewrite((req) => {
+      const from = (req.params?.[0] as { fromBlock?: string } | undefined)?.fromBlock;
+      return req.method === 'eth_getLogs' && from !== undefined && BigInt(from) > start + 20n
+        ? { jsonrpc: '2.0' as const, id: req.id ?? null, error: { code: -32603, message: 'internal error' } }
+        : undefined;
+    });
+    const failing = watcherVia();
+    expect(await failing.run(chain.chainId)).toMatch(/^scan failed \(outage/);
+    expect(await cursorBlock()).toBe(start + 20n);
+    expect(await Promise.all(invoices.map((i) => statusOf(i.id)))).toEqual(['paid', 'open', 'open']);
+    rpc.rewrite(null);
+    await catchUp(() => watcherVia().run(chain.chainId));
+    expect(await Promise.all(invoices.map((i) => statusOf(i.id)))).toEqual(['paid', 'paid', 'paid']);
+    const { rows } = await fx.api.pool.query<{ tx_hash: string; rows: number; events: number }>(
+      `select p.tx_hash, count(distinct p.id)::int as rows, count(e.id)::int as events
+       from payments p left join events e on e.object_id = p.id and e.type = 'payment.confirmed'
+       where p.tx_hash = any($1) group by p.tx_hash order by p.tx_hash`,
+      [txs],
+    );
+    expect(rows).toHaveLength(3);
+    for (const r of rows) expect(r, r.tx_hash).toMatchObject({ rows: 1, events: 1 });
+  });
 });
 
 describe('a provider down, then back', () => {

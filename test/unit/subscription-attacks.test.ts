@@ -9,9 +9,10 @@
 //   payer, another checkout's reference, the reference replayed by a second subscription, the same
 //   log read again after a reorg): only the first call with the checkout's exact terms pays it.
 // - A Charged log pays a period invoice only when contract, id, period, payee and token all match.
-import { keccak256 } from 'viem';
+import { encodeAbiParameters, encodeEventTopics, getAbiItem, keccak256, toEventSelector, type AbiEvent, type Hex, type RpcLog } from 'viem';
 import { describe, expect, it } from 'vitest';
 import type { PublicClient } from 'viem';
+import { SUBSCRIPTION_MANAGER_ABI } from '../../src/chain/subscription-manager-abi.js';
 import { cancelKind } from '../../src/chain/kinds/cancel.js';
 import { chargeKind, type ChargeLog } from '../../src/chain/kinds/charge.js';
 import type { ChainRpc } from '../../src/chain/rpc.js';
@@ -283,8 +284,8 @@ describe("a lying node answering the contract's logs from another address", () =
   // The node is asked for the manager's logs only; it answers each kind's log twice, once from the
   // manager and once from a contract anyone could deploy, emitting the same event.
   const chain = { chainId: 31337, subscriptionManager: MANAGER } as Pick<Chain, 'chainId' | 'subscriptionManager'> as Chain;
-  const base = { transactionHash: hex(1, 32), blockNumber: 10n, blockHash: '0xb10', blockTimestamp: null };
-  const args = {
+  const base = { transactionHash: hex(1, 32), blockNumber: '0xa', blockHash: hex(0xb10, 32), transactionIndex: '0x0', removed: false };
+  const args: Record<string, unknown> = {
     id: 7n, subscriber: PAYERS[0], checkoutReference: hex(5, 32), payee: PAYEE, token: TOKEN, amount: 10n, period: 3600, feeBps: 0,
     feeAddress: FEE, operator: OPERATOR, startedAt: 1n, endsAt: 0n, periodIndex: 2, paymentReference: hex(9, 8), by: PAYERS[0],
   };
@@ -293,8 +294,24 @@ describe("a lying node answering the contract's logs from another address", () =
     block: () => Promise.reject(new Error('not asked')),
     blockIfAny: () => Promise.resolve(null),
     getLogs: <T>(_narrow: boolean, query: (client: PublicClient) => Promise<T>) =>
-      query({ getLogs: () => Promise.resolve([{ ...base, logIndex: 0, address: MANAGER, args }, { ...base, logIndex: 1, address: OTHER_CONTRACT, args }]) } as unknown as PublicClient),
+      query({
+        // eth_getLogs: the asked event (by its selector), emitted by the manager and by the other contract.
+        request: ({ params: [filter] }: { params: [{ topics: Hex[] }] }) => {
+          const event = EVENTS.find((e) => toEventSelector(e) === filter.topics[0])!;
+          const indexed = Object.fromEntries(event.inputs.filter((i) => i.indexed).map((i) => [i.name!, args[i.name!]]));
+          const data = event.inputs.filter((i) => !i.indexed);
+          const log = (address: string, logIndex: number): RpcLog => ({
+            ...base,
+            address: address as Hex,
+            logIndex: `0x${logIndex}`,
+            topics: encodeEventTopics({ abi: [event], eventName: event.name, args: indexed } as Parameters<typeof encodeEventTopics>[0]) as [Hex, ...Hex[]],
+            data: data.length ? encodeAbiParameters(data, data.map((i) => args[i.name!])) : '0x',
+          }) as RpcLog;
+          return Promise.resolve([log(MANAGER, 0), log(OTHER_CONTRACT, 1)]);
+        },
+      } as unknown as PublicClient),
   };
+  const EVENTS: AbiEvent[] = (['Subscribed', 'Charged', 'Canceled'] as const).map((name) => getAbiItem({ abi: SUBSCRIPTION_MANAGER_ABI, name }));
 
   it('every kind of the contract keeps only the manager\'s logs', async () => {
     for (const kind of [subscribeKind, chargeKind, cancelKind]) {

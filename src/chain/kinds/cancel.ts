@@ -4,10 +4,10 @@
 // status turns canceled unless it is already canceled or ended, by whom the log says, and the block
 // time is onchain_canceled_at). Reading it again (a rescan after a reorg) changes nothing more.
 import { getAbiItem } from 'viem';
-import { sameAddress } from '../../domain/payments.js';
 import { recordChainCancels } from '../../db/subscription-chain.js';
 import { SUBSCRIPTION_MANAGER_ABI } from '../subscription-manager-abi.js';
-import { position, type LogPosition } from '../rpc.js';
+import { getEventLogs } from '../event-logs.js';
+import type { LogPosition } from '../rpc.js';
 import { defineKind, type ObservedRecord } from './kind.js';
 
 export interface CancelLog extends LogPosition {
@@ -32,11 +32,9 @@ export const cancelKind = defineKind<'cancel', CancelLog>({
     if (!chain.subscriptionManager) return [];
     const manager = chain.subscriptionManager as `0x${string}`;
     const logs = await rpc.getLogs(narrow, (c) =>
-      c.getLogs({ address: manager, event: CANCELED, fromBlock: from, toBlock: to, strict: true }),
+      getEventLogs(c, { address: manager, event: CANCELED, fromBlock: from, toBlock: to }),
     );
-    return logs
-      .filter((l) => sameAddress(l.address, manager))
-      .map((l) => ({ ...position(l), contractAddress: l.address.toLowerCase(), onchainId: l.args.id.toString(), by: l.args.by.toLowerCase() }));
+    return logs.map(({ address, args, ...at }) => ({ ...at, contractAddress: address.toLowerCase(), onchainId: args.id.toString(), by: args.by.toLowerCase() }));
   },
 
   // Not a payment: it takes no Transfer leg and makes no payment row.

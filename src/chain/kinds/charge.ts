@@ -9,7 +9,8 @@ import { getAbiItem, keccak256 } from 'viem';
 import { sameAddress } from '../../domain/payments.js';
 import { feeAtomic } from '../../domain/money.js';
 import { SUBSCRIPTION_MANAGER_ABI } from '../subscription-manager-abi.js';
-import { position, type LogPosition } from '../rpc.js';
+import { getEventLogs } from '../event-logs.js';
+import type { LogPosition } from '../rpc.js';
 import { defineKind, type ObservedPayment } from './kind.js';
 import { takePulledLegs } from './pull-legs.js';
 
@@ -30,19 +31,17 @@ export const chargeKind = defineKind<'charge', ChargeLog>({
     if (!chain.subscriptionManager) return [];
     const manager = chain.subscriptionManager as `0x${string}`;
     const logs = await rpc.getLogs(narrow, (c) =>
-      c.getLogs({ address: manager, event: CHARGED, fromBlock: from, toBlock: to, strict: true }),
+      getEventLogs(c, { address: manager, event: CHARGED, fromBlock: from, toBlock: to }),
     );
-    // The node filters by address; a log from elsewhere (a lying or buggy node) is not the
-    // manager's, and would take the Transfer legs of its transaction as a charge's.
-    return logs
-      .filter((l) => sameAddress(l.address, manager))
-      .map((l) => ({
-        ...position(l),
-        contractAddress: l.address.toLowerCase(),
-        onchainId: l.args.id,
-        periodIndex: l.args.periodIndex,
-        paymentReference: l.args.paymentReference.toLowerCase(),
-      }));
+    // Only the manager's own logs (getEventLogs drops any other address a node answers): another
+    // contract's would take the Transfer legs of its transaction as a charge's.
+    return logs.map(({ address, args, ...at }) => ({
+      ...at,
+      contractAddress: address.toLowerCase(),
+      onchainId: args.id,
+      periodIndex: args.periodIndex,
+      paymentReference: args.paymentReference.toLowerCase(),
+    }));
   },
 
   observe(logs, ctx) {

@@ -6,7 +6,8 @@
 import { sameAddress, type PaymentReceipt } from '../../domain/payments.js';
 import { feeAtomic } from '../../domain/money.js';
 import { TRANSFER_WITH_REFERENCE_AND_FEE } from '../abi.js';
-import { position, type LogPosition } from '../rpc.js';
+import { getEventLogs } from '../event-logs.js';
+import type { LogPosition } from '../rpc.js';
 import { defineKind, type ObservedPayment } from './kind.js';
 
 export interface ProxyLog extends LogPosition {
@@ -27,19 +28,19 @@ export const proxyKind = defineKind<'proxy', ProxyLog>({
   async fetch(rpc, { chain }, from, to, narrow) {
     if (!chain.feeProxy) return [];
     const proxy = chain.feeProxy as `0x${string}`;
-    const logs = await rpc.getLogs(narrow, (c) => c.getLogs({ address: proxy, event: TRANSFER_WITH_REFERENCE_AND_FEE, fromBlock: from, toBlock: to, strict: true }));
+    const logs = await rpc.getLogs(narrow, (c) => getEventLogs(c, { address: proxy, event: TRANSFER_WITH_REFERENCE_AND_FEE, fromBlock: from, toBlock: to }));
     // A proxy event names any token its caller likes: only the chain's own tokens are payments.
     const tokens = new Set(chain.tokens.map((t) => t.address.toLowerCase()));
     return logs
       .filter((l) => tokens.has(l.args.tokenAddress.toLowerCase()))
-      .map((l) => ({
-        ...position(l),
-        tokenAddress: l.args.tokenAddress,
-        to: l.args.to,
-        amount: l.args.amount,
-        referenceTopic: l.args.paymentReference,
-        feeAmount: l.args.feeAmount,
-        feeAddress: l.args.feeAddress,
+      .map(({ address: _proxy, args, ...at }) => ({
+        ...at,
+        tokenAddress: args.tokenAddress,
+        to: args.to,
+        amount: args.amount,
+        referenceTopic: args.paymentReference,
+        feeAmount: args.feeAmount,
+        feeAddress: args.feeAddress,
       }));
   },
 

@@ -12,7 +12,8 @@ import { feeAtomic } from '../../domain/money.js';
 import { newId } from '../../domain/ids.js';
 import { createSubscriptionOfCheckout } from '../../db/subscription-chain.js';
 import { SUBSCRIPTION_MANAGER_ABI } from '../subscription-manager-abi.js';
-import { position, type LogPosition } from '../rpc.js';
+import { getEventLogs } from '../event-logs.js';
+import type { LogPosition } from '../rpc.js';
 import { defineKind, type CheckoutTerms, type ObservedPayment, type SubscribedTerms } from './kind.js';
 import { takePulledLegs } from './pull-legs.js';
 
@@ -45,29 +46,27 @@ export const subscribeKind = defineKind<'subscribe', SubscribeLog>({
     if (!chain.subscriptionManager) return [];
     const manager = chain.subscriptionManager as `0x${string}`;
     const logs = await rpc.getLogs(narrow, (c) =>
-      c.getLogs({ address: manager, event: SUBSCRIBED, fromBlock: from, toBlock: to, strict: true }),
+      getEventLogs(c, { address: manager, event: SUBSCRIBED, fromBlock: from, toBlock: to }),
     );
-    // The node filters by address; a log from elsewhere (a lying or buggy node) is not the manager's.
-    return logs
-      .filter((l) => sameAddress(l.address, manager))
-      .map((l) => ({
-        ...position(l),
-        terms: {
-          contractAddress: l.address.toLowerCase(),
-          onchainId: l.args.id.toString(),
-          subscriber: l.args.subscriber.toLowerCase(),
-          checkoutReference: l.args.checkoutReference.toLowerCase(),
-          payee: l.args.payee.toLowerCase(),
-          token: l.args.token.toLowerCase(),
-          amountAtomic: l.args.amount,
-          periodSeconds: l.args.period,
-          feeBps: l.args.feeBps,
-          feeAddress: l.args.feeAddress.toLowerCase(),
-          operator: l.args.operator.toLowerCase(),
-          startedAt: BigInt(l.args.startedAt),
-          endsAt: BigInt(l.args.endsAt),
-        },
-      }));
+    // Only the manager's own logs (getEventLogs drops any other address a node answers).
+    return logs.map(({ address, args, ...at }) => ({
+      ...at,
+      terms: {
+        contractAddress: address.toLowerCase(),
+        onchainId: args.id.toString(),
+        subscriber: args.subscriber.toLowerCase(),
+        checkoutReference: args.checkoutReference.toLowerCase(),
+        payee: args.payee.toLowerCase(),
+        token: args.token.toLowerCase(),
+        amountAtomic: args.amount,
+        periodSeconds: args.period,
+        feeBps: args.feeBps,
+        feeAddress: args.feeAddress.toLowerCase(),
+        operator: args.operator.toLowerCase(),
+        startedAt: BigInt(args.startedAt),
+        endsAt: BigInt(args.endsAt),
+      },
+    }));
   },
 
   observe(logs, ctx) {

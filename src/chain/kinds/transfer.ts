@@ -5,7 +5,7 @@
 // no payment caused is nobody's payment).
 import { matchTransfer, sameAddress } from '../../domain/payments.js';
 import { ERC20_TRANSFER } from '../abi.js';
-import { position } from '../rpc.js';
+import { getEventLogs } from '../event-logs.js';
 import { defineKind, type ObservedPayment, type TransferLog } from './kind.js';
 
 /** Recipients per eth_getLogs call: providers bound the topics of one filter. */
@@ -26,8 +26,8 @@ export const transferKind = defineKind<'transfer', TransferLog>({
     const perCall = narrow ? 1 : RECIPIENTS_PER_CALL;
     for (let i = 0; i < watched.length; i += perCall) {
       const batch = watched.slice(i, i + perCall) as `0x${string}`[];
-      const logs = await rpc.getLogs(narrow, (c) => c.getLogs({ address: tokens, event: ERC20_TRANSFER, args: { to: batch }, fromBlock: from, toBlock: to, strict: true }));
-      for (const l of logs) out.push({ ...position(l), tokenAddress: l.address, from: l.args.from, to: l.args.to, value: l.args.value });
+      const logs = await rpc.getLogs(narrow, (c) => getEventLogs(c, { address: tokens, event: ERC20_TRANSFER, args: { to: batch }, fromBlock: from, toBlock: to }));
+      for (const { address, args, ...at } of logs) out.push({ ...at, tokenAddress: address, from: args.from, to: args.to, value: args.value });
     }
     return out;
   },

@@ -1,0 +1,172 @@
+// One event's logs of a range, as a kind of log reads them: eth_getLogs, then each log decoded
+// as viem's strict getLogs would decode it (a log that does not fit the event is dropped, never
+// guessed), with two differences. Speed: viem's decoder hashes the event's signature again for
+// every log and builds a decoder per log; here the selector and the decoding are prepared once per
+// event, and the 32-byte words of `address`, `uint256` and `bytes32` are read straight from the
+// hex (anything else goes through viem's decodeAbiParameters). A range of 15,000 logs decoded in
+// ~80 ms instead of ~650 ms (docs/benchmarks.md, bench:chain). Belief: a log from a contract not
+// asked for, or whose indexed arguments are not those asked for, is no answer to the question
+// (a lying node's) and is dropped, as the kinds already did for their own contract.
+import {
+  decodeAbiParameters,
+  checksumAddress,
+  numberToHex,
+  toEventSelector,
+  type AbiEvent,
+  type AbiParameter,
+  type Address,
+  type Hex,
+  type Log,
+  type PublicClient,
+  type RpcLog,
+} from 'viem';
+import type { LogPosition } from './rpc.js';
+
+/** A decoded log: where it is, the contract that emitted it (as the node wrote it), and the event's arguments (typed as viem types them). */
+export type EventLog<E extends AbiEvent> = LogPosition & { address: Address; args: Log<bigint, number, false, E, true>['args'] };
+
+/** Per indexed argument: the addresses asked for (any of them). */
+type Wanted = Partial<Record<string, readonly string[]>>;
+
+export interface EventLogQuery<E extends AbiEvent> {
+  /** The contract(s) whose logs count; a log of any other address is dropped. */
+  address: Address | readonly Address[];
+  event: E;
+  /** Indexed `address` arguments the node filters on (any of the values), checked again here. */
+  args?: Partial<Record<E['inputs'][number]['name'] & string, readonly Address[]>>;
+  fromBlock: bigint;
+  toBlock: bigint;
+}
+
+interface Decoder {
+  selector: Hex;
+  read(log: RpcLog): Record<string, unknown> | null;
+}
+
+const decoders = new WeakMap<AbiEvent, Decoder>();
+
+/** eth_getLogs for one event over [fromBlock, toBlock], decoded and checked against the question. */
+export async function getEventLogs<const E extends AbiEvent>(client: PublicClient, query: EventLogQuery<E>): Promise<EventLog<E>[]> {
+  const { selector } = decoderOf(query.event);
+  const addresses = (Array.isArray(query.address) ? query.address : [query.address]) as readonly Address[];
+  const indexed = query.event.inputs.filter((i) => i.indexed);
+  const topics: (Hex | Hex[] | null)[] = [selector];
+  for (const input of indexed) {
+    const values = (query.args as Wanted | undefined)?.[input.name ?? ''];
+    if (values) {
+      if (input.type !== 'address') throw new Error(`getEventLogs filters on indexed addresses only, not ${input.type} ${input.name}`);
+      topics.push(values.map((v) => `0x${v.slice(2).toLowerCase().padStart(64, '0')}` as Hex));
+    } else {
+      topics.push(null);
+    }
+  }
+  while (topics.length > 1 && topics.at(-1) === null) topics.pop();
+  const raw = await client.request({
+    method: 'eth_getLogs',
+    params: [{ address: addresses.length === 1 ? addresses[0] : [...addresses], topics, fromBlock: numberToHex(query.fromBlock), toBlock: numberToHex(query.toBlock) }],
+  });
+  return decodeEventLogs(query, raw);
+}
+
+/** A node's answer to `query`, decoded: pure, so a lying node's answers are tested against viem's own decoder directly. */
+export function decodeEventLogs<const E extends AbiEvent>(query: Pick<EventLogQuery<E>, 'address' | 'event' | 'args'>, raw: readonly RpcLog[]): EventLog<E>[] {
+  const { read } = decoderOf(query.event);
+  const addresses = (Array.isArray(query.address) ? query.address : [query.address]) as readonly Address[];
+  const wanted = new Map<string, Set<string>>();
+  for (const [name, values] of Object.entries((query.args ?? {}) as Wanted)) if (values) wanted.set(name, new Set(values.map((v) => v.toLowerCase())));
+  const from = new Set(addresses.map((a) => a.toLowerCase()));
+  const out: EventLog<E>[] = [];
+  for (const log of raw) {
+    if (typeof log.address !== 'string' || !from.has(log.address.toLowerCase())) continue;
+    const args = read(log);
+    if (!args || !matches(args, wanted)) continue;
+    const position = positionOf(log);
+    if (!position) continue;
+    out.push({ ...position, address: log.address, args: args as EventLog<E>['args'] });
+  }
+  return out;
+}
+
+function matches(args: Record<string, unknown>, wanted: ReadonlyMap<string, ReadonlySet<string>>): boolean {
+  for (const [name, values] of wanted) if (!values.has(String(args[name]).toLowerCase())) return false;
+  return true;
+}
+
+/** A confirmed log's place; null for a pending one (no block yet), which eth_getLogs over mined blocks never answers. */
+function positionOf(log: RpcLog): LogPosition | null {
+  if (!log.blockHash || !log.blockNumber || !log.transactionHash || !log.logIndex) return null;
+  const ts = (log as { blockTimestamp?: Hex | null }).blockTimestamp;
+  return {
+    txHash: log.transactionHash,
+    logIndex: Number(log.logIndex),
+    blockNumber: BigInt(log.blockNumber),
+    blockHash: log.blockHash,
+    blockTimestamp: ts ? BigInt(ts) : null,
+  };
+}
+
+function decoderOf(event: AbiEvent): Decoder {
+  let d = decoders.get(event);
+  if (!d) decoders.set(event, (d = makeDecoder(event)));
+  return d;
+}
+
+/** Whole bytes of hex: anything else (odd length, other characters) is left to viem's decoder, which has its own ways with it. */
+const HEX = /^0x(?:[0-9a-fA-F]{2})*$/;
+
+/** A 32-byte word (64 hex digits) read as viem's decoder reads it. */
+function wordReader(type: string): ((word: string) => unknown) | null {
+  if (type === 'address') return (w) => checksumAddress(`0x${w.slice(24)}`);
+  if (type === 'uint256') return (w) => BigInt(`0x${w}`);
+  if (type === 'bytes32') return (w) => `0x${w.toLowerCase()}`;
+  return null;
+}
+
+function makeDecoder(event: AbiEvent): Decoder {
+  const selector = toEventSelector(event);
+  const named = event.inputs.map((i) => {
+    if (!i.name) throw new Error(`event ${event.name}: every argument must be named`);
+    return i as AbiParameter & { name: string; indexed?: boolean };
+  });
+  const indexed = named.filter((i) => i.indexed);
+  const data = named.filter((i) => !i.indexed);
+  // Indexed `string`, `bytes`, tuples and arrays are stored as their hash: the topic itself.
+  const topicReaders = indexed.map((i) => {
+    if (i.type === 'string' || i.type === 'bytes' || i.type === 'tuple' || /\[\d*\]$/.test(i.type)) return (t: string) => t;
+    const word = wordReader(i.type);
+    const viem = (t: string) => decodeAbiParameters([i], t as Hex)[0];
+    return word ? (t: string) => (t.length === 66 && HEX.test(t) ? word(t.slice(2)) : viem(t)) : viem;
+  });
+  const words = data.map((i) => wordReader(i.type));
+  const allWords = words.every((w) => w !== null);
+  const viem = (hex: string) => decodeAbiParameters(data, hex as Hex) as readonly unknown[];
+  const readData = allWords
+    ? (hex: string) => (hex.length >= 2 + 64 * words.length && HEX.test(hex) ? words.map((w, k) => w!(hex.slice(2 + 64 * k, 2 + 64 * (k + 1)))) : viem(hex))
+    : viem;
+  return {
+    selector,
+    read(log) {
+      const topics = log.topics as readonly (string | null)[];
+      if (topics[0] !== selector || topics.length < 1 + indexed.length) return null;
+      try {
+        const args: Record<string, unknown> = {};
+        indexed.forEach((input, k) => {
+          const t = topics[1 + k];
+          args[input.name] = typeof t === 'string' ? topicReaders[k](t) : fail();
+        });
+        if (data.length > 0) {
+          if (typeof log.data !== 'string' || log.data === '0x') return null;
+          const values = readData(log.data);
+          data.forEach((input, k) => (args[input.name] = values[k]));
+        }
+        return args;
+      } catch {
+        return null;
+      }
+    },
+  };
+}
+
+function fail(): never {
+  throw new Error('not this event');
+}

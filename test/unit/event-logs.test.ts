@@ -1,0 +1,155 @@
+// The detector's own log decoding (src/chain/event-logs.ts) against viem's strict decoder, which
+// it replaces for speed: over random answers of a lying node (logs of every event the kinds read,
+// well-formed and then broken: another selector, a topic missing or added, data short, long, empty,
+// odd or not hex, upper case, an address topic with high bits, another contract, a recipient not
+// asked for), both keep the same logs with the same arguments; a log from a contract not asked for
+// is dropped by ours on top.
+import { encodeAbiParameters, encodeEventTopics, formatLog, getAbiItem, parseEventLogs, toEventSelector, type AbiEvent, type Address, type Hex, type RpcLog } from 'viem';
+import { describe, expect, it } from 'vitest';
+import { ERC20_TRANSFER, TRANSFER_WITH_REFERENCE_AND_FEE } from '../../src/chain/abi.js';
+import { decodeEventLogs, type EventLogQuery } from '../../src/chain/event-logs.js';
+import { SUBSCRIPTION_MANAGER_ABI } from '../../src/chain/subscription-manager-abi.js';
+import { seededRandom, type Random } from '../helpers/seeded-random.js';
+
+const CONTRACT = '0x5555555555555555555555555555555555555555';
+const OTHER = '0x6666666666666666666666666666666666666666';
+const ADDRESSES = ['0x1111111111111111111111111111111111111111', '0xaAaAaAaaAaAaAaaAaAAAAAAAAaaaAaAaAaaAaaAa', '0x00000000000000000000000000000000000000fe', '0x2222222222222222222222222222222222222222'] as const;
+
+const hexOf = (r: Random, bytes: number) => `0x${Array.from({ length: bytes }, () => r.int(0, 255).toString(16).padStart(2, '0')).join('')}` as Hex;
+
+function valueOf(r: Random, type: string): unknown {
+  if (type === 'address') return r.pick(ADDRESSES);
+  if (type === 'bool') return r.chance(0.5);
+  if (type === 'bytes') return hexOf(r, r.int(0, 40));
+  const bytes = /^bytes(\d+)$/.exec(type);
+  if (bytes) return hexOf(r, Number(bytes[1]));
+  const uint = /^uint(\d+)$/.exec(type);
+  if (uint) {
+    const bits = Number(uint[1]);
+    const big = r.chance(0.3) ? (1n << BigInt(bits)) - 1n : BigInt(r.int(0, 2 ** 31));
+    return bits < 53 ? Number(big & ((1n << BigInt(Math.min(bits, 31))) - 1n)) : big;
+  }
+  throw new Error(`no value for ${type}`);
+}
+
+/** A well-formed log of `event` from `address`. */
+function logOf(r: Random, event: AbiEvent, address: string, n: number): RpcLog {
+  const values = Object.fromEntries(event.inputs.map((i) => [i.name!, valueOf(r, i.type)]));
+  const indexedArgs = Object.fromEntries(event.inputs.filter((i) => i.indexed).map((i) => [i.name!, values[i.name!]]));
+  const data = event.inputs.filter((i) => !i.indexed);
+  return {
+    address: address as Address,
+    topics: encodeEventTopics({ abi: [event], eventName: event.name, args: indexedArgs } as Parameters<typeof encodeEventTopics>[0]) as [Hex, ...Hex[]],
+    data: data.length ? encodeAbiParameters(data, data.map((i) => values[i.name!])) : '0x',
+    blockNumber: `0x${(7 + (n % 5)).toString(16)}`,
+    blockHash: `0x${'b7'.repeat(32)}`,
+    transactionHash: `0x${(n + 1).toString(16).padStart(64, '0')}`,
+    transactionIndex: '0x0',
+    logIndex: `0x${n.toString(16)}`,
+    removed: false,
+  } as RpcLog;
+}
+
+/** The same log, broken the way a lying or buggy node might (or left whole). */
+function broken(r: Random, log: RpcLog): RpcLog {
+  const topics = [...log.topics] as Hex[];
+  let data = log.data as string;
+  switch (r.int(0, 14)) {
+    case 0:
+      topics[0] = hexOf(r, 32);
+      break;
+    case 1:
+      topics[0] = topics[0].toUpperCase().replace('0X', '0x') as Hex;
+      break;
+    case 2:
+      topics.pop();
+      break;
+    case 3:
+      topics.push(hexOf(r, 32));
+      break;
+    case 4:
+      data = '0x';
+      break;
+    case 5:
+      data = data.slice(0, Math.max(2, data.length - 2 * r.int(1, 40)));
+      break;
+    case 6:
+      data = `${data}${hexOf(r, r.int(1, 64)).slice(2)}`;
+      break;
+    case 7:
+      data = r.chance(0.5) ? `${data}f` : data.length > 2 ? data.slice(0, -1) : '0x1';
+      break;
+    case 8:
+      data = data.length > 10 ? `${data.slice(0, 8)}zz${data.slice(10)}` : '0xzz';
+      break;
+    case 9:
+      data = data.toUpperCase().replace('0X', '0x');
+      break;
+    case 10:
+      if (topics.length > 1) topics[r.int(1, topics.length - 1)] = hexOf(r, 32);
+      break;
+    case 11:
+      if (topics.length > 1) topics[r.int(1, topics.length - 1)] = topics[1].toUpperCase().replace('0X', '0x') as Hex;
+      break;
+    case 12:
+      if (topics.length > 1) topics[r.int(1, topics.length - 1)] = hexOf(r, r.int(1, 31));
+      break;
+    case 13:
+      return { ...log, address: OTHER as Address };
+    default:
+      return log;
+  }
+  return { ...log, topics: topics as [Hex, ...Hex[]], data: data as Hex };
+}
+
+/** What viem's strict getLogs kept, from the contracts asked for, in the shape ours returns. */
+function byViem(query: Pick<EventLogQuery<AbiEvent>, 'address' | 'event' | 'args'>, raw: RpcLog[]) {
+  const asked = new Set([query.address].flat().map((a) => a.toLowerCase()));
+  return parseEventLogs({ abi: [query.event], logs: raw.map((l) => formatLog(l)), strict: true, args: query.args as never })
+    .filter((l) => asked.has(l.address.toLowerCase()))
+    .map((l) => ({ txHash: l.transactionHash, logIndex: l.logIndex, blockNumber: l.blockNumber, blockHash: l.blockHash, blockTimestamp: null, address: l.address, args: l.args }));
+}
+
+const EVENTS: { event: AbiEvent; args?: Record<string, readonly Address[]> }[] = [
+  { event: ERC20_TRANSFER, args: { to: [ADDRESSES[0], ADDRESSES[1].toLowerCase() as Address] } },
+  { event: TRANSFER_WITH_REFERENCE_AND_FEE },
+  { event: getAbiItem({ abi: SUBSCRIPTION_MANAGER_ABI, name: 'Subscribed' }) },
+  { event: getAbiItem({ abi: SUBSCRIPTION_MANAGER_ABI, name: 'Charged' }) },
+  { event: getAbiItem({ abi: SUBSCRIPTION_MANAGER_ABI, name: 'Canceled' }) },
+];
+
+describe("the detector's log decoding", () => {
+  for (const { event, args } of EVENTS) {
+    it(`${event.name}: keeps exactly the logs viem's strict decoder keeps, with the same arguments (200 random answers)`, () => {
+      const query = { address: CONTRACT as Address, event, args };
+      let kept = 0;
+      let dropped = 0;
+      for (let seed = 1; seed <= 200; seed++) {
+        const r = seededRandom(seed * 7919 + event.name.length);
+        const raw = Array.from({ length: r.int(1, 12) }, (_, n) => broken(r, logOf(r, event, r.chance(0.1) ? OTHER : CONTRACT, n)));
+        const ours = decodeEventLogs(query, raw);
+        expect(ours, `seed ${seed}`).toEqual(byViem(query, raw));
+        kept += ours.length;
+        dropped += raw.length - ours.length;
+      }
+      // Both sides of the comparison were exercised.
+      expect(kept).toBeGreaterThan(100);
+      expect(dropped).toBeGreaterThan(100);
+    });
+  }
+
+  it('a log from a contract not asked for is dropped, however well-formed', () => {
+    const r = seededRandom(5);
+    const log = logOf(r, ERC20_TRANSFER, OTHER, 0);
+    expect(decodeEventLogs({ address: CONTRACT, event: ERC20_TRANSFER }, [log])).toEqual([]);
+    expect(decodeEventLogs({ address: [CONTRACT, OTHER], event: ERC20_TRANSFER }, [log])).toHaveLength(1);
+  });
+
+  it('a Transfer to an address not asked for is dropped (the node was asked for these recipients only)', () => {
+    const r = seededRandom(6);
+    const log = { ...logOf(r, ERC20_TRANSFER, CONTRACT, 0) };
+    log.topics = [toEventSelector(ERC20_TRANSFER), `0x${'0'.repeat(24)}${ADDRESSES[2].slice(2)}`, `0x${'0'.repeat(24)}${ADDRESSES[3].slice(2)}`];
+    expect(decodeEventLogs({ address: CONTRACT, event: ERC20_TRANSFER, args: { to: [ADDRESSES[0]] } }, [log])).toEqual([]);
+    expect(decodeEventLogs({ address: CONTRACT, event: ERC20_TRANSFER, args: { to: [ADDRESSES[3]] } }, [log])).toHaveLength(1);
+  });
+});
