@@ -5,6 +5,7 @@ import { idempotencyPrune } from './idempotency-prune.js';
 import { invoiceDue } from './invoice-due.js';
 import { invoicePartialPayment } from './invoice-partial-payment.js';
 import { invoiceReceipt } from './invoice-receipt.js';
+import { invoiceReceipts } from './invoice-receipts.js';
 import { invoiceReminder } from './invoice-reminder.js';
 import { invoiceSend } from './invoice-send.js';
 import { remindersReconcile } from './reminders-reconcile.js';
@@ -20,6 +21,7 @@ import { subscriptionsCharge } from './subscriptions-charge.js';
 export const jobHandlers: JobHandlers = {
   'invoice.send': invoiceSend,
   'invoice.receipt': invoiceReceipt,
+  'invoice.receipts': invoiceReceipts,
   'invoice.partial_payment': invoicePartialPayment,
   'invoice.reminder': invoiceReminder,
   'invoice.due': invoiceDue,

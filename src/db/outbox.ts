@@ -35,6 +35,12 @@ export async function releaseOutboxHold(db: Queryable, jobIds: string[]): Promis
   );
 }
 
+/** Owes the receipts of these invoices (their deliveries and outbox rows; none twice): how many were owed now. */
+export async function oweReceipts(db: Queryable, invoiceIds: readonly string[]): Promise<number> {
+  const { rows } = await db.query<{ owed: number }>('select owe_receipts($1::text[]) as owed', [invoiceIds]);
+  return rows[0].owed;
+}
+
 /** The receipt job the database queued when this invoice turned paid, if not handed over yet. */
 export async function pendingReceiptJob(db: Queryable, invoiceId: string): Promise<{ job_id: string; delivery_id: string } | null> {
   const { rows } = await db.query<{ job_id: string; delivery_id: string }>(

@@ -30,6 +30,12 @@ export interface InvoiceReceiptPayload {
   deliveryId: string;
 }
 
+/** The receipts owed by many invoices turned paid by one statement (a fan-out row, migration 1700000003100). */
+export interface InvoiceReceiptsPayload {
+  batchId: string;
+  invoiceIds: string[];
+}
+
 /** The acknowledgement of one partial payment; the row comes from a database trigger (migration 1700000001750). */
 export interface InvoicePartialPaymentPayload {
   invoiceId: string;
@@ -85,6 +91,7 @@ export const WEBHOOK_BACKOFF = 'webhook-backoff';
 export interface JobPayloads {
   'invoice.send': InvoiceSendPayload;
   'invoice.receipt': InvoiceReceiptPayload;
+  'invoice.receipts': InvoiceReceiptsPayload;
   'invoice.partial_payment': InvoicePartialPaymentPayload;
   'invoice.due': InvoiceDuePayload;
   'invoice.reminder': ReminderJobData;
@@ -200,6 +207,16 @@ export const JOBS: { readonly [N in JobName]: JobSpec<N> } = {
     producedBy: 'outbox',
     options: EMAIL_JOB_OPTIONS,
     jobId: (p) => `invoice.receipt-${p.invoiceId}-${p.deliveryId}`,
+  },
+  // Owes the receipts of up to 500 invoices that one statement turned paid (a range of the payment
+  // detector): each one's delivery and `invoice.receipt` outbox row. Its outbox row is written by
+  // the same trigger, in the same transaction, when a statement pays more than 100 invoices
+  // (migration 1700000003100); running it again owes nothing twice.
+  'invoice.receipts': {
+    queue: QUEUES.send,
+    producedBy: 'outbox',
+    options: EMAIL_JOB_OPTIONS,
+    jobId: (p) => `invoice.receipts-${p.batchId}`,
   },
   // Emails the acknowledgement of a partial payment (what arrived, what remains, the link). Its
   // outbox row is written by a database trigger at the commit that applied the payment (migration

@@ -2,6 +2,8 @@
 // SQL UPDATE), gets exactly one "payment received" email with a receipt PDF, through the
 // delivery machinery (database trigger -> delivery + outbox in the same transaction -> worker).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { PoolClient, Queryable } from '../../src/db/pool.js';
+import { oweReceipts } from '../../src/db/outbox.js';
 import { newId } from '../../src/domain/ids.js';
 import { JOBS } from '../../src/queue/catalogue.js';
 import type { WorkerRuntime } from '../../src/runtime/worker-runtime.js';
@@ -242,3 +244,76 @@ describe('partial payments', () => {
   });
 });
 
+
+describe('receipts of many invoices paid by one statement (a range of the payment detector)', () => {
+  /** `n` more open invoices of the same merchant and customer, written as the detector's tests write them (each tag its own references). */
+  async function copiesOf(db: Queryable, invoiceId: string, n: number, tag: 'h' | 'm' | 'e'): Promise<string[]> {
+    const { rows } = await db.query<{ id: string }>(
+      `insert into invoices (id, account_id, environment, customer_id, code, reference, status, amount, amount_atomic, fee_atomic, currency,
+         network, chain_id, token_address, token_decimals, sent_at, settlement_address, reference_salt, payment_reference, payment_reference_topic, fee_bps)
+       select i.id || '_' || $3 || g, i.account_id, i.environment, i.customer_id, i.code || '-' || $3 || g, i.reference || $3 || g, 'open', i.amount, i.amount_atomic,
+         i.fee_atomic, i.currency, i.network, i.chain_id, i.token_address, i.token_decimals, i.sent_at, i.settlement_address, i.reference_salt,
+         '0x' || lpad(to_hex($4::int + g), 16, '0'), '0x' || lpad(to_hex($4::int + g), 64, '0'), i.fee_bps
+       from invoices i cross join generate_series(1, $2::int) g where i.id = $1
+       returning id`,
+      [invoiceId, n, tag, { h: 0, m: 1_000, e: 10_000 }[tag]],
+    );
+    return rows.map((r) => r.id);
+  }
+
+  async function owedInside(client: PoolClient, ids: string[]) {
+    const fanOut = await client.query<{ payload: { batchId: string; invoiceIds: string[] } }>(
+      `select payload from outbox where job_name = 'invoice.receipts' and payload->'invoiceIds' ?| $1::text[] order by id`,
+      [ids],
+    );
+    const deliveries = await client.query<{ n: number }>(`select count(*)::int as n from deliveries where kind = 'receipt' and invoice_id = any($1)`, [ids]);
+    const jobs = await client.query<{ n: number }>(`select count(*)::int as n from outbox where job_name = 'invoice.receipt' and payload->>'invoiceId' = any($1)`, [ids]);
+    return { fanOut: fanOut.rows.map((r) => r.payload.invoiceIds), deliveries: deliveries.rows[0].n, jobs: jobs.rows[0].n };
+  }
+
+  it('up to 100 owe their receipts in the statement; more owe them by one fan-out row per 500 invoices, in the same transaction', async () => {
+    const inv = await sentInvoice('many-sql@example.test');
+    const client = await fx.api.pool.connect();
+    try {
+      await client.query('begin');
+      const hundred = [inv.id, ...(await copiesOf(client, inv.id, 99, 'h'))];
+      await client.query(`update invoices set status = 'paid', paid_at = now() where id = any($1)`, [hundred]);
+      expect(await owedInside(client, hundred)).toEqual({ fanOut: [], deliveries: 100, jobs: 100 });
+
+      const many = await copiesOf(client, inv.id, 1_201, 'm');
+      await client.query(`update invoices set status = 'paid', paid_at = now() where id = any($1)`, [many]);
+      const owed = await owedInside(client, many);
+      // Three rows of 500, 500 and 201 invoices: each invoice in exactly one; nothing written per invoice yet.
+      expect(owed.fanOut.map((ids) => ids.length)).toEqual([500, 500, 201]);
+      expect(owed.fanOut.flat().sort()).toEqual([...many].sort());
+      expect(owed).toMatchObject({ deliveries: 0, jobs: 0 });
+      // The job's work, twice: each invoice owes one receipt, once.
+      expect(await oweReceipts(client, owed.fanOut[0])).toBe(500);
+      expect(await oweReceipts(client, owed.fanOut[0])).toBe(0);
+      expect(await owedInside(client, owed.fanOut[0])).toMatchObject({ deliveries: 500, jobs: 500 });
+      await client.query('rollback');
+    } finally {
+      client.release();
+    }
+    // Rolled back: nothing is owed.
+    expect(await receiptRows(inv.id)).toEqual([]);
+  });
+
+  it('150 invoices paid by one UPDATE: each customer email gets exactly one receipt, through the fan-out job', async () => {
+    const email = 'many@example.test';
+    const inv = await sentInvoice(email);
+    const ids = [inv.id, ...(await copiesOf(fx.api.pool, inv.id, 149, 'e'))];
+    await fx.api.pool.query(`update invoices set status = 'paid', paid_at = now() where id = any($1)`, [ids]);
+    const sent = async () =>
+      (await fx.api.pool.query<{ n: number }>(`select count(*)::int as n from deliveries where kind = 'receipt' and status = 'sent' and invoice_id = any($1)`, [ids])).rows[0].n;
+    await waitUntil(async () => (await sent()) === 150, 60_000);
+    await waitUntil(async () => receiptsTo(email).length >= 150, 20_000);
+    await waitQueueDrained(fx.api.queues.send);
+    expect(receiptsTo(email)).toHaveLength(150);
+    const { rows } = await fx.api.pool.query<{ invoice_id: string; n: number }>(
+      `select invoice_id, count(*)::int as n from deliveries where kind = 'receipt' and invoice_id = any($1) group by invoice_id having count(*) <> 1`,
+      [ids],
+    );
+    expect(rows).toEqual([]);
+  });
+});
