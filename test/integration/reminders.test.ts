@@ -379,21 +379,27 @@ describe('reminders on second-sized policies', () => {
     const inv = await createAndSend('off-on@example.test');
     const witness = await witnessOf(inv);
     const { plan, dueAt } = inv;
-    // Off right after the first reminder, about a second before the next slot.
+    // Off right after the first reminder, about a second before the next slot (on a loaded
+    // machine the first one can be late enough for the next slot to fire before "off" is
+    // answered: a slot at or before the answer may have gone out, none after it may).
     await waitSlotSent(inv, plan[0]);
 
     const off = await call('POST', `/v1/invoices/${inv.id}/reminders`, { enabled: false });
+    const offAt = Date.now();
     expect(off.status, JSON.stringify(off.body)).toBe(200);
     expect(off.body.data).toMatchObject({ status: 'open', reminders_enabled: false });
     expect(await scheduler(inv.id)).toBeUndefined();
     const offTimeline = (await call('GET', `/v1/invoices/${inv.id}/reminders`)).body.data;
     expect(offTimeline).toMatchObject({ reminders_enabled: false, upcoming: [] });
-    expect(offTimeline.past.map((p: JsonBody) => p.scheduled_for)).toEqual([plan[0].at.toISOString()]);
+    const past = offTimeline.past.map((p: JsonBody) => Date.parse(p.scheduled_for));
+    expect(past[0]).toBe(plan[0].at.getTime());
+    for (const at of past.slice(1)) expect(at, 'a slot after "off" was answered').toBeLessThanOrEqual(offAt);
 
     // plan[1] passes while off (the witness got its reminder of it).
     await waitSlotSent(witness, witness.plan[1]);
     await waitRemindersIdle();
-    expect(remindersTo(inv.email)).toHaveLength(1);
+    const firedBeforeOff = (await reminderRows(inv.id)).filter((r) => r.slot_at.getTime() > plan[0].at.getTime()).map((r) => r.slot_at.getTime());
+    for (const at of firedBeforeOff) expect(at, 'a slot after "off" was answered').toBeLessThanOrEqual(offAt);
     const askedOn = Date.now();
     const on = await call('POST', `/v1/invoices/${inv.id}/reminders`, { enabled: true });
     const onAt = Date.now();
@@ -411,7 +417,7 @@ describe('reminders on second-sized policies', () => {
     // No burst: every email below arrives at or after its own slot, and plan[1] has none.
     await waitSlotSent(inv, plan[plan.length - 1]);
     await waitRemindersIdle();
-    const expected = plan.filter((_, i) => i === 0 || i >= skipped);
+    const expected = plan.filter((s, i) => i === 0 || i >= skipped || firedBeforeOff.includes(s.at.getTime()));
     const rows = await reminderRows(inv.id);
     expect(rows.map((r) => [r.kind, r.slot_at.getTime(), r.status])).toEqual(expected.map((s) => [kindOf(s), s.at.getTime(), 'sent']));
     const mails = remindersTo(inv.email);
@@ -420,7 +426,7 @@ describe('reminders on second-sized policies', () => {
       const at = sink.arrivedAt.get(m)!;
       expect(at).toBeGreaterThanOrEqual(expected[i].at.getTime());
       expect(at - expected[i].at.getTime()).toBeLessThan(1_000);
-      if (i > 0) expect(at).toBeGreaterThan(onAt);
+      if (i > 0 && !firedBeforeOff.includes(expected[i].at.getTime())) expect(at).toBeGreaterThan(onAt);
     }
     expect(await statusOf(inv.id)).toBe('overdue');
     expect(dueAt.getTime()).toBeLessThan(Date.now());
