@@ -80,9 +80,7 @@ export function decodeEventLogs<const E extends AbiEvent>(query: Pick<EventLogQu
     if (typeof log.address !== 'string' || !from.has(log.address.toLowerCase())) continue;
     const args = read(log);
     if (!args || !matches(args, wanted)) continue;
-    const position = positionOf(log);
-    if (!position) continue;
-    out.push({ ...position, address: log.address, args: args as EventLog<E>['args'] });
+    out.push({ ...positionOf(log), address: log.address, args: args as EventLog<E>['args'] });
   }
   return out;
 }
@@ -92,14 +90,21 @@ function matches(args: Record<string, unknown>, wanted: ReadonlyMap<string, Read
   return true;
 }
 
-/** A confirmed log's place; null for a pending one (no block yet), which eth_getLogs over mined blocks never answers. */
-function positionOf(log: RpcLog): LogPosition | null {
-  if (!log.blockHash || !log.blockNumber || !log.transactionHash || !log.logIndex) return null;
+/**
+ * A log's place. One without it (a pending log, which eth_getLogs over mined blocks never
+ * answers, or a position that is not a hex quantity) is a broken answer: the run fails and asks
+ * again, rather than skip a log that may be a payment.
+ */
+function positionOf(log: RpcLog): LogPosition {
+  const quantity = (v: unknown) => typeof v === 'string' && /^0x[0-9a-fA-F]+$/.test(v);
+  if (typeof log.blockHash !== 'string' || typeof log.transactionHash !== 'string' || !quantity(log.blockNumber) || !quantity(log.logIndex)) {
+    throw new InconsistentLogsError(`a log without its place (block ${String(log.blockNumber)} ${String(log.blockHash)}, transaction ${String(log.transactionHash)}, index ${String(log.logIndex)})`);
+  }
   const ts = (log as { blockTimestamp?: Hex | null }).blockTimestamp;
   return {
     txHash: log.transactionHash,
     logIndex: Number(log.logIndex),
-    blockNumber: BigInt(log.blockNumber),
+    blockNumber: BigInt(log.blockNumber!),
     blockHash: log.blockHash,
     blockTimestamp: ts ? BigInt(ts) : null,
   };
@@ -111,7 +116,7 @@ function decoderOf(event: AbiEvent): Decoder {
   return d;
 }
 
-/** Whole bytes of hex: anything else (odd length, other characters) is left to viem's decoder, which has its own ways with it. */
+/** Whole bytes of hex. A topic or data that is not (odd length, other characters) is no log of the event: viem's decoder would read odd hex shifted by a digit. */
 const HEX = /^0x(?:[0-9a-fA-F]{2})*$/;
 
 /** A 32-byte word (64 hex digits) read as viem's decoder reads it. */
@@ -135,27 +140,26 @@ function makeDecoder(event: AbiEvent): Decoder {
     if (i.type === 'string' || i.type === 'bytes' || i.type === 'tuple' || /\[\d*\]$/.test(i.type)) return (t: string) => t;
     const word = wordReader(i.type);
     const viem = (t: string) => decodeAbiParameters([i], t as Hex)[0];
-    return word ? (t: string) => (t.length === 66 && HEX.test(t) ? word(t.slice(2)) : viem(t)) : viem;
+    return word ? (t: string) => (t.length === 66 ? word(t.slice(2)) : viem(t)) : viem;
   });
   const words = data.map((i) => wordReader(i.type));
   const allWords = words.every((w) => w !== null);
   const viem = (hex: string) => decodeAbiParameters(data, hex as Hex) as readonly unknown[];
   const readData = allWords
-    ? (hex: string) => (hex.length >= 2 + 64 * words.length && HEX.test(hex) ? words.map((w, k) => w!(hex.slice(2 + 64 * k, 2 + 64 * (k + 1)))) : viem(hex))
+    ? (hex: string) => (hex.length >= 2 + 64 * words.length ? words.map((w, k) => w!(hex.slice(2 + 64 * k, 2 + 64 * (k + 1)))) : viem(hex))
     : viem;
   return {
     selector,
     read(log) {
       const topics = log.topics as readonly (string | null)[];
       if (topics[0] !== selector || topics.length < 1 + indexed.length) return null;
+      if (!topics.slice(1, 1 + indexed.length).every((t) => typeof t === 'string' && HEX.test(t))) return null;
+      if (data.length > 0 && (typeof log.data !== 'string' || !HEX.test(log.data))) return null;
       try {
         const args: Record<string, unknown> = {};
-        indexed.forEach((input, k) => {
-          const t = topics[1 + k];
-          args[input.name] = typeof t === 'string' ? topicReaders[k](t) : fail();
-        });
+        indexed.forEach((input, k) => (args[input.name] = topicReaders[k](topics[1 + k]!)));
         if (data.length > 0) {
-          if (typeof log.data !== 'string' || log.data === '0x') return null;
+          if (log.data === '0x') return null;
           const values = readData(log.data);
           data.forEach((input, k) => (args[input.name] = values[k]));
         }
@@ -167,6 +171,5 @@ function makeDecoder(event: AbiEvent): Decoder {
   };
 }
 
-function fail(): never {
-  throw new Error('not this event');
-}
+/** A node's answer that cannot be a chain's (a log without its place, one transaction in two blocks): the run fails and is retried, nothing is recorded. */
+export class InconsistentLogsError extends Error {}

@@ -3,12 +3,15 @@
 // legs a kind's payment takes never becoming a second payment, so a transaction's value is counted
 // once. Pure past the fetch: unit- and property-tested directly.
 import type { LogPosition, ChainRpc } from './rpc.js';
+import { InconsistentLogsError } from './event-logs.js';
 import { KINDS, type LogsByKind } from './kinds/index.js';
 import { TransferLegs, type ObservedPayment, type ObservedRecord, type ScanScope } from './kinds/kind.js';
 
 export type { ObservedPayment, ObservedRecord } from './kinds/kind.js';
 
 export type { LogsByKind } from './kinds/index.js';
+
+export { InconsistentLogsError } from './event-logs.js';
 
 /** Every kind's logs of [from, to]; a refusal of the range by the provider is thrown as it came. */
 export async function fetchLogs(rpc: ChainRpc, scope: ScanScope, from: bigint, to: bigint, narrow: boolean): Promise<LogsByKind> {
@@ -44,8 +47,6 @@ export function observeRecords(logsAsGiven: LogsByKind): ObservedRecord[] {
   return out.sort((a, b) => (a.blockNumber === b.blockNumber ? a.logIndex - b.logIndex : a.blockNumber < b.blockNumber ? -1 : 1));
 }
 
-/** A node's answer that cannot be a chain's (one transaction in two blocks): the run fails and is retried, nothing is recorded. */
-export class InconsistentLogsError extends Error {}
 
 /** The logs without repeats: a log is its block and its index in it. */
 function onceEach<T extends { blockHash: string; logIndex: number }>(logs: readonly T[]): T[] {

@@ -298,7 +298,7 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
       const [times, end, kept] = await Promise.all([blockTimes(rpc, [...observed, ...records]), rpc.block(to), stillOnChain(chain, rpc, pendingRows, after + 1n, to, observed)]);
       return { observed, records, to, times, end, kept };
     };
-    let next = cur < safe ? readRange(cur) : null;
+    let next = cur < safe && rangesPerRun > 0 ? readRange(cur) : null;
     try {
       for (let ranges = 0; next && ranges < rangesPerRun; ranges++) {
         const { observed, records, to, times, end, kept } = await next;
@@ -339,8 +339,8 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
         s.cursor = cur;
       }
     } finally {
-      // A run that stops early (the cursor moved, a failure) lets the read ahead finish first: no
-      // RPC of this run outlives it.
+      // A run that stops early (the cursor moved, a failure) waits for the read ahead to settle
+      // before it returns, so a next run never reads beside it (its calls time out at 15 s).
       await next?.catch(() => undefined);
     }
 

@@ -7,7 +7,7 @@
 import { encodeAbiParameters, encodeEventTopics, formatLog, getAbiItem, parseEventLogs, toEventSelector, type AbiEvent, type Address, type Hex, type RpcLog } from 'viem';
 import { describe, expect, it } from 'vitest';
 import { ERC20_TRANSFER, TRANSFER_WITH_REFERENCE_AND_FEE } from '../../src/chain/abi.js';
-import { decodeEventLogs, type EventLogQuery } from '../../src/chain/event-logs.js';
+import { decodeEventLogs, InconsistentLogsError, type EventLogQuery } from '../../src/chain/event-logs.js';
 import { SUBSCRIPTION_MANAGER_ABI } from '../../src/chain/subscription-manager-abi.js';
 import { seededRandom, type Random } from '../helpers/seeded-random.js';
 
@@ -102,10 +102,19 @@ function broken(r: Random, log: RpcLog): RpcLog {
   return { ...log, topics: topics as [Hex, ...Hex[]], data: data as Hex };
 }
 
-/** What viem's strict getLogs kept, from the contracts asked for, in the shape ours returns. */
+const WHOLE_BYTES = /^0x(?:[0-9a-fA-F]{2})*$/;
+
+/**
+ * What viem's strict getLogs kept, from the contracts asked for, in the shape ours returns; but
+ * for a topic or data that is not whole bytes of hex, which viem reads shifted by a digit (padded
+ * on the left) and ours drops.
+ */
 function byViem(query: Pick<EventLogQuery<AbiEvent>, 'address' | 'event' | 'args'>, raw: RpcLog[]) {
   const asked = new Set([query.address].flat().map((a) => a.toLowerCase()));
-  return parseEventLogs({ abi: [query.event], logs: raw.map((l) => formatLog(l)), strict: true, args: query.args as never })
+  const used = 1 + query.event.inputs.filter((i) => i.indexed).length;
+  const hasData = query.event.inputs.some((i) => !i.indexed);
+  const wholeBytes = raw.filter((l) => l.topics.slice(1, used).every((t) => WHOLE_BYTES.test(t)) && (!hasData || WHOLE_BYTES.test(l.data)));
+  return parseEventLogs({ abi: [query.event], logs: wholeBytes.map((l) => formatLog(l)), strict: true, args: query.args as never })
     .filter((l) => asked.has(l.address.toLowerCase()))
     .map((l) => ({ txHash: l.transactionHash, logIndex: l.logIndex, blockNumber: l.blockNumber, blockHash: l.blockHash, blockTimestamp: null, address: l.address, args: l.args }));
 }
@@ -137,6 +146,22 @@ describe("the detector's log decoding", () => {
       expect(dropped).toBeGreaterThan(100);
     });
   }
+
+  it('a log of the event without its place (a pending one, a position that is no hex quantity) fails the answer: it is not skipped', () => {
+    const r = seededRandom(4);
+    const log = logOf(r, ERC20_TRANSFER, CONTRACT, 0);
+    expect(decodeEventLogs({ address: CONTRACT, event: ERC20_TRANSFER }, [log])).toHaveLength(1);
+    for (const broken of [{ blockHash: null }, { blockNumber: null }, { transactionHash: null }, { logIndex: null }, { logIndex: 0 }, { blockNumber: '12' }]) {
+      expect(() => decodeEventLogs({ address: CONTRACT, event: ERC20_TRANSFER }, [{ ...log, ...broken } as unknown as RpcLog]), JSON.stringify(broken)).toThrow(InconsistentLogsError);
+    }
+  });
+
+  it('data or a topic that is not whole bytes of hex is no log of the event (viem would read it shifted by a digit)', () => {
+    const r = seededRandom(8);
+    const log = logOf(r, ERC20_TRANSFER, CONTRACT, 0);
+    expect(decodeEventLogs({ address: CONTRACT, event: ERC20_TRANSFER }, [{ ...log, data: `${log.data}f` as Hex }])).toEqual([]);
+    expect(decodeEventLogs({ address: CONTRACT, event: ERC20_TRANSFER }, [{ ...log, topics: [log.topics[0]!, `${log.topics[1]}0` as Hex, log.topics[2]!] }])).toEqual([]);
+  });
 
   it('a log from a contract not asked for is dropped, however well-formed', () => {
     const r = seededRandom(5);
