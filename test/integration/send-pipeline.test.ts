@@ -252,10 +252,12 @@ describe('worker processes', () => {
     const email = 'crash@example.test';
     const id = await createDraft({ customer_email: email, amount: '9.99' });
     await send(id);
-    // Kill it while it waits on the SMTP server (after RCPT, before DATA).
+    // Kill it while it waits on the SMTP server (after RCPT, before DATA). A fresh worker's first
+    // job starts its PDF render threads: on a loaded machine (the whole suite at once) that alone
+    // took over 10 s once, so the waits are generous; they end as soon as the state is reached.
     const queue = fx.api.queues.send;
-    await waitUntil(async () => (await queue.getActiveCount()) === 1, 10_000);
-    await waitUntil(async () => slow.recipientsSeen.includes(email), 10_000, 20);
+    await waitUntil(async () => (await queue.getActiveCount()) === 1, 30_000);
+    await waitUntil(async () => slow.recipientsSeen.includes(email), 30_000, 20);
     victim.child.kill('SIGKILL');
     expect(slow.messages).toHaveLength(0);
     const rescuer = spawned(env);
@@ -264,5 +266,5 @@ describe('worker processes', () => {
     await waitQueueDrained(queue);
     expect(slow.messages.flatMap(to)).toEqual([email]);
     await rescuer.stop();
-  }, 60_000);
+  }, 150_000);
 });
