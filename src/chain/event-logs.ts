@@ -49,7 +49,7 @@ const decoders = new WeakMap<AbiEvent, Decoder>();
 /** eth_getLogs for one event over [fromBlock, toBlock], decoded and checked against the question. */
 export async function getEventLogs<const E extends AbiEvent>(client: PublicClient, query: EventLogQuery<E>): Promise<EventLog<E>[]> {
   const { selector } = decoderOf(query.event);
-  const addresses = (Array.isArray(query.address) ? query.address : [query.address]) as readonly Address[];
+  const addresses = addressesOf(query);
   const indexed = query.event.inputs.filter((i) => i.indexed);
   const topics: (Hex | Hex[] | null)[] = [selector];
   for (const input of indexed) {
@@ -72,7 +72,7 @@ export async function getEventLogs<const E extends AbiEvent>(client: PublicClien
 /** A node's answer to `query`, decoded: pure, so a lying node's answers are tested against viem's own decoder directly. */
 export function decodeEventLogs<const E extends AbiEvent>(query: Pick<EventLogQuery<E>, 'address' | 'event' | 'args'>, raw: readonly RpcLog[]): EventLog<E>[] {
   const { read } = decoderOf(query.event);
-  const addresses = (Array.isArray(query.address) ? query.address : [query.address]) as readonly Address[];
+  const addresses = addressesOf(query);
   const wanted = new Map<string, Set<string>>();
   for (const [name, values] of Object.entries((query.args ?? {}) as Wanted)) if (values) wanted.set(name, new Set(values.map((v) => v.toLowerCase())));
   const from = new Set(addresses.map((a) => a.toLowerCase()));
@@ -84,6 +84,10 @@ export function decodeEventLogs<const E extends AbiEvent>(query: Pick<EventLogQu
     out.push({ ...positionOf(log), address: log.address, args: args as EventLog<E>['args'] });
   }
   return out;
+}
+
+function addressesOf(query: Pick<EventLogQuery<AbiEvent>, 'address'>): readonly Address[] {
+  return (Array.isArray(query.address) ? query.address : [query.address]) as readonly Address[];
 }
 
 function matches(args: Record<string, unknown>, wanted: ReadonlyMap<string, ReadonlySet<string>>): boolean {
