@@ -1,15 +1,21 @@
 // One event's logs of a range, as a kind of log reads them: eth_getLogs, then each log decoded
-// as viem's strict getLogs would decode it (a log that does not fit the event is dropped, never
-// guessed). Speed: viem's decoder hashes the event's signature again for every log and builds a
-// decoder per log; here the selector and the decoding are prepared once per event, and the
-// 32-byte words of `address`, `uint256` and `bytes32` are read straight from the hex (anything
-// else goes through viem's decodeAbiParameters): 10,000 Transfer logs in 75-130 ms instead of
-// 420-600 ms (docs/benchmarks.md, bench:chain). Belief, stricter than viem's: a log from a
-// contract not asked for, or whose indexed arguments are not those asked for, is no answer to the
-// question (a lying node's) and is dropped; so is a topic or data that is not whole bytes of hex;
-// a log of the event without its place fails the answer (it may be a payment: never skipped).
+// and checked against the question asked. Speed: viem's strict getLogs hashes the event's
+// signature again for every log and builds a decoder per log; here the selector and the decoding
+// are prepared once per event, and the 32-byte words of `address`, `uint256` and `bytes32` are
+// read straight from the hex (anything else goes through viem's decodeAbiParameters): 10,000
+// Transfer logs in 75-130 ms instead of 420-600 ms (docs/benchmarks.md, bench:chain).
+// Belief, stricter than viem's (docs/payments.md, "What a node can and cannot do"):
+// - hex is read in any letter case and kept in lower case (hashes, topics, data);
+// - a log from a contract not asked for, of another event, or whose indexed addresses are not
+//   those asked for, is no answer to the question and is dropped;
+// - a log of the event from a contract asked for must be its exact ABI encoding (its topics, each
+//   a 32-byte word; an address word's 12 high bytes zero; data of exactly the event's words) and
+//   have its place (block, hash, transaction, index). One that is not fails the whole answer: it
+//   may be a payment mangled by a buggy or lying node, and dropping it would move the cursor past
+//   it for good. The run is retried; nothing of the answer is recorded.
 import {
   decodeAbiParameters,
+  encodeAbiParameters,
   checksumAddress,
   numberToHex,
   toEventSelector,
@@ -102,18 +108,22 @@ function matches(args: Record<string, unknown>, wanted: ReadonlyMap<string, Read
  */
 function positionOf(log: RpcLog): LogPosition {
   const quantity = (v: unknown) => typeof v === 'string' && /^0x[0-9a-fA-F]+$/.test(v);
-  if (typeof log.blockHash !== 'string' || typeof log.transactionHash !== 'string' || !quantity(log.blockNumber) || !quantity(log.logIndex)) {
+  const hash = (v: unknown) => typeof v === 'string' && HASH.test(v);
+  if (!hash(log.blockHash) || !hash(log.transactionHash) || !quantity(log.blockNumber) || !quantity(log.logIndex)) {
     throw new InconsistentLogsError(`a log without its place (block ${String(log.blockNumber)} ${String(log.blockHash)}, transaction ${String(log.transactionHash)}, index ${String(log.logIndex)})`);
   }
   const ts = (log as { blockTimestamp?: Hex | null }).blockTimestamp;
   return {
-    txHash: log.transactionHash,
+    txHash: log.transactionHash!.toLowerCase() as Hex,
     logIndex: Number(log.logIndex),
     blockNumber: BigInt(log.blockNumber!),
-    blockHash: log.blockHash,
+    blockHash: log.blockHash!.toLowerCase() as Hex,
     blockTimestamp: ts ? BigInt(ts) : null,
   };
 }
+
+/** A 32-byte hash or word, in either letter case. */
+const HASH = /^0x[0-9a-fA-F]{64}$/;
 
 function decoderOf(event: AbiEvent): Decoder {
   let d = decoders.get(event);
@@ -121,15 +131,33 @@ function decoderOf(event: AbiEvent): Decoder {
   return d;
 }
 
-/** Whole bytes of hex. A topic or data that is not (odd length, other characters) is no log of the event: viem's decoder would read odd hex shifted by a digit. */
+/** Whole bytes of hex, in either letter case. */
 const HEX = /^0x(?:[0-9a-fA-F]{2})*$/;
 
-/** A 32-byte word (64 hex digits) read as viem's decoder reads it. */
+/** A log of the event that is not its exact encoding: the answer fails (see the header). */
+class Malformed extends Error {}
+
+/** A 32-byte word (64 hex digits, lower case) read as viem's decoder reads it, or thrown out when it is no canonical word of its type. */
 function wordReader(type: string): ((word: string) => unknown) | null {
-  if (type === 'address') return (w) => checksumAddress(`0x${w.slice(24)}`);
+  if (type === 'address') {
+    return (w) => {
+      if (!w.startsWith('000000000000000000000000')) throw new Malformed(`an address word with its high bytes set (0x${w})`);
+      return checksumAddress(`0x${w.slice(24)}`);
+    };
+  }
   if (type === 'uint256') return (w) => BigInt(`0x${w}`);
-  if (type === 'bytes32') return (w) => `0x${w.toLowerCase()}`;
+  if (type === 'bytes32') return (w) => `0x${w}`;
   return null;
+}
+
+/** A static type's value, read through viem and checked to be that value's one encoding. */
+function canonicalReader(input: AbiParameter): (word: string) => unknown {
+  return (w) => {
+    const hex = `0x${w}` as Hex;
+    const [value] = decodeAbiParameters([input], hex);
+    if (encodeAbiParameters([input], [value]) !== hex) throw new Malformed(`no canonical ${input.type} (${hex})`);
+    return value;
+  };
 }
 
 function makeDecoder(event: AbiEvent): Decoder {
@@ -141,36 +169,48 @@ function makeDecoder(event: AbiEvent): Decoder {
   const indexed = named.filter((i) => i.indexed);
   const data = named.filter((i) => !i.indexed);
   // Indexed `string`, `bytes`, tuples and arrays are stored as their hash: the topic itself.
-  const topicReaders = indexed.map((i) => {
-    if (i.type === 'string' || i.type === 'bytes' || i.type === 'tuple' || /\[\d*\]$/.test(i.type)) return (t: string) => t;
-    const word = wordReader(i.type);
-    const viem = (t: string) => decodeAbiParameters([i], t as Hex)[0];
-    return word ? (t: string) => (t.length === 66 ? word(t.slice(2)) : viem(t)) : viem;
+  const topicReaders = indexed.map((i): ((word: string) => unknown) => {
+    if (i.type === 'string' || i.type === 'bytes' || i.type === 'tuple' || /\[\d*\]$/.test(i.type)) return (w) => `0x${w}`;
+    return wordReader(i.type) ?? canonicalReader(i);
   });
   const words = data.map((i) => wordReader(i.type));
   const allWords = words.every((w) => w !== null);
-  const viem = (hex: string) => decodeAbiParameters(data, hex as Hex) as readonly unknown[];
   const readData = allWords
-    ? (hex: string) => (hex.length >= 2 + 64 * words.length ? words.map((w, k) => w!(hex.slice(2 + 64 * k, 2 + 64 * (k + 1)))) : viem(hex))
-    : viem;
+    ? (hex: string) => {
+        if (hex.length !== 2 + 64 * words.length) throw new Malformed(`data of ${(hex.length - 2) / 2} bytes, not ${32 * words.length}`);
+        return words.map((w, k) => w!(hex.slice(2 + 64 * k, 2 + 64 * (k + 1))));
+      }
+    : (hex: string) => {
+        const values = decodeAbiParameters(data, hex as Hex);
+        if (encodeAbiParameters(data, values) !== hex) throw new Malformed('data that is not the encoding of its values');
+        return values as readonly unknown[];
+      };
   return {
     selector,
     read(log) {
-      const topics = log.topics as readonly (string | null)[];
-      if (topics[0] !== selector || topics.length < 1 + indexed.length) return null;
-      if (!topics.slice(1, 1 + indexed.length).every((t) => typeof t === 'string' && HEX.test(t))) return null;
-      if (data.length > 0 && (typeof log.data !== 'string' || !HEX.test(log.data))) return null;
+      const topics = log.topics as readonly unknown[] | undefined;
+      // Another event (or none): not what was asked.
+      if (!Array.isArray(topics) || typeof topics[0] !== 'string' || topics[0].toLowerCase() !== selector) return null;
       try {
+        if (topics.length !== 1 + indexed.length) throw new Malformed(`${topics.length} topics, not ${1 + indexed.length}`);
         const args: Record<string, unknown> = {};
-        indexed.forEach((input, k) => (args[input.name] = topicReaders[k](topics[1 + k]!)));
-        if (data.length > 0) {
-          if (log.data === '0x') return null;
-          const values = readData(log.data);
+        indexed.forEach((input, k) => {
+          const topic = topics[1 + k];
+          if (typeof topic !== 'string' || !HASH.test(topic)) throw new Malformed(`topic ${1 + k} is no 32-byte word (${String(topic)})`);
+          args[input.name] = topicReaders[k](topic.slice(2).toLowerCase());
+        });
+        if (typeof log.data !== 'string' || !HEX.test(log.data)) throw new Malformed(`data that is not whole bytes of hex (${String(log.data).slice(0, 80)})`);
+        const hex = log.data.toLowerCase();
+        if (data.length === 0) {
+          if (hex !== '0x') throw new Malformed('data for an event that has none');
+        } else {
+          const values = readData(hex);
           data.forEach((input, k) => (args[input.name] = values[k]));
         }
         return args;
-      } catch {
-        return null;
+      } catch (err) {
+        const why = err instanceof Malformed ? err.message : `undecodable (${err instanceof Error ? err.message.split('\n')[0] : String(err)})`;
+        throw new InconsistentLogsError(`a ${event.name} log of ${log.address} that is not the event's encoding: ${why} (transaction ${String(log.transactionHash)}, index ${String(log.logIndex)})`);
       }
     },
   };
