@@ -1,8 +1,8 @@
 // One run of the payment detector on one chain (the `chain.watch` job, made by a job scheduler per
 // watched chain). It reads from the cursor up to the safe head (head - confirmations) in
-// eth_getLogs ranges of at most CHAIN_GETLOGS_MAX_BLOCKS, halved when the provider refuses a range
-// or answers more than it may (down to one block, then one address at a time) and doubled back on
-// success, records what they hold (detector.ts; each range is read from the node while the one
+// eth_getLogs ranges of at most CHAIN_GETLOGS_MAX_BLOCKS (a sixteenth of it first, doubled after
+// each answer), halved when the provider refuses a range or answers more than it may (down to one
+// block, then one address at a time; no larger for the rest of the run), records what they hold (detector.ts; each range is read from the node while the one
 // before it is written), then records the logs between the safe head and the head as pending. What
 // it believes of the node (docs/payments.md, "What a node can and cannot do"): every RPC URL must
 // answer the chain's id; a head counts only when its block can be fetched; a confirmed log counts
@@ -43,7 +43,10 @@ interface ChainState {
   rpc: ChainRpc | null;
   /** URLs that answered another chain's id: never used by this worker. */
   wrongChain: Set<string>;
+  /** Blocks of the next eth_getLogs range: doubled after each answer, up to `ceiling`. */
   range: number;
+  /** The most blocks a range may grow to in this run: CHAIN_GETLOGS_MAX_BLOCKS, or half a range the provider refused. */
+  ceiling: number;
   failures: number;
   retryAt: number;
   /** The time of the cursor's block as last known: the lag keeps growing while the provider is down. */
@@ -62,6 +65,13 @@ type PendingRow = Awaited<ReturnType<typeof pendingPaymentsBetween>>[number];
 
 /** Recent [block, hash] pairs kept on the cursor to find where a deep reorg forked. */
 const CHECKPOINTS = 32;
+/**
+ * A run's first confirmed range is at most this fraction of CHAIN_GETLOGS_MAX_BLOCKS, doubled after
+ * each answer: on a backlog the read ahead starts overlapping the writes after a short first read,
+ * and a provider's size or range limit is found from below (one refusal a run at most), not by a
+ * largest first read that may be refused and thrown away.
+ */
+const SLOW_START = 16;
 const MAX_BACKOFF_MS = 60_000;
 
 /** A run that ends without scanning, on purpose: the node cannot be believed now, or the cursor is not this worker's. */
@@ -81,7 +91,7 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
   function stateOf(chain: Chain): ChainState {
     let s = states.get(chain.chainId);
     if (!s) {
-      s = { rpc: null, wrongChain: new Set(), range: opts.maxBlocks, failures: 0, retryAt: 0, cursorTime: null, safe: null, cursor: null, quietCause: null, failureCause: null };
+      s = { rpc: null, wrongChain: new Set(), range: opts.maxBlocks, ceiling: opts.maxBlocks, failures: 0, retryAt: 0, cursorTime: null, safe: null, cursor: null, quietCause: null, failureCause: null };
       states.set(chain.chainId, s);
     }
     return s;
@@ -142,6 +152,7 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
           continue;
         }
         s.range = Math.max(1, Math.floor(Number(to - from + 1n) / 2));
+        s.ceiling = s.range;
         to = from + BigInt(s.range) - 1n;
         opts.log.info({ chain_id: chain.chainId, blocks: s.range }, 'eth_getLogs range refused or over the size limit: asking for fewer blocks');
       }
@@ -294,10 +305,12 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
     const readRange = async (after: bigint) => {
       const wanted = after + BigInt(s.range) > safe ? safe : after + BigInt(s.range);
       const { observed, records, to } = await logsOf(chain, rpc, s, recipients, after + 1n, wanted);
-      s.range = Math.min(opts.maxBlocks, s.range * 2);
+      s.range = Math.min(s.ceiling, s.range * 2);
       const [times, end, kept] = await Promise.all([blockTimes(rpc, [...observed, ...records]), rpc.block(to), stillOnChain(chain, rpc, pendingRows, after + 1n, to, observed)]);
       return { observed, records, to, times, end, kept };
     };
+    s.range = Math.min(s.range, Math.ceil(opts.maxBlocks / SLOW_START));
+    s.ceiling = opts.maxBlocks;
     let next = cur < safe && rangesPerRun > 0 ? readRange(cur) : null;
     try {
       for (let ranges = 0; next && ranges < rangesPerRun; ranges++) {
@@ -349,8 +362,9 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
       // The window above the safe head, in ranges the provider accepts, up to this run's head:
       // what it holds is pending; a pending row no longer there (up to that head) is removed.
       const observed: ObservedPayment[] = [];
+      // (The window is at most the confirmations deep: no slow start, the most the provider takes.)
       for (let from = cur + 1n; from <= head; ) {
-        const wanted = from + BigInt(s.range) - 1n > head ? head : from + BigInt(s.range) - 1n;
+        const wanted = from + BigInt(s.ceiling) - 1n > head ? head : from + BigInt(s.ceiling) - 1n;
         const got = await logsOf(chain, rpc, s, recipients, from, wanted);
         observed.push(...got.observed);
         from = got.to + 1n;
