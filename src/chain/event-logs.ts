@@ -6,8 +6,9 @@
 // Transfer logs in 75-130 ms instead of 420-600 ms (docs/benchmarks.md, bench:chain).
 // Belief, stricter than viem's (docs/payments.md, "What a node can and cannot do"):
 // - hex is read in any letter case and kept in lower case (hashes, topics, data);
-// - a log from a contract not asked for, of another event, or whose indexed addresses are not
-//   those asked for, is no answer to the question and is dropped;
+// - a log from a contract not asked for, of another event (or of the same signature with another
+//   number of indexed arguments), or whose indexed addresses are not those asked for, is no answer
+//   to the question and is dropped;
 // - a log of the event from a contract asked for must be its exact ABI encoding (its topics, each
 //   a 32-byte word; an address word's 12 high bytes zero; data of exactly the event's words) and
 //   have its place (block, hash, transaction, index). One that is not fails the whole answer: it
@@ -189,10 +190,10 @@ function makeDecoder(event: AbiEvent): Decoder {
     selector,
     read(log) {
       const topics = log.topics as readonly unknown[] | undefined;
-      // Another event (or none): not what was asked.
-      if (!Array.isArray(topics) || typeof topics[0] !== 'string' || topics[0].toLowerCase() !== selector) return null;
+      // Another event (or none): not what was asked. So is an event of the same signature indexed
+      // otherwise (an ERC-721 Transfer has 4 topics, an ERC-20's 3): a shape a contract may emit.
+      if (!Array.isArray(topics) || typeof topics[0] !== 'string' || topics[0].toLowerCase() !== selector || topics.length !== 1 + indexed.length) return null;
       try {
-        if (topics.length !== 1 + indexed.length) throw new Malformed(`${topics.length} topics, not ${1 + indexed.length}`);
         const args: Record<string, unknown> = {};
         indexed.forEach((input, k) => {
           const topic = topics[1 + k];

@@ -164,8 +164,9 @@ export function createChainRpc(urls: string[], count: (method: string, outcome: 
   }
   const header = (b: { number: bigint | null; hash: string | null; parentHash: string; timestamp: bigint }): BlockHeader => ({
     number: b.number!,
-    hash: b.hash!,
-    parentHash: b.parentHash,
+    // Hex in lower case, as the logs' (event-logs.ts): hashes are compared and recorded so.
+    hash: b.hash!.toLowerCase(),
+    parentHash: b.parentHash.toLowerCase(),
     timestamp: b.timestamp,
   });
   return {

@@ -1,8 +1,8 @@
 // One run of the payment detector on one chain (the `chain.watch` job, made by a job scheduler per
 // watched chain). It reads from the cursor up to the safe head (head - confirmations) in
-// eth_getLogs ranges of at most CHAIN_GETLOGS_MAX_BLOCKS (a sixteenth of it first, doubled after
-// each answer), halved when the provider refuses a range or answers more than it may (down to one
-// block, then one address at a time; no larger for the rest of the run), records what they hold (detector.ts; each range is read from the node while the one
+// eth_getLogs ranges of at most CHAIN_GETLOGS_MAX_BLOCKS (a run's first a sixteenth of it), halved
+// when the provider refuses a range or answers more than it may (down to one block, then one
+// address at a time) and doubled back on success, records what they hold (detector.ts; each range is read from the node while the one
 // before it is written), then records the logs between the safe head and the head as pending. What
 // it believes of the node (docs/payments.md, "What a node can and cannot do"): every RPC URL must
 // answer the chain's id; a head counts only when its block can be fetched; a confirmed log counts
@@ -43,10 +43,7 @@ interface ChainState {
   rpc: ChainRpc | null;
   /** URLs that answered another chain's id: never used by this worker. */
   wrongChain: Set<string>;
-  /** Blocks of the next eth_getLogs range: doubled after each answer, up to `ceiling`. */
   range: number;
-  /** The most blocks a range may grow to in this run: CHAIN_GETLOGS_MAX_BLOCKS, or half a range the provider refused. */
-  ceiling: number;
   failures: number;
   retryAt: number;
   /** The time of the cursor's block as last known: the lag keeps growing while the provider is down. */
@@ -67,11 +64,14 @@ type PendingRow = Awaited<ReturnType<typeof pendingPaymentsBetween>>[number];
 const CHECKPOINTS = 32;
 /**
  * A run's first confirmed range is at most this fraction of CHAIN_GETLOGS_MAX_BLOCKS, doubled after
- * each answer: on a backlog the read ahead starts overlapping the writes after a short first read,
- * and a provider's size or range limit is found from below (one refusal a run at most), not by a
- * largest first read that may be refused and thrown away.
+ * each answer (and never more than the range the provider was last found to take): on a backlog
+ * the read ahead starts overlapping the writes after a short first read, and a fresh worker's first
+ * read is not the largest one, which a provider may refuse and which is then thrown away.
  */
 const SLOW_START = 16;
+
+/** Two block hashes are the same whatever their letter case (a node's, or one recorded before hashes were kept in lower case). */
+const sameHash = (a: string | null | undefined, b: string | null | undefined) => a != null && b != null && a.toLowerCase() === b.toLowerCase();
 const MAX_BACKOFF_MS = 60_000;
 
 /** A run that ends without scanning, on purpose: the node cannot be believed now, or the cursor is not this worker's. */
@@ -91,7 +91,7 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
   function stateOf(chain: Chain): ChainState {
     let s = states.get(chain.chainId);
     if (!s) {
-      s = { rpc: null, wrongChain: new Set(), range: opts.maxBlocks, ceiling: opts.maxBlocks, failures: 0, retryAt: 0, cursorTime: null, safe: null, cursor: null, quietCause: null, failureCause: null };
+      s = { rpc: null, wrongChain: new Set(), range: opts.maxBlocks, failures: 0, retryAt: 0, cursorTime: null, safe: null, cursor: null, quietCause: null, failureCause: null };
       states.set(chain.chainId, s);
     }
     return s;
@@ -152,7 +152,6 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
           continue;
         }
         s.range = Math.max(1, Math.floor(Number(to - from + 1n) / 2));
-        s.ceiling = s.range;
         to = from + BigInt(s.range) - 1n;
         opts.log.info({ chain_id: chain.chainId, blocks: s.range }, 'eth_getLogs range refused or over the size limit: asking for fewer blocks');
       }
@@ -187,7 +186,7 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
     const kept: { txHash: string; txPosition: string }[] = [];
     for (const p of missing) {
       const b = await rpc.blockIfAny(BigInt(p.block_number));
-      if (b?.hash === p.block_hash) {
+      if (sameHash(b?.hash, p.block_hash)) {
         opts.log.warn({ chain_id: chain.chainId, tx_hash: p.tx_hash, block: p.block_number }, 'a pending payment is missing from the logs but its block is still on the chain: kept');
         kept.push({ txHash: p.tx_hash, txPosition: p.tx_position });
       }
@@ -223,8 +222,8 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
         }
         if (verdict === 'wider') opts.log.warn({ chain_id: chain.chainId, scanned_for: mine }, 'this worker watches more (tokens, or the subscription contract) than the cursor was scanned for: it takes the cursor over (earlier blocks are not scanned for them)');
       }
-      const restarted = cursor.genesis_hash !== null && cursor.genesis_hash !== genesisHash;
-      const unchanged = scannedFor !== null && compareScannedFor(scannedFor, mine) === 'same' && cursor.genesis_hash === genesisHash;
+      const restarted = cursor.genesis_hash !== null && !sameHash(cursor.genesis_hash, genesisHash);
+      const unchanged = scannedFor !== null && compareScannedFor(scannedFor, mine) === 'same' && sameHash(cursor.genesis_hash, genesisHash);
       // A restarted chain keeps its old identity until its cursor is rewound (the next step).
       if (!restarted && !unchanged) await setCursorIdentity(tx, chain.chainId, { genesisHash, scannedFor: mine });
       return { restarted };
@@ -244,7 +243,7 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
     const start = BigInt(chain.startBlock) - 1n;
     // The cursor's identity is written under its lock only when something is new (a first run, a
     // wider set, a restart); recordRange checks the set again under the lock.
-    const settled = before?.scanned_for && compareScannedFor(before.scanned_for, scannedForOf(chain)) === 'same' && before.genesis_hash === genesis.hash;
+    const settled = before?.scanned_for && compareScannedFor(before.scanned_for, scannedForOf(chain)) === 'same' && sameHash(before.genesis_hash, genesis.hash);
     const { restarted } = settled ? { restarted: false } : await claimCursor(chain, genesis.hash);
     const cursor = settled ? before : await findCursor(opts.pool, chain.chainId);
     let cur = cursor ? BigInt(cursor.block_number) : start;
@@ -265,7 +264,7 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
       // The node is behind the cursor. It lags, unless the newest checkpoint it has changed hash.
       const known = checkpoints.filter((cp) => BigInt(cp[0]) <= head).at(-1);
       const there = known ? await rpc.blockIfAny(BigInt(known[0])) : null;
-      if (!known || there?.hash === known[1]) {
+      if (!known || sameHash(there?.hash, known[1])) {
         throw new Wait('lagging_node', `node at block ${head}, behind the cursor ${cur}: waiting for it`, { head: head.toString(), cursor: cur.toString() });
       }
       const back = await forkPoint(rpc, checkpoints, BigInt(known[0]) + 1n, start);
@@ -275,7 +274,7 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
       cur = back.block;
     } else if (cursor?.block_hash && cur >= 0n) {
       const now = await rpc.block(cur);
-      if (now.hash !== cursor.block_hash) {
+      if (!sameHash(now.hash, cursor.block_hash)) {
         const back = await forkPoint(rpc, checkpoints, cur, start);
         rewound = await rewind(chain, cur, back, checkpoints);
         if (!rewound) return 'cursor_moved';
@@ -302,15 +301,17 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
     // A confirmed range: its logs and the blocks they need, read from the node. The next range is
     // read while this one is written (its RPC and decoding overlap the transaction), and only
     // ever after this one's read, so a range refused and halved shrinks the next one too.
+    // The run's ranges start at a sixteenth of the most (SLOW_START) and double after each answer.
+    let runCap = Math.ceil(opts.maxBlocks / SLOW_START);
     const readRange = async (after: bigint) => {
-      const wanted = after + BigInt(s.range) > safe ? safe : after + BigInt(s.range);
+      const size = BigInt(Math.min(s.range, runCap));
+      const wanted = after + size > safe ? safe : after + size;
       const { observed, records, to } = await logsOf(chain, rpc, s, recipients, after + 1n, wanted);
-      s.range = Math.min(s.ceiling, s.range * 2);
+      s.range = Math.min(opts.maxBlocks, s.range * 2);
+      runCap *= 2;
       const [times, end, kept] = await Promise.all([blockTimes(rpc, [...observed, ...records]), rpc.block(to), stillOnChain(chain, rpc, pendingRows, after + 1n, to, observed)]);
       return { observed, records, to, times, end, kept };
     };
-    s.range = Math.min(s.range, Math.ceil(opts.maxBlocks / SLOW_START));
-    s.ceiling = opts.maxBlocks;
     let next = cur < safe && rangesPerRun > 0 ? readRange(cur) : null;
     try {
       for (let ranges = 0; next && ranges < rangesPerRun; ranges++) {
@@ -362,9 +363,8 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
       // The window above the safe head, in ranges the provider accepts, up to this run's head:
       // what it holds is pending; a pending row no longer there (up to that head) is removed.
       const observed: ObservedPayment[] = [];
-      // (The window is at most the confirmations deep: no slow start, the most the provider takes.)
       for (let from = cur + 1n; from <= head; ) {
-        const wanted = from + BigInt(s.ceiling) - 1n > head ? head : from + BigInt(s.ceiling) - 1n;
+        const wanted = from + BigInt(s.range) - 1n > head ? head : from + BigInt(s.range) - 1n;
         const got = await logsOf(chain, rpc, s, recipients, from, wanted);
         observed.push(...got.observed);
         from = got.to + 1n;
@@ -410,7 +410,7 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
   async function forkPoint(rpc: ChainRpc, checkpoints: [string, string][], below: bigint, start: bigint): Promise<{ block: bigint; hash: string | null }> {
     for (const cp of [...checkpoints].reverse()) {
       if (BigInt(cp[0]) >= below) continue;
-      if ((await rpc.blockIfAny(BigInt(cp[0])))?.hash === cp[1]) return { block: BigInt(cp[0]), hash: cp[1] };
+      if (sameHash((await rpc.blockIfAny(BigInt(cp[0])))?.hash, cp[1])) return { block: BigInt(cp[0]), hash: cp[1] };
     }
     return { block: start, hash: null };
   }

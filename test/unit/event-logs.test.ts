@@ -1,10 +1,12 @@
 // The detector's own log decoding (src/chain/event-logs.ts) against viem's strict decoder and
 // encoder, over random answers of a lying node (logs of every event the kinds read, well-formed
 // and then broken: another selector, a topic missing or added, data short, long, empty, odd or not
-// hex, upper case, an address topic with high bits, another contract, a recipient not asked for).
+// hex, a data word overwritten (an address word's high bytes set), upper case, an address topic
+// with high bits, a hash cut short or in upper case, another contract, a recipient not asked for).
 // Where every log of the event from the contract asked for is its exact encoding (upper-case hex
-// read as lower case), ours keeps exactly the logs viem's strict decoder keeps, with the same
-// arguments; one that is not fails the whole answer (InconsistentLogsError), where viem would
+// read as lower case; the same signature with another number of topics is another event), ours
+// keeps exactly the logs viem's strict decoder keeps, with the same arguments; one that is not, or
+// a kept one without its place, fails the whole answer (InconsistentLogsError), where viem would
 // drop it silently and the cursor would move past a payment a node mangled.
 import { encodeAbiParameters, encodeEventTopics, formatLog, getAbiItem, parseEventLogs, toEventSelector, type AbiEvent, type AbiParameter, type Address, type Hex, type RpcLog } from 'viem';
 import { describe, expect, it } from 'vitest';
@@ -56,7 +58,7 @@ function logOf(r: Random, event: AbiEvent, address: string, n: number): RpcLog {
 function broken(r: Random, log: RpcLog): RpcLog {
   const topics = [...log.topics] as Hex[];
   let data = log.data as string;
-  switch (r.int(0, 14)) {
+  switch (r.int(0, 17)) {
     case 0:
       topics[0] = hexOf(r, 32);
       break;
@@ -98,6 +100,18 @@ function broken(r: Random, log: RpcLog): RpcLog {
       break;
     case 13:
       return { ...log, address: OTHER as Address };
+    case 14:
+      // One word of the data overwritten: an address word's high bytes set, or any value.
+      if (data.length >= 66) {
+        const k = r.int(0, (data.length - 2) / 64 - 1);
+        const w = r.chance(0.5) ? `${hexOf(r, 12).slice(2)}${data.slice(2 + 64 * k + 24, 2 + 64 * (k + 1))}` : hexOf(r, 32).slice(2);
+        data = `${data.slice(0, 2 + 64 * k)}${w}${data.slice(2 + 64 * (k + 1))}`;
+      }
+      break;
+    case 15:
+      return { ...log, transactionHash: (r.chance(0.5) ? log.transactionHash!.slice(0, -2) : log.transactionHash!.toUpperCase().replace('0X', '0x')) as Hex };
+    case 16:
+      return { ...log, blockHash: (r.chance(0.5) ? `${log.blockHash!}00` : log.blockHash!.toUpperCase().replace('0X', '0x')) as Hex };
     default:
       return log;
   }
@@ -139,8 +153,16 @@ function expected(query: Pick<EventLogQuery<AbiEvent>, 'address' | 'event' | 'ar
   const asked = new Set([query.address].flat().map((a) => a.toLowerCase()));
   const lower = raw.map(lowerCase);
   const selector = toEventSelector(query.event);
-  if (lower.some((l) => asked.has(l.address.toLowerCase()) && l.topics[0] === selector && !canonical(query.event, l))) return 'fails' as const;
-  return parseEventLogs({ abi: [query.event], logs: lower.map((l) => formatLog(l)), strict: true, args: query.args as never })
+  const topicCount = 1 + query.event.inputs.filter((i) => i.indexed).length;
+  // The same signature with another number of topics is another event (an ERC-721 Transfer).
+  const kept = lower.filter((l) => !(l.topics[0] === selector && l.topics.length !== topicCount));
+  const ofEvent = kept.filter((l) => asked.has(l.address.toLowerCase()) && l.topics[0] === selector);
+  if (ofEvent.some((l) => !canonical(query.event, l))) return 'fails' as const;
+  const decode = (logs: RpcLog[]) => parseEventLogs({ abi: [query.event], logs: logs.map((l) => formatLog(l)), strict: true, args: query.args as never });
+  // A log kept (the recipient asked for) must have its place: a block hash and a transaction hash of 32 bytes.
+  const hash = (h: unknown) => typeof h === 'string' && /^0x[0-9a-f]{64}$/.test(h);
+  if (decode(ofEvent).some((l) => !hash(l.blockHash) || !hash(l.transactionHash))) return 'fails' as const;
+  return decode(kept)
     .filter((l) => asked.has(l.address.toLowerCase()))
     .map((l) => ({ txHash: l.transactionHash, logIndex: l.logIndex, blockNumber: l.blockNumber, blockHash: l.blockHash, blockTimestamp: null, address: l.address, args: l.args }));
 }
@@ -206,13 +228,14 @@ describe("the detector's log decoding", () => {
       { data: `${log.data}${'00'.repeat(32)}` },
       { data: '0x' },
       { topics: [log.topics[0], `${log.topics[1]}0`, log.topics[2]] },
-      { topics: [log.topics[0], log.topics[1]] },
-      { topics: [...log.topics, log.topics[1]] },
       { topics: [log.topics[0], log.topics[1], `0x01${word.slice(2)}`] },
       { topics: [log.topics[0], log.topics[1], `0x${word.slice(2)}`] },
     ] as Partial<RpcLog>[]) {
       expect(() => decodeEventLogs(query, [good, { ...log, ...mangled }]), JSON.stringify(mangled)).toThrow(InconsistentLogsError);
     }
+    // The same signature indexed otherwise (an ERC-721 Transfer's 4 topics) is another event: dropped.
+    expect(decodeEventLogs(query, [good, { ...log, topics: [...log.topics, log.topics[1]!] }])).toHaveLength(1);
+    expect(decodeEventLogs(query, [good, { ...log, topics: [log.topics[0]!, log.topics[1]!] }])).toHaveLength(1);
     // Letter case is no mangling: the same log in upper case is read as the same values, in lower case.
     const upper = (h: string) => `0x${h.slice(2).toUpperCase()}` as Hex;
     const shouted = { ...log, topics: log.topics.map(upper), data: upper(log.data), transactionHash: upper(log.transactionHash!), blockHash: upper(log.blockHash!) } as RpcLog;
