@@ -11,7 +11,8 @@
 // cursor goes back to the fork point found by hash (to the start only for a chain started over,
 // told by its block 0); a pending payment whose block is still there is never announced removed; a
 // cursor moves only for workers scanning for the same set. An RPC failure (outage, rate limit)
-// backs off and ends the run quietly; anything else fails it.
+// backs off and ends the run quietly; anything else fails it (an answer that cannot be a chain's
+// also makes the next run lead with the chain's next RPC URL).
 import { safeHead } from '../domain/payments.js';
 import { compareScannedFor, describeScannedForDifference, isWatched, scannedForOf, type Chain } from '../domain/chains.js';
 import type { Logger } from '../log.js';
@@ -55,6 +56,8 @@ interface ChainState {
   quietCause: string | null;
   /** The kind of the current RPC failure streak: a new kind (a rate limit turning into an outage) is warned of again. */
   failureCause: string | null;
+  /** Which of the URLs that answered the chain's id leads (the others are its fallbacks): the next one after an answer that cannot be a chain's. */
+  lead: number;
 }
 
 /** A pending payment row as stillOnChain checks it (read once per run, from the cursor up). */
@@ -91,7 +94,7 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
   function stateOf(chain: Chain): ChainState {
     let s = states.get(chain.chainId);
     if (!s) {
-      s = { rpc: null, wrongChain: new Set(), range: opts.maxBlocks, failures: 0, retryAt: 0, cursorTime: null, safe: null, cursor: null, quietCause: null, failureCause: null };
+      s = { rpc: null, wrongChain: new Set(), range: opts.maxBlocks, failures: 0, retryAt: 0, cursorTime: null, safe: null, cursor: null, quietCause: null, failureCause: null, lead: 0 };
       states.set(chain.chainId, s);
     }
     return s;
@@ -129,7 +132,8 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
       if (unreachable !== null) throw unreachable;
       throw new Wait('wrong_chain_id', `refused: no RPC URL of chain ${chain.chainId} answers chain id ${chain.chainId}`, {}, 'error');
     }
-    s.rpc = createChainRpc(good, counted);
+    const first = s.lead % good.length;
+    s.rpc = createChainRpc([...good.slice(first), ...good.slice(0, first)], counted);
     return s.rpc;
   }
 
@@ -463,6 +467,12 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
           return err.outcome;
         }
         const failure = classifyRpcError(err);
+        if (err instanceof InconsistentLogsError) {
+          // A forged or mangled answer: the next run leads with the next URL (its chain id checked
+          // again), so one lying provider does not stop the scan while another tells the truth.
+          s.lead++;
+          s.rpc = null;
+        }
         if (failure === null) {
           // Not the RPC's doing (a database error, a broken invariant): the run fails loudly, and
           // the next tick of the job scheduler is its retry.

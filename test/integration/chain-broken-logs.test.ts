@@ -8,8 +8,9 @@
 // genuine log answered again. The decoder (event-logs.ts) is where these stop: a log of the event
 // that is not its exact encoding fails the run with nothing recorded (dropping it would move the
 // cursor past a payment for good), and each test checks, once the node tells the truth, that the
-// invoice shows exactly what moved and that a later honest payment is still found. What a node can
-// still do with well-formed lies (docs/payments.md, "What a node can still do") is not tested here.
+// invoice shows exactly what moved and that a later honest payment is still found; with a second,
+// honest URL the next run leads with it. What a node can still do with well-formed lies
+// (docs/payments.md, "What a node can still do") is not tested here.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -344,5 +345,34 @@ describe('a genuine log answered again', () => {
     await notPaid(i, half);
     expect(await rowsOf(logs)).toEqual([expect.objectContaining({ invoice_id: i.id, counted_atomic: half.toString() })]);
     await honestThenPaidOnce(i, total, half, 1);
+  }, 120_000);
+});
+
+describe('two RPC URLs, the first one lying', () => {
+  it('a mangled answer from the first URL fails that run; the next runs lead with the second, which tells the truth: the real payment counts, once', async () => {
+    const honest = await startRpcProxy(chain.rpcUrl);
+    try {
+      const file = chain.writeChainsFile(mkdtempSync(path.join(tmpdir(), 'zz-broken-logs-two-')), { rpc_urls: [proxy.url, honest.url] });
+      const watcher = createChainWatcher({ pool: fx.api.pool, chains: loadChains(file, {}), maxBlocks: 2000, log: createLogger('silent') });
+      const total = 100_300_000n;
+      const i = await sent('100.30');
+      const logs = await pay(refOf(i), USDC);
+      // The merchant's Transfer leg with a byte appended to its amount: no canonical log.
+      const served = lie(logs, (l) => [isLeg(l) ? { ...l, data: `${l.data}00` } : l]);
+      await chain.mine(3);
+      await expect(watcher.run(chain.chainId)).rejects.toThrow(/not the event's encoding/);
+      const lies = served();
+      expect(lies).toBeGreaterThan(0);
+      await notPaid(i, 0n);
+      // The first URL still lies; the second leads now, and the first is asked no more logs.
+      const safe = (await chain.publicClient.getBlockNumber()) - 2n;
+      for (let k = 0; k < 10 && (await cursor()) < safe; k++) await watcher.run(chain.chainId);
+      expect(await cursor()).toBeGreaterThanOrEqual(safe);
+      expect(served()).toBe(lies);
+      await notPaid(i, USDC);
+      await honestThenPaidOnce(i, total, USDC, 1);
+    } finally {
+      await honest.close();
+    }
   }, 120_000);
 });
