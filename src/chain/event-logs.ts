@@ -15,9 +15,9 @@
 //   may be a payment mangled by a buggy or lying node, and dropping it would move the cursor past
 //   it for good. The run is retried; nothing of the answer is recorded.
 import {
+  checksumAddress,
   decodeAbiParameters,
   encodeAbiParameters,
-  checksumAddress,
   numberToHex,
   toEventSelector,
   type AbiEvent,
@@ -151,13 +151,12 @@ function wordReader(type: string): ((word: string) => unknown) | null {
   return null;
 }
 
-/** A static type's value, read through viem and checked to be that value's one encoding. */
-function canonicalReader(input: AbiParameter): (word: string) => unknown {
-  return (w) => {
-    const hex = `0x${w}` as Hex;
-    const [value] = decodeAbiParameters([input], hex);
-    if (encodeAbiParameters([input], [value]) !== hex) throw new Malformed(`no canonical ${input.type} (${hex})`);
-    return value;
+/** Values read through viem and checked to be their one encoding (lower-case hex in, as viem encodes). */
+function canonicalDecoder(params: readonly AbiParameter[]): (hex: string) => readonly unknown[] {
+  return (hex) => {
+    const values = decodeAbiParameters(params, hex as Hex);
+    if (encodeAbiParameters(params, values) !== hex) throw new Malformed(`no canonical encoding of (${params.map((p) => p.type).join(', ')}) in ${hex.slice(0, 80)}`);
+    return values;
   };
 }
 
@@ -172,7 +171,8 @@ function makeDecoder(event: AbiEvent): Decoder {
   // Indexed `string`, `bytes`, tuples and arrays are stored as their hash: the topic itself.
   const topicReaders = indexed.map((i): ((word: string) => unknown) => {
     if (i.type === 'string' || i.type === 'bytes' || i.type === 'tuple' || /\[\d*\]$/.test(i.type)) return (w) => `0x${w}`;
-    return wordReader(i.type) ?? canonicalReader(i);
+    const read = canonicalDecoder([i]);
+    return wordReader(i.type) ?? ((w) => read(`0x${w}`)[0]);
   });
   const words = data.map((i) => wordReader(i.type));
   const allWords = words.every((w) => w !== null);
@@ -181,11 +181,7 @@ function makeDecoder(event: AbiEvent): Decoder {
         if (hex.length !== 2 + 64 * words.length) throw new Malformed(`data of ${(hex.length - 2) / 2} bytes, not ${32 * words.length}`);
         return words.map((w, k) => w!(hex.slice(2 + 64 * k, 2 + 64 * (k + 1))));
       }
-    : (hex: string) => {
-        const values = decodeAbiParameters(data, hex as Hex);
-        if (encodeAbiParameters(data, values) !== hex) throw new Malformed('data that is not the encoding of its values');
-        return values as readonly unknown[];
-      };
+    : canonicalDecoder(data);
   return {
     selector,
     read(log) {

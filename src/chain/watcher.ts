@@ -2,17 +2,17 @@
 // watched chain). It reads from the cursor up to the safe head (head - confirmations) in
 // eth_getLogs ranges of at most CHAIN_GETLOGS_MAX_BLOCKS (a run's first a sixteenth of it), halved
 // when the provider refuses a range or answers more than it may (down to one block, then one
-// address at a time) and doubled back on success, records what they hold (detector.ts; each range is read from the node while the one
-// before it is written), then records the logs between the safe head and the head as pending. What
-// it believes of the node (docs/payments.md, "What a node can and cannot do"): every RPC URL must
-// answer the chain's id; a head counts only when its block can be fetched; a confirmed log counts
-// only inside the blocks asked for and in a block the node has, same hash; a head behind the cursor
-// is a node that lags (the run waits) unless the block hashes say the chain changed, and then the
-// cursor goes back to the fork point found by hash (to the start only for a chain started over,
-// told by its block 0); a pending payment whose block is still there is never announced removed; a
-// cursor moves only for workers scanning for the same set. An RPC failure (outage, rate limit)
-// backs off and ends the run quietly; anything else fails it (an answer that cannot be a chain's
-// also makes the next run lead with the chain's next RPC URL).
+// address at a time) and doubled back on success, records what they hold (detector.ts; each range
+// is read from the node while the one before it is written), then records the logs between the safe
+// head and the head as pending. What it believes of the node (docs/payments.md, "What a node can
+// and cannot do"): every RPC URL must answer the chain's id; a head counts only when its block can
+// be fetched; a confirmed log counts only inside the blocks asked for and in a block the node has,
+// same hash; a head behind the cursor is a node that lags (the run waits) unless the block hashes
+// say the chain changed, and then the cursor goes back to the fork point found by hash (to the
+// start only for a chain started over, told by its block 0); a pending payment whose block is still
+// there is never announced removed; a cursor moves only for workers scanning for the same set. An
+// RPC failure (outage, rate limit) backs off and ends the run quietly; anything else fails it (an
+// answer that cannot be a chain's also makes the next run lead with the chain's next RPC URL).
 import { safeHead } from '../domain/payments.js';
 import { compareScannedFor, describeScannedForDifference, isWatched, scannedForOf, type Chain } from '../domain/chains.js';
 import type { Logger } from '../log.js';
@@ -72,10 +72,10 @@ const CHECKPOINTS = 32;
  * read is not the largest one, which a provider may refuse and which is then thrown away.
  */
 const SLOW_START = 16;
+const MAX_BACKOFF_MS = 60_000;
 
 /** Two block hashes are the same whatever their letter case (a node's, or one recorded before hashes were kept in lower case). */
 const sameHash = (a: string | null | undefined, b: string | null | undefined) => a != null && b != null && a.toLowerCase() === b.toLowerCase();
-const MAX_BACKOFF_MS = 60_000;
 
 /** A run that ends without scanning, on purpose: the node cannot be believed now, or the cursor is not this worker's. */
 class Wait {

@@ -207,6 +207,20 @@ async function refusedThenCounted(i: JsonBody, total: bigint, logs: WireLog[], e
   await honestThenPaidOnce(i, total, moved, moved > 0n ? 1 : 0);
 }
 
+/**
+ * The node answers `edit` of the transaction's real logs: the run goes on, and `moved` counts once,
+ * on the transaction's one row; once the node tells the truth, an honest payment of the rest pays
+ * the invoice, once.
+ */
+async function countedOnce(i: JsonBody, total: bigint, logs: WireLog[], edit: (l: WireLog) => WireLog[], moved: bigint): Promise<void> {
+  const served = lie(logs, edit);
+  await catchUp();
+  expect(served()).toBeGreaterThan(0);
+  await notPaid(i, moved);
+  expect(await rowsOf(logs)).toEqual([expect.objectContaining({ invoice_id: i.id, counted_atomic: moved.toString() })]);
+  await honestThenPaidOnce(i, total, moved, 1);
+}
+
 describe('the amount of a real 1 USDC payment, rewritten to claim the whole invoice', () => {
   it('in an odd number of hex digits: the run fails with nothing recorded; the real 1 USDC counts once the node stops', async () => {
     const total = 100_010_000n;
@@ -284,12 +298,7 @@ describe("the log's contract", () => {
     const total = 100_080_000n;
     const i = await sent('100.08');
     const logs = await pay(refOf(i), USDC);
-    const served = lie(logs, (l) => [l, movedBy({ ...claiming(l, total - USDC), address: isLeg(l) ? chain.feeProxy : chain.token }, 0x20)]);
-    await catchUp();
-    expect(served()).toBeGreaterThan(0);
-    await notPaid(i, USDC);
-    expect(await rowsOf(logs)).toEqual([expect.objectContaining({ invoice_id: i.id, counted_atomic: USDC.toString() })]);
-    await honestThenPaidOnce(i, total, USDC, 1);
+    await countedOnce(i, total, logs, (l) => [l, movedBy({ ...claiming(l, total - USDC), address: isLeg(l) ? chain.feeProxy : chain.token }, 0x20)], USDC);
   }, 120_000);
 });
 
@@ -339,12 +348,7 @@ describe('a genuine log answered again', () => {
     const half = total / 2n;
     const i = await sent('100.26');
     const logs = await pay(refOf(i), half);
-    const served = lie(logs, (l) => [l, { ...l, transactionHash: upper(String(l.transactionHash)), blockHash: upper(String(l.blockHash)) }]);
-    await catchUp();
-    expect(served()).toBeGreaterThan(0);
-    await notPaid(i, half);
-    expect(await rowsOf(logs)).toEqual([expect.objectContaining({ invoice_id: i.id, counted_atomic: half.toString() })]);
-    await honestThenPaidOnce(i, total, half, 1);
+    await countedOnce(i, total, logs, (l) => [l, { ...l, transactionHash: upper(String(l.transactionHash)), blockHash: upper(String(l.blockHash)) }], half);
   }, 120_000);
 });
 
