@@ -1,8 +1,20 @@
 // `reminders.reconcile`: on its own job scheduler (RECONCILE_EVERY). Postgres is the truth:
 // recreates lost schedulers and due-date jobs, removes schedulers of invoices that no longer
 // qualify. After a Redis FLUSHALL or a restart without persistence, this brings reminders back.
+// It also owes the receipts of fan-out rows whose `invoice.receipts` job never did (lost with
+// Redis, out of attempts, or set aside by an older worker): the same repair for the same losses.
+import { oweStrandedReceipts } from '../src/db/outbox.js';
 import type { JobHandler } from '../src/queue/dispatcher.js';
 import type { JobContext } from '../src/queue/job-context.js';
+
+/**
+ * A fan-out row handed over this long ago and still there is stranded. Its job takes well under a
+ * second; the margin covers a send queue backed up behind it (owing early is harmless: the job,
+ * when it runs, owes nothing twice).
+ */
+export const FAN_OUT_STRANDED_AFTER_MS = 10 * 60_000;
+/** Fan-out rows owed per run (500 invoices each); more wait for the next run. */
+const FAN_OUT_ROWS_PER_RUN = 20;
 
 export const remindersReconcile: JobHandler<Record<string, never>, JobContext> = async (_payload, ctx) => {
   const report = await ctx.reminders.reconcile();
@@ -13,5 +25,9 @@ export const remindersReconcile: JobHandler<Record<string, never>, JobContext> =
   if (report.schedulersForeign) {
     ctx.log.warn({ ...report }, 'schedulers of invoices this database does not have share this REDIS_PREFIX; left alone (give each deployment its own prefix)');
   }
-  return JSON.stringify(report);
+  const stranded = await oweStrandedReceipts(ctx.pool, FAN_OUT_STRANDED_AFTER_MS, FAN_OUT_ROWS_PER_RUN);
+  if (stranded.rows > 0) {
+    ctx.log.warn({ fan_out_rows: stranded.rows, receipts_owed: stranded.owed }, 'reconciler owed the receipts of fan-out jobs that never ran to the end');
+  }
+  return JSON.stringify({ ...report, fanOutRowsOwed: stranded.rows, receiptsOwed: stranded.owed });
 };

@@ -41,6 +41,43 @@ export async function oweReceipts(db: Queryable, invoiceIds: readonly string[]):
   return rows[0].owed;
 }
 
+/**
+ * The work of an `invoice.receipts` job: owes its invoices' receipts and deletes its fan-out row,
+ * in one statement (a row still there is one whose receipts may not be owed yet). How many were owed now.
+ */
+export async function oweFanOutReceipts(db: Queryable, jobId: string, invoiceIds: readonly string[]): Promise<number> {
+  const { rows } = await db.query<{ owed: number }>(
+    `with done as (delete from outbox where job_id = $1 and job_name = 'invoice.receipts')
+     select owe_receipts($2::text[]) as owed`,
+    [jobId, invoiceIds],
+  );
+  return rows[0].owed;
+}
+
+/**
+ * Owes the receipts of up to `limit` fan-out rows whose job never did (handed over at least
+ * `olderThanMs` ago and still there: lost with Redis, or out of attempts; or set aside by a worker
+ * that did not know the job) and deletes them. Running with the job owes nothing twice.
+ */
+export async function oweStrandedReceipts(db: Queryable, olderThanMs: number, limit: number): Promise<{ rows: number; owed: number }> {
+  const { rows } = await db.query<{ rows: number; owed: number }>(
+    `with stranded as (
+       delete from outbox where id in (
+         select id from outbox
+          where job_name = 'invoice.receipts'
+            and (enqueued_at < now() - $1::int * interval '1 millisecond' or failed_at is not null)
+          order by id limit $2
+          for update skip locked)
+       returning payload
+     )
+     select count(*)::int as rows,
+            coalesce(sum(owe_receipts(array(select jsonb_array_elements_text(s.payload->'invoiceIds')))), 0)::int as owed
+       from stranded s`,
+    [olderThanMs, limit],
+  );
+  return rows[0];
+}
+
 /** The receipt job the database queued when this invoice turned paid, if not handed over yet. */
 export async function pendingReceiptJob(db: Queryable, invoiceId: string): Promise<{ job_id: string; delivery_id: string } | null> {
   const { rows } = await db.query<{ job_id: string; delivery_id: string }>(

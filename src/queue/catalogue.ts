@@ -211,7 +211,8 @@ export const JOBS: { readonly [N in JobName]: JobSpec<N> } = {
   // Owes the receipts of up to 500 invoices that one statement turned paid (a range of the payment
   // detector): each one's delivery and `invoice.receipt` outbox row. Its outbox row is written by
   // the same trigger, in the same transaction, when a statement pays more than 100 invoices
-  // (migration 1700000003100); running it again owes nothing twice.
+  // (migration 1700000003100); running it again owes nothing twice. It deletes the row with the
+  // work; a row left (this job lost or out of attempts) is owed by reminders.reconcile.
   'invoice.receipts': {
     queue: QUEUES.send,
     producedBy: 'outbox',
@@ -249,7 +250,7 @@ export const JOBS: { readonly [N in JobName]: JobSpec<N> } = {
     options: { attempts: 30, backoff: { type: CAPPED_BACKOFF } },
   },
   // Made by its own job scheduler every RECONCILE_EVERY (and once at worker start): makes Redis
-  // match Postgres.
+  // match Postgres, and owes the receipts of `invoice.receipts` rows whose job never ran to the end.
   'reminders.reconcile': {
     queue: QUEUES.reminders,
     producedBy: 'scheduler',

@@ -22,7 +22,8 @@ const key = () => fx.merchant.keys.sandbox;
 beforeAll(async () => {
   sink = await startSmtpSink();
   fx = await startApiFixture({ SMTP_URL: sink.url });
-  worker = await startWorker(fx.env.config({ SMTP_URL: sink.url, OUTBOX_RELAY_INTERVAL_MS: '100' }));
+  // The reconciler every second: it owes the receipts of stranded fan-out rows (the last describe).
+  worker = await startWorker(fx.env.config({ SMTP_URL: sink.url, OUTBOX_RELAY_INTERVAL_MS: '100', RECONCILE_EVERY: 'PT1S' }));
 });
 afterAll(async () => {
   await worker?.close();
@@ -246,8 +247,10 @@ describe('partial payments', () => {
 
 
 describe('receipts of many invoices paid by one statement (a range of the payment detector)', () => {
+  /** Each tag's references start here, so no two copies share one. */
+  const REFERENCE_OFFSETS = { h: 0, m: 1_000, e: 10_000, s: 20_000, f: 30_000, a: 40_000 } as const;
   /** `n` more open invoices of the same merchant and customer, written as the detector's tests write them (each tag its own references). */
-  async function copiesOf(db: Queryable, invoiceId: string, n: number, tag: 'h' | 'm' | 'e'): Promise<string[]> {
+  async function copiesOf(db: Queryable, invoiceId: string, n: number, tag: keyof typeof REFERENCE_OFFSETS): Promise<string[]> {
     const { rows } = await db.query<{ id: string }>(
       `insert into invoices (id, account_id, environment, customer_id, code, reference, status, amount, amount_atomic, fee_atomic, currency,
          network, chain_id, token_address, token_decimals, sent_at, settlement_address, reference_salt, payment_reference, payment_reference_topic, fee_bps)
@@ -256,7 +259,7 @@ describe('receipts of many invoices paid by one statement (a range of the paymen
          '0x' || lpad(to_hex($4::int + g), 16, '0'), '0x' || lpad(to_hex($4::int + g), 64, '0'), i.fee_bps
        from invoices i cross join generate_series(1, $2::int) g where i.id = $1
        returning id`,
-      [invoiceId, n, tag, { h: 0, m: 1_000, e: 10_000 }[tag]],
+      [invoiceId, n, tag, REFERENCE_OFFSETS[tag]],
     );
     return rows.map((r) => r.id);
   }
@@ -317,5 +320,55 @@ describe('receipts of many invoices paid by one statement (a range of the paymen
       [ids],
     );
     expect(rows).toEqual([]);
+    // Its job deleted the fan-out row with the work: nothing is left for the reconciler to owe again.
+    const left = await fx.api.pool.query(`select 1 from outbox where job_name = 'invoice.receipts' and payload->'invoiceIds' ?| $1::text[]`, [ids]);
+    expect(left.rowCount).toBe(0);
+  });
+
+  it('a fan-out row whose job never ran (lost with Redis, out of attempts, or set aside) is owed by the reconciler, once; a recent one is left to its job', async () => {
+    const email = 'stranded@example.test';
+    const inv = await sentInvoice(email);
+    const stranded = [inv.id, ...(await copiesOf(fx.api.pool, inv.id, 100, 's'))];
+    const fresh = await copiesOf(fx.api.pool, inv.id, 101, 'f');
+    const setAside = await copiesOf(fx.api.pool, inv.id, 101, 'a');
+    const client = await fx.api.pool.connect();
+    try {
+      // Paid, and each fan-out row put where a loss leaves it, in one transaction: the relay never
+      // sees them pending. Handed over 11 minutes ago and never done; handed over a minute ago (its
+      // job may still be queued behind other work); set aside by a worker that did not know the job.
+      await client.query('begin');
+      const fanOutOf = async (ids: string[], set: string) => {
+        await client.query(`update invoices set status = 'paid', paid_at = now() where id = any($1)`, [ids]);
+        const r = await client.query(`update outbox set ${set} where job_name = 'invoice.receipts' and payload->'invoiceIds' ?| $1::text[]`, [ids]);
+        expect(r.rowCount).toBe(1);
+      };
+      await fanOutOf(stranded, `enqueued_at = now() - interval '11 minutes'`);
+      await fanOutOf(fresh, `enqueued_at = now() - interval '1 minute'`);
+      await fanOutOf(setAside, `failed_at = now(), failed_reason = 'unknown_job'`);
+      await client.query('commit');
+    } finally {
+      client.release();
+    }
+    const owed = async (ids: string[]) =>
+      (await fx.api.pool.query<{ n: number }>(`select count(*)::int as n from deliveries where kind = 'receipt' and invoice_id = any($1)`, [ids])).rows[0].n;
+    const sent = async (ids: string[]) =>
+      (await fx.api.pool.query<{ n: number }>(`select count(*)::int as n from deliveries where kind = 'receipt' and status = 'sent' and invoice_id = any($1)`, [ids])).rows[0].n;
+    await waitUntil(async () => (await sent(stranded)) === 101 && (await sent(setAside)) === 101, 60_000);
+    // The run that owed those saw the recent row in the same statement and left it to its job.
+    expect(await owed(fresh)).toBe(0);
+    const fanOutLeft = await fx.api.pool.query<{ payload: { invoiceIds: string[] } }>(
+      `select payload from outbox where job_name = 'invoice.receipts' and payload->'invoiceIds' ?| $1::text[]`,
+      [[...stranded, ...fresh, ...setAside]],
+    );
+    expect(fanOutLeft.rows.map((r) => [...r.payload.invoiceIds].sort())).toEqual([[...fresh].sort()]);
+    await waitUntil(async () => receiptsTo(email).length >= 202, 20_000);
+    await waitQueueDrained(fx.api.queues.send);
+    // Each invoice one receipt delivery and one email.
+    const twice = await fx.api.pool.query(
+      `select invoice_id from deliveries where kind = 'receipt' and invoice_id = any($1) group by invoice_id having count(*) <> 1`,
+      [[...stranded, ...setAside]],
+    );
+    expect(twice.rows).toEqual([]);
+    expect(receiptsTo(email)).toHaveLength(202);
   });
 });
