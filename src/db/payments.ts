@@ -230,9 +230,9 @@ const PAYABLE = `i.id, i.account_id, i.environment, i.status, i.chain_id, i.toke
 async function withFeesCounted(db: Queryable, rows: Omit<PayableInvoiceRow, 'fee_counted_atomic'>[]): Promise<PayableInvoiceRow[]> {
   if (rows.length === 0) return [];
   const { rows: fees } = await db.query<{ id: string; fee_counted_atomic: string }>(
-    `select i.id, (select coalesce(sum(fp.counted_atomic - least(fp.counted_atomic, fp.received_atomic)), 0) from payments fp
-                   where fp.invoice_id = i.id and fp.outcome = 'applied')::text as fee_counted_atomic
-     from unnest($1::text[]) as i (id)`,
+    `select fp.invoice_id as id, sum(fp.counted_atomic - least(fp.counted_atomic, fp.received_atomic))::text as fee_counted_atomic
+     from payments fp where fp.invoice_id = any($1::text[]) and fp.outcome = 'applied'
+     group by fp.invoice_id`,
     [rows.map((r) => r.id)],
   );
   const counted = new Map(fees.map((f) => [f.id, f.fee_counted_atomic]));
