@@ -58,6 +58,8 @@ interface ChainState {
   failureCause: string | null;
   /** Which of the URLs that answered the chain's id leads (the others are its fallbacks): the next one after an answer that cannot be a chain's. */
   lead: number;
+  /** Runs in a row failed by an answer that cannot be the chain's (a forged or mangled log). */
+  lies: number;
 }
 
 /** A pending payment row as stillOnChain checks it (read once per run, from the cursor up). */
@@ -94,7 +96,7 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
   function stateOf(chain: Chain): ChainState {
     let s = states.get(chain.chainId);
     if (!s) {
-      s = { rpc: null, wrongChain: new Set(), range: opts.maxBlocks, failures: 0, retryAt: 0, cursorTime: null, safe: null, cursor: null, quietCause: null, failureCause: null, lead: 0 };
+      s = { rpc: null, wrongChain: new Set(), range: opts.maxBlocks, failures: 0, retryAt: 0, cursorTime: null, safe: null, cursor: null, quietCause: null, failureCause: null, lead: 0, lies: 0 };
       states.set(chain.chainId, s);
     }
     return s;
@@ -453,6 +455,7 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
         if (s.failures > 0) opts.log.info({ chain_id: chainId, failures: s.failures }, 'chain RPC answers again');
         if (s.quietCause !== null) opts.log.info({ chain_id: chainId, was: s.quietCause }, 'chain scan goes on');
         s.failures = 0;
+        s.lies = 0;
         s.failureCause = null;
         s.quietCause = null;
         return outcome;
@@ -466,13 +469,23 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
           s.quietCause = err.cause;
           return err.outcome;
         }
-        const failure = classifyRpcError(err);
         if (err instanceof InconsistentLogsError) {
           // A forged or mangled answer: the next run leads with the next URL (its chain id checked
           // again), so one lying provider does not stop the scan while another tells the truth.
+          // Once every URL has answered so in this streak, the runs back off as in an outage rather
+          // than ask the liars again at every tick. The run still fails: a lying node is an incident.
           s.lead++;
           s.rpc = null;
+          s.lies++;
+          const urls = Math.max(1, chain.rpcUrls.filter((u) => !s.wrongChain.has(u)).length);
+          const rounds = Math.floor(s.lies / urls);
+          const waitMs = rounds === 0 ? 0 : Math.min(MAX_BACKOFF_MS, 1_000 * 2 ** Math.min(rounds - 1, 10));
+          s.retryAt = Date.now() + waitMs;
+          opts.metrics?.scanFailures.inc({ chain_id: id, cause: 'inconsistent_logs' });
+          opts.log.error({ chain_id: chainId, err, retry_in_ms: waitMs }, "chain RPC answered logs that cannot be the chain's; the next run leads with the next URL");
+          throw err;
         }
+        const failure = classifyRpcError(err);
         if (failure === null) {
           // Not the RPC's doing (a database error, a broken invariant): the run fails loudly, and
           // the next tick of the job scheduler is its retry.

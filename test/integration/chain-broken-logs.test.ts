@@ -26,6 +26,7 @@ import { createMetrics } from '../../src/observability/metrics.js';
 import { startRpcProxy, startTestChain, type RpcProxy, type TestChain } from '../helpers/anvil.js';
 import { startApiFixture, type ApiFixture } from '../helpers/context.js';
 import { apiClient, type JsonBody } from '../helpers/http.js';
+import { waitUntil } from '../helpers/worker.js';
 
 /** A log as eth_getLogs answers it (raw JSON): any field may be what the liar made of it. */
 type WireLog = { address: string; topics: string[]; data: string } & Record<string, unknown>;
@@ -42,6 +43,7 @@ const USDC = 1_000_000n;
 
 let chain: TestChain;
 let fx: ApiFixture;
+let metrics: ReturnType<typeof createMetrics>;
 let proxy: RpcProxy;
 let run: () => Promise<string>;
 let wallet: ReturnType<typeof createWalletClient>;
@@ -59,7 +61,7 @@ beforeAll(async () => {
   expect(ep.status, ep.raw).toBe(200);
   const file = chain.writeChainsFile(dir, { rpc_urls: [proxy.url] });
   const log = createLogger('info', { write: () => undefined });
-  const metrics = createMetrics({ queues: [], db: fx.api.pool, defaultMetrics: false });
+  metrics = createMetrics({ queues: [], db: fx.api.pool, defaultMetrics: false });
   const watcher = createChainWatcher({ pool: fx.api.pool, chains: loadChains(file, {}), maxBlocks: 2000, log, metrics: metrics.chain });
   run = () => watcher.run(chain.chainId);
   wallet = createWalletClient({ transport: http(chain.rpcUrl) });
@@ -80,12 +82,18 @@ async function cursor(): Promise<bigint> {
   const { rows } = await fx.api.pool.query<{ b: string }>('select block_number::text as b from chain_cursors where chain_id = $1', [chain.chainId]);
   return rows[0] ? BigInt(rows[0].b) : -1n;
 }
-/** Watcher runs until the cursor reaches the safe head (a run that throws rejects it). */
+/**
+ * Watcher runs until the cursor reaches the safe head, through the back-off a refused answer left
+ * (a run that throws rejects it).
+ */
 async function catchUp(): Promise<void> {
   await chain.mine(3);
   const safe = (await chain.publicClient.getBlockNumber()) - 2n;
-  for (let i = 0; i < 50 && (await cursor()) < safe; i++) await run();
-  expect(await cursor()).toBeGreaterThanOrEqual(safe);
+  await waitUntil(async () => {
+    if ((await cursor()) >= safe) return true;
+    await run();
+    return (await cursor()) >= safe;
+  }, 30_000, 20);
 }
 async function sent(amount: string): Promise<JsonBody> {
   const c = await api.post('/v1/invoices', keyA(), { customer_email: `p-${Math.random().toString(36).slice(2)}@example.test`, amount, network: 'local', currency: 'USDC' });
@@ -349,6 +357,36 @@ describe('a genuine log answered again', () => {
     const i = await sent('100.26');
     const logs = await pay(refOf(i), half);
     await countedOnce(i, total, logs, (l) => [l, { ...l, transactionHash: upper(String(l.transactionHash)), blockHash: upper(String(l.blockHash)) }], half);
+  }, 120_000);
+});
+
+/** Runs of the shared watcher failed by an answer that cannot be the chain's. */
+async function lies(): Promise<number> {
+  const m = await metrics.registry.getSingleMetric('chain_scan_failures_total')?.get();
+  return m?.values.find((v) => v.labels.cause === 'inconsistent_logs')?.value ?? 0;
+}
+
+describe('one RPC URL, lying', () => {
+  it('a run failed by a mangled answer backs the scan off: the runs meanwhile ask the node nothing; once it is honest the real payment counts, once', async () => {
+    const total = 100_400_000n;
+    const i = await sent('100.40');
+    const logs = await pay(refOf(i), USDC);
+    const served = lie(logs, (l) => [isLeg(l) ? { ...l, data: `${l.data}00` } : l]);
+    await chain.mine(3);
+    const before = await lies();
+    await expect(run()).rejects.toThrow(/not the event's encoding/);
+    expect(served()).toBeGreaterThan(0);
+    expect(await lies()).toBe(before + 1);
+    // No other URL to lead with: the next runs wait (a second at first, doubling as in an outage).
+    proxy.resetCalls();
+    expect(await run()).toBe('backing off after RPC errors');
+    expect(proxy.calls()).toBe(0);
+    await notPaid(i, 0n);
+    // Once the back-off ends the node is asked again; still lying, the run fails again.
+    await waitUntil(async () => (await run().catch((err: Error) => err.message)).includes("not the event's encoding"), 10_000, 50);
+    expect(await lies()).toBe(before + 2);
+    await notPaid(i, 0n);
+    await honestThenPaidOnce(i, total, USDC, 1);
   }, 120_000);
 });
 
