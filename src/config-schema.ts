@@ -352,6 +352,15 @@ export const ConfigSchema = Type.Object({
     maximum: 1_000_000,
     description: 'largest block range asked of an RPC endpoint in one `eth_getLogs`',
   }),
+  chainLogsQuorum: integer({
+    env: 'CHAIN_LOGS_QUORUM',
+    group: 'Chains',
+    default: 1,
+    minimum: 1,
+    maximum: 5,
+    description:
+      "how many of a chain's RPC URLs must give the same logs for a range before it is believed (1: the leading URL alone; a chain with fewer URLs answering its id is not scanned)",
+  }),
   rpcUrls: Type.Unsafe<Record<number, string[]>>({
     type: 'object',
     env: 'RPC_URL_<chainId>',

@@ -21,6 +21,8 @@ import {
   type PublicClient,
   type Transport,
 } from 'viem';
+import { stringify } from 'safe-stable-stringify';
+import { InconsistentLogsError } from './event-logs.js';
 
 export type RpcOutcome = 'ok' | 'error' | 'range_refused' | 'rate_limited';
 
@@ -136,12 +138,28 @@ function transportOf(urls: string[], maxResponseBodySize?: false): Transport {
   return urls.length === 1 ? one(urls[0], maxResponseBodySize) : fallback(urls.map((u) => one(u, maxResponseBodySize)), { retryCount: 0 });
 }
 
-/** An RPC over `urls` (the chain's URLs that answered its chain id). */
-export function createChainRpc(urls: string[], count: (method: string, outcome: RpcOutcome) => void): ChainRpc {
+/**
+ * A range's logs as compared between providers: each decoded log without what honest nodes may
+ * give differently (the letter case of hex, a `blockTimestamp` some add), in a fixed order.
+ */
+function logsKey(answer: unknown): string {
+  const plain = (l: unknown) => stringify(l, (k, v: unknown) => (k === 'blockTimestamp' ? undefined : typeof v === 'string' ? v.toLowerCase() : v)) ?? '';
+  return Array.isArray(answer) ? answer.map(plain).sort().join('\n') : plain(answer);
+}
+
+/**
+ * An RPC over `urls` (the chain's URLs that answered its chain id, the lead first). `quorum`: how
+ * many of them, from the lead, must give the same logs for a range (CHAIN_LOGS_QUORUM); each is
+ * then asked alone, and a difference fails the answer (InconsistentLogsError), so one lying
+ * provider cannot make a log believed, nor hide one.
+ */
+export function createChainRpc(urls: string[], count: (method: string, outcome: RpcOutcome) => void, quorum = 1): ChainRpc {
+  if (urls.length < quorum) throw new Error(`a quorum of ${quorum} needs as many RPC URLs, not ${urls.length}`);
   const client: PublicClient = createPublicClient({ transport: transportOf(urls) });
   // For one block's logs that are over viem's response size limit (10 MB): spam can fill a
   // block, and a block that is never read stops the cursor for good.
   const unbounded: PublicClient = createPublicClient({ transport: transportOf(urls, false) });
+  const voters = quorum > 1 ? urls.slice(0, quorum).map((u) => ({ url: u, client: createPublicClient({ transport: one(u) }), unbounded: createPublicClient({ transport: one(u, false) }) })) : [];
   async function counted<T>(method: string, call: () => Promise<T>): Promise<T> {
     try {
       const result = await call();
@@ -154,13 +172,23 @@ export function createChainRpc(urls: string[], count: (method: string, outcome: 
     }
   }
   /** Asked again without a size limit when `narrow` and the answer was over it. */
-  async function sized<T>(narrow: boolean, call: (c: PublicClient) => Promise<T>): Promise<T> {
+  async function sized<T>(on: { client: PublicClient; unbounded: PublicClient }, narrow: boolean, call: (c: PublicClient) => Promise<T>): Promise<T> {
     try {
-      return await counted('eth_getLogs', () => call(client));
+      return await counted('eth_getLogs', () => call(on.client));
     } catch (err) {
       if (!narrow || !(err instanceof BaseError) || !err.walk((e) => e instanceof ResponseBodyTooLargeError)) throw err;
-      return counted('eth_getLogs', () => call(unbounded));
+      return counted('eth_getLogs', () => call(on.unbounded));
     }
+  }
+  async function getLogs<T>(narrow: boolean, call: (c: PublicClient) => Promise<T>): Promise<T> {
+    if (voters.length === 0) return sized({ client, unbounded }, narrow, call);
+    const answers = await Promise.all(voters.map((v) => sized(v, narrow, call)));
+    const keys = answers.map(logsKey);
+    const odd = keys.findIndex((k) => k !== keys[0]);
+    if (odd > 0) {
+      throw new InconsistentLogsError(`RPC URLs ${redactRpcUrl(voters[0].url)} and ${redactRpcUrl(voters[odd].url)} answered different logs for the same question`);
+    }
+    return answers[0];
   }
   const header = (b: { number: bigint | null; hash: string | null; parentHash: string; timestamp: bigint }): BlockHeader => ({
     number: b.number!,
@@ -181,6 +209,6 @@ export function createChainRpc(urls: string[], count: (method: string, outcome: 
           throw err;
         }
       }),
-    getLogs: sized,
+    getLogs,
   };
 }

@@ -32,6 +32,8 @@ export interface ChainWatcherOptions {
   metrics?: ChainMetrics;
   /** Confirmed ranges one run scans at most before it lets the next run go on. */
   rangesPerRun?: number;
+  /** How many of a chain's URLs must give the same logs for a range (CHAIN_LOGS_QUORUM; default 1). */
+  logsQuorum?: number;
 }
 
 export interface ChainWatcher {
@@ -82,7 +84,7 @@ const sameHash = (a: string | null | undefined, b: string | null | undefined) =>
 /** A run that ends without scanning, on purpose: the node cannot be believed now, or the cursor is not this worker's. */
 class Wait {
   constructor(
-    readonly cause: 'lagging_node' | 'unverified_head' | 'wrong_chain_id' | 'watched_set',
+    readonly cause: 'lagging_node' | 'unverified_head' | 'wrong_chain_id' | 'watched_set' | 'no_quorum',
     readonly outcome: string,
     readonly fields: Record<string, unknown>,
     readonly level: 'warn' | 'error' = 'warn',
@@ -134,8 +136,14 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
       if (unreachable !== null) throw unreachable;
       throw new Wait('wrong_chain_id', `refused: no RPC URL of chain ${chain.chainId} answers chain id ${chain.chainId}`, {}, 'error');
     }
+    const quorum = opts.logsQuorum ?? 1;
+    if (good.length < quorum) {
+      // Fewer providers to compare than asked for: no range is believed, so none is scanned.
+      if (unreachable !== null) throw unreachable;
+      throw new Wait('no_quorum', `refused: ${good.length} of chain ${chain.chainId}'s RPC URLs answer its chain id, CHAIN_LOGS_QUORUM is ${quorum}`, {}, 'error');
+    }
     const first = s.lead % good.length;
-    s.rpc = createChainRpc([...good.slice(first), ...good.slice(0, first)], counted);
+    s.rpc = createChainRpc([...good.slice(first), ...good.slice(0, first)], counted, quorum);
     return s.rpc;
   }
 

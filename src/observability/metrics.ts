@@ -100,7 +100,7 @@ function chainMetrics(registry: Registry): ChainMetrics {
       name: 'chain_scan_failures_total',
       help:
         'Runs of the payment detector that did not move the cursor, by cause: outage, rate_limit, range (refused at one block and one address), ' +
-        'bug (the run failed), inconsistent_logs (a forged or mangled log: the run failed), lagging_node, unverified_head, wrong_chain_id, watched_set',
+        'bug (the run failed), inconsistent_logs (a forged or mangled log: the run failed), lagging_node, unverified_head, wrong_chain_id, watched_set, no_quorum',
       labelNames: ['chain_id', 'cause'],
       registers: [registry],
     }),

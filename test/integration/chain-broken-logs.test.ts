@@ -86,12 +86,12 @@ async function cursor(): Promise<bigint> {
  * Watcher runs until the cursor reaches the safe head, through the back-off a refused answer left
  * (a run that throws rejects it).
  */
-async function catchUp(): Promise<void> {
+async function catchUp(by: () => Promise<string> = run): Promise<void> {
   await chain.mine(3);
   const safe = (await chain.publicClient.getBlockNumber()) - 2n;
   await waitUntil(async () => {
     if ((await cursor()) >= safe) return true;
-    await run();
+    await by();
     return (await cursor()) >= safe;
   }, 30_000, 20);
 }
@@ -388,6 +388,85 @@ describe('one RPC URL, lying', () => {
     await notPaid(i, 0n);
     await honestThenPaidOnce(i, total, USDC, 1);
   }, 120_000);
+});
+
+describe('a quorum of two URLs (CHAIN_LOGS_QUORUM=2), the first one lying well-formed', () => {
+  let honest: RpcProxy;
+  let quorumRun: () => Promise<string>;
+  beforeAll(async () => {
+    honest = await startRpcProxy(chain.rpcUrl);
+    const file = chain.writeChainsFile(mkdtempSync(path.join(tmpdir(), 'zz-broken-logs-quorum-')), { rpc_urls: [proxy.url, honest.url] });
+    const watcher = createChainWatcher({ pool: fx.api.pool, chains: loadChains(file, {}), maxBlocks: 2000, log: createLogger('silent'), logsQuorum: 2 });
+    quorumRun = () => watcher.run(chain.chainId);
+  });
+  afterAll(async () => {
+    await honest?.close();
+  });
+  /** A transfer's Transfer log with its recipient rewritten to the merchant, as a proper word. */
+  const toMerchant = (l: WireLog): WireLog[] => [{ ...l, topics: [l.topics[0], l.topics[1], `0x${merchantA.slice(2).toLowerCase().padStart(64, '0')}`] }];
+
+  it('a transfer to another address, its recipient rewritten to the merchant: one URL alone believes it; two refuse it, and nothing counts once the node stops', async () => {
+    const other = randomAddress();
+    // The limit docs/payments.md names: with one URL (the suite's watcher) the lie pays an invoice.
+    const believed = await sent('42.42');
+    lie(await transfer(other, 42_420_000n), toMerchant);
+    await catchUp();
+    expect(await inv(believed.id)).toMatchObject({ status: 'paid', amount_paid_atomic: '42420000' });
+
+    const total = 42_430_000n;
+    const i = await sent('42.43');
+    const logs = await transfer(other, total);
+    const served = lie(logs, toMerchant);
+    await expect(catchUp(quorumRun)).rejects.toThrow(/answered different logs/);
+    expect(served()).toBeGreaterThan(0);
+    await notPaid(i, 0n);
+    expect(await rowsOf(logs)).toEqual([]);
+    proxy.rewrite(null);
+    await catchUp(quorumRun);
+    await notPaid(i, 0n);
+    expect(await rowsOf(logs)).toEqual([]);
+    await pay(refOf(i), total, 2);
+    await catchUp(quorumRun);
+    expect(await inv(i.id)).toMatchObject({ status: 'paid', amount_paid_atomic: total.toString() });
+    expect(await counts(i.id)).toMatchObject({ invoicePaid: 1, paidWebhooks: 1, confirmedPayments: 1 });
+  }, 120_000);
+
+  it("a real payment's logs left out of the first URL's answer: two refuse the answer, and the payment counts once the node stops", async () => {
+    const total = 42_440_000n;
+    const i = await sent('42.44');
+    const logs = await pay(refOf(i), total);
+    lie(logs, () => []);
+    await expect(catchUp(quorumRun)).rejects.toThrow(/answered different logs/);
+    await notPaid(i, 0n);
+    proxy.rewrite(null);
+    await catchUp(quorumRun);
+    expect(await inv(i.id)).toMatchObject({ status: 'paid', amount_paid_atomic: total.toString() });
+    expect(await counts(i.id)).toMatchObject({ invoicePaid: 1, paidWebhooks: 1, confirmedPayments: 1 });
+  }, 120_000);
+
+  it('the first URL writes the same logs otherwise (hex in upper case, with the block time on each): the two agree, and the payment counts once', async () => {
+    const total = 42_450_000n;
+    const i = await sent('42.45');
+    const logs = await pay(refOf(i), total);
+    const block = await chain.publicClient.getBlock({ blockHash: String(logs[0].blockHash) as Hex });
+    const served = lie(logs, (l) => [{
+      ...l, data: upper(l.data), topics: l.topics.map(upper), transactionHash: upper(String(l.transactionHash)), blockHash: upper(String(l.blockHash)),
+      blockTimestamp: `0x${block.timestamp.toString(16)}`,
+    }]);
+    await catchUp(quorumRun);
+    expect(served()).toBeGreaterThan(0);
+    expect(await inv(i.id)).toMatchObject({ status: 'paid', amount_paid_atomic: total.toString() });
+    expect(await counts(i.id)).toMatchObject({ invoicePaid: 1, paidWebhooks: 1, confirmedPayments: 1 });
+  }, 120_000);
+
+  it('a quorum of two over one URL scans nothing: the run is refused and the cursor stays', async () => {
+    const file = chain.writeChainsFile(mkdtempSync(path.join(tmpdir(), 'zz-broken-logs-one-')), { rpc_urls: [honest.url] });
+    const alone = createChainWatcher({ pool: fx.api.pool, chains: loadChains(file, {}), maxBlocks: 2000, log: createLogger('silent'), logsQuorum: 2 });
+    await chain.mine(5);
+    const at = await cursor();
+    expect(await alone.run(chain.chainId)).toMatch(/^refused: 1 of chain \d+'s RPC URLs answer its chain id, CHAIN_LOGS_QUORUM is 2/);
+    expect(await cursor()).toBe(at);
+  }, 60_000);
 });
 
 describe('two RPC URLs, the first one lying', () => {
