@@ -2,8 +2,11 @@
 // recreates lost schedulers and due-date jobs, removes schedulers of invoices that no longer
 // qualify. After a Redis FLUSHALL or a restart without persistence, this brings reminders back.
 // It also owes the receipts of fan-out rows whose `invoice.receipts` job never did (lost with
-// Redis, out of attempts, or set aside by an older worker): the same repair for the same losses.
-import { oweStrandedReceipts } from '../src/db/outbox.js';
+// Redis, out of attempts, or set aside by an older worker), and hands over again the jobs of
+// emails owed whose delivery has not moved for long (lost with Redis): the same repair for the
+// same losses.
+import { handUnsentAgain, oweStrandedReceipts } from '../src/db/outbox.js';
+import { EMAIL_JOB_ATTEMPTS, EMAIL_JOB_OF_DELIVERY } from '../src/queue/catalogue.js';
 import type { JobHandler } from '../src/queue/dispatcher.js';
 import type { JobContext } from '../src/queue/job-context.js';
 
@@ -15,6 +18,13 @@ import type { JobContext } from '../src/queue/job-context.js';
 export const FAN_OUT_STRANDED_AFTER_MS = 10 * 60_000;
 /** Fan-out rows owed per run (500 invoices each); more wait for the next run. */
 const FAN_OUT_ROWS_PER_RUN = 20;
+/**
+ * An email owed whose delivery has not moved for this long has lost its job, or waits behind a
+ * long backlog (handing it over again is then a no-op). A live job touches its delivery at every
+ * attempt, at most 10 minutes apart (its capped back-off).
+ */
+export const UNSENT_HANDED_AGAIN_AFTER_MS = 30 * 60_000;
+const UNSENT_PER_RUN = 500;
 
 export const remindersReconcile: JobHandler<Record<string, never>, JobContext> = async (_payload, ctx) => {
   const report = await ctx.reminders.reconcile();
@@ -29,5 +39,9 @@ export const remindersReconcile: JobHandler<Record<string, never>, JobContext> =
   if (stranded.rows > 0) {
     ctx.log.warn({ fan_out_rows: stranded.rows, receipts_owed: stranded.owed }, 'reconciler owed the receipts of fan-out jobs that never ran to the end');
   }
-  return JSON.stringify({ ...report, fanOutRowsOwed: stranded.rows, receiptsOwed: stranded.owed });
+  const handedAgain = await handUnsentAgain(ctx.pool, EMAIL_JOB_OF_DELIVERY, { olderThanMs: UNSENT_HANDED_AGAIN_AFTER_MS, maxAttempts: EMAIL_JOB_ATTEMPTS, limit: UNSENT_PER_RUN });
+  if (handedAgain > 0) {
+    ctx.log.warn({ emails: handedAgain }, 'reconciler handed over again the jobs of emails owed whose delivery had not moved for 30 minutes (a job lost with the queue store, or a long backlog)');
+  }
+  return JSON.stringify({ ...report, fanOutRowsOwed: stranded.rows, receiptsOwed: stranded.owed, emailsHandedAgain: handedAgain });
 };

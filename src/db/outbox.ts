@@ -78,6 +78,40 @@ export async function oweStrandedReceipts(db: Queryable, olderThanMs: number, li
   return rows[0];
 }
 
+/**
+ * Hands over again the outbox rows of up to `limit` emails owed and not sent ('pending', or
+ * 'retrying' with attempts left) whose delivery has not moved for `olderThanMs` although their
+ * row was handed over: the queue store may have lost the job (Redis flushed, or restarted
+ * without persistence). `jobOf`: the job of each delivery kind, whose job id is
+ * `<job>-<invoice>-<delivery>`. While the job exists the relay's add is a no-op (same job id); a
+ * lost one is added again, and its delivery row keeps it to one email. Returns how many.
+ */
+export async function handUnsentAgain(
+  db: Queryable,
+  jobOf: Readonly<Record<string, string>>,
+  o: { olderThanMs: number; maxAttempts: number; limit: number },
+): Promise<number> {
+  const kinds = Object.keys(jobOf);
+  const { rows } = await db.query<{ n: number }>(
+    `with stale as (
+       select o.id from deliveries d
+       join unnest($1::text[], $2::text[]) as k (kind, job_name) on k.kind = d.kind
+       join outbox o on o.job_id = k.job_name || '-' || d.invoice_id || '-' || d.id
+       where d.status in ('pending', 'retrying') and d.updated_at < now() - $3::int * interval '1 millisecond'
+         and d.attempt < $4 and o.enqueued_at is not null
+       order by d.updated_at
+       limit $5
+     ),
+     again as (
+       update outbox set enqueued_at = null, held_until = null where id in (select id from stale) returning 1
+     ),
+     n as (select count(*)::int as n from again)
+     select n.n from n left join lateral (select pg_notify('outbox_pending', '') where n.n > 0) woken on true`,
+    [kinds, kinds.map((k) => jobOf[k]), o.olderThanMs, o.maxAttempts, o.limit],
+  );
+  return rows[0].n;
+}
+
 /** The receipt job the database queued when this invoice turned paid, if not handed over yet. */
 export async function pendingReceiptJob(db: Queryable, invoiceId: string): Promise<{ job_id: string; delivery_id: string } | null> {
   const { rows } = await db.query<{ job_id: string; delivery_id: string }>(

@@ -5,6 +5,7 @@
 import type { JobsOptions } from 'bullmq';
 import type { Config } from '../config.js';
 import { isWatched } from '../domain/chains.js';
+import type { DeliveryKind } from '../domain/delivery-kinds.js';
 import type { ReminderPhase } from '../domain/reminder-schedule.js';
 import { CAPPED_BACKOFF } from './backoff.js';
 
@@ -178,13 +179,27 @@ const single =
 
 const DAY_S = 24 * 3600;
 
+/** How many times an email's job is tried (about 16 hours with its back-off). */
+export const EMAIL_JOB_ATTEMPTS = 100;
+
+/**
+ * The job that emails each kind of delivery written with its outbox row (its job id
+ * `<job>-<invoice>-<delivery>`, below); reminders are sent by their schedulers' jobs instead.
+ */
+export const EMAIL_JOB_OF_DELIVERY = {
+  invoice: 'invoice.send',
+  receipt: 'invoice.receipt',
+  partial_payment: 'invoice.partial_payment',
+  payment_failed: 'invoice.payment_failed',
+} as const satisfies Partial<Record<DeliveryKind, JobName>>;
+
 /**
  * Retry policy of a job that emails a document (an invoice, a receipt): one place for both. The
  * counts in keep policies bound Redis's memory; the Postgres backend keeps by age alone
  * (postgresJobOptions in backend.ts).
  */
 const EMAIL_JOB_OPTIONS = {
-  attempts: 100,
+  attempts: EMAIL_JOB_ATTEMPTS,
   backoff: { type: CAPPED_BACKOFF },
   removeOnComplete: { age: DAY_S, count: 50_000 },
   removeOnFail: { age: 14 * DAY_S },
@@ -250,7 +265,8 @@ export const JOBS: { readonly [N in JobName]: JobSpec<N> } = {
     options: { attempts: 30, backoff: { type: CAPPED_BACKOFF } },
   },
   // Made by its own job scheduler every RECONCILE_EVERY (and once at worker start): makes Redis
-  // match Postgres, and owes the receipts of `invoice.receipts` rows whose job never ran to the end.
+  // match Postgres, owes the receipts of `invoice.receipts` rows whose job never ran to the end, and
+  // hands over again the jobs of emails owed whose delivery has not moved for 30 minutes.
   'reminders.reconcile': {
     queue: QUEUES.reminders,
     producedBy: 'scheduler',

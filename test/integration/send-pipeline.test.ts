@@ -183,6 +183,34 @@ describe('invoice.send', () => {
     expect(late.messages.flatMap(to).sort()).toEqual([...emails].sort());
   });
 
+  it('a send whose job the queue store lost after the hand-over (Redis flushed) is handed over again by the reconciler once its delivery has not moved for 30 minutes: one email', async () => {
+    const lost = { email: 'lost-job@example.test', id: '' };
+    const recent = { email: 'lost-recently@example.test', id: '' };
+    for (const x of [lost, recent]) {
+      x.id = await createDraft({ customer_email: x.email, amount: '4.25' });
+      await send(x.id);
+    }
+    const jobIdsOf = async (id: string) =>
+      (await fx.api.pool.query<{ job_id: string }>(`select job_id from outbox where job_name = 'invoice.send' and payload->>'invoiceId' = $1 and enqueued_at is not null`, [id])).rows.map((r) => r.job_id);
+    // The API handed both over; then the store lost both jobs (no worker has run yet).
+    await waitUntil(async () => (await jobIdsOf(lost.id)).length === 1 && (await jobIdsOf(recent.id)).length === 1, 10_000);
+    for (const x of [lost, recent]) {
+      const [jobId] = await jobIdsOf(x.id);
+      await waitUntil(async () => (await fx.api.queues.send.getJob(jobId)) !== undefined, 10_000);
+      await fx.api.queues.send.remove(jobId);
+      expect(await fx.api.queues.send.getJob(jobId)).toBeUndefined();
+    }
+    await fx.api.pool.query(`update deliveries set updated_at = now() - interval '31 minutes' where invoice_id = $1 and kind = 'invoice'`, [lost.id]);
+    const w = await worker({ RECONCILE_EVERY: 'PT1S' });
+    await waitUntil(async () => messagesTo(lost.email).length === 1, 20_000);
+    await waitUntil(async () => (await deliveries(lost.id))[0]?.status === 'sent');
+    // The run that handed the stale one over saw the recent one in the same statement, and left it to its job.
+    expect(await deliveries(recent.id)).toMatchObject([{ status: 'pending', attempt: 0 }]);
+    expect(messagesTo(recent.email)).toHaveLength(0);
+    await waitQueueDrained(w.queues.send);
+    expect(messagesTo(lost.email)).toHaveLength(1);
+  });
+
   // On the Postgres backend the queue lives in the database the send commits to: no such outage.
   it.runIf(inject('queueBackend') === 'redis')('Redis down at send time: the send answers 200, and the email goes out once Redis is back', async () => {
     // An API process whose Redis is unreachable.
