@@ -352,14 +352,14 @@ export const ConfigSchema = Type.Object({
     maximum: 1_000_000,
     description: 'largest block range asked of an RPC endpoint in one `eth_getLogs`',
   }),
-  chainLogsQuorum: integer({
-    env: 'CHAIN_LOGS_QUORUM',
+  chainRpcQuorum: integer({
+    env: 'CHAIN_RPC_QUORUM',
     group: 'Chains',
     default: 1,
     minimum: 1,
     maximum: 5,
     description:
-      "how many of a chain's RPC URLs must give the same logs for a range before it is believed (1: the leading URL alone; a chain with fewer URLs answering its id is not scanned)",
+      "how many of a chain's RPC URLs must agree, each asked alone, before a range is believed: the same logs, the same block headers, the head the lowest of theirs (1: the leading URL alone; a chain with fewer URLs answering its id is not scanned)",
   }),
   rpcUrls: Type.Unsafe<Record<number, string[]>>({
     type: 'object',

@@ -73,6 +73,8 @@ export async function getEventLogs<const E extends AbiEvent>(client: PublicClien
     method: 'eth_getLogs',
     params: [{ address: addresses.length === 1 ? addresses[0] : [...addresses], topics, fromBlock: numberToHex(query.fromBlock), toBlock: numberToHex(query.toBlock) }],
   });
+  // Anything but a list is no answer (a node's `null`, an object): the run fails and asks again.
+  if (!Array.isArray(raw)) throw new InconsistentLogsError(`an eth_getLogs answer that is not a list (${typeof raw})`);
   return decodeEventLogs(query, raw);
 }
 
@@ -113,13 +115,14 @@ function positionOf(log: RpcLog): LogPosition {
   if (!hash(log.blockHash) || !hash(log.transactionHash) || !quantity(log.blockNumber) || !quantity(log.logIndex)) {
     throw new InconsistentLogsError(`a log without its place (block ${String(log.blockNumber)} ${String(log.blockHash)}, transaction ${String(log.transactionHash)}, index ${String(log.logIndex)})`);
   }
-  const ts = (log as { blockTimestamp?: Hex | null }).blockTimestamp;
+  const ts = (log as { blockTimestamp?: unknown }).blockTimestamp;
+  if (ts != null && !quantity(ts)) throw new InconsistentLogsError(`a log whose blockTimestamp is no hex quantity (${String(ts)})`);
   return {
     txHash: log.transactionHash!.toLowerCase() as Hex,
     logIndex: Number(log.logIndex),
     blockNumber: BigInt(log.blockNumber!),
     blockHash: log.blockHash!.toLowerCase() as Hex,
-    blockTimestamp: ts ? BigInt(ts) : null,
+    blockTimestamp: ts != null ? BigInt(ts as string) : null,
   };
 }
 

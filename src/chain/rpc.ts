@@ -148,10 +148,12 @@ function logsKey(answer: unknown): string {
 }
 
 /**
- * An RPC over `urls` (the chain's URLs that answered its chain id, the lead first). `quorum`: how
- * many of them, from the lead, must give the same logs for a range (CHAIN_LOGS_QUORUM); each is
- * then asked alone, and a difference fails the answer (InconsistentLogsError), so one lying
- * provider cannot make a log believed, nor hide one.
+ * An RPC over `urls` (the chain's URLs that answered its chain id, the lead first). `quorum`
+ * (CHAIN_RPC_QUORUM): how many of them, from the lead, must agree, each asked alone: a range's
+ * logs must be the same from each, a block's header too (hash, parent, time), and the head is the
+ * lowest they answer. A difference fails the answer (InconsistentLogsError), so one lying provider
+ * can neither make a log believed nor hide one, nor move the scan past blocks it made up; at most
+ * it stalls the scan.
  */
 export function createChainRpc(urls: string[], count: (method: string, outcome: RpcOutcome) => void, quorum = 1): ChainRpc {
   if (urls.length < quorum) throw new Error(`a quorum of ${quorum} needs as many RPC URLs, not ${urls.length}`);
@@ -180,15 +182,16 @@ export function createChainRpc(urls: string[], count: (method: string, outcome: 
       return counted('eth_getLogs', () => call(on.unbounded));
     }
   }
+  /** The voters' answers must be the same by `key`; the lead's is returned. */
+  function agreed<T>(what: string, answers: T[], key: (a: T) => string): T {
+    const keys = answers.map(key);
+    const odd = keys.findIndex((k) => k !== keys[0]);
+    if (odd > 0) throw new InconsistentLogsError(`RPC URLs ${redactRpcUrl(voters[0].url)} and ${redactRpcUrl(voters[odd].url)} answered different ${what}`);
+    return answers[0];
+  }
   async function getLogs<T>(narrow: boolean, call: (c: PublicClient) => Promise<T>): Promise<T> {
     if (voters.length === 0) return sized({ client, unbounded }, narrow, call);
-    const answers = await Promise.all(voters.map((v) => sized(v, narrow, call)));
-    const keys = answers.map(logsKey);
-    const odd = keys.findIndex((k) => k !== keys[0]);
-    if (odd > 0) {
-      throw new InconsistentLogsError(`RPC URLs ${redactRpcUrl(voters[0].url)} and ${redactRpcUrl(voters[odd].url)} answered different logs for the same question`);
-    }
-    return answers[0];
+    return agreed('logs for the same question', await Promise.all(voters.map((v) => sized(v, narrow, call))), logsKey);
   }
   const header = (b: { number: bigint | null; hash: string | null; parentHash: string; timestamp: bigint }): BlockHeader => ({
     number: b.number!,
@@ -197,18 +200,37 @@ export function createChainRpc(urls: string[], count: (method: string, outcome: 
     parentHash: b.parentHash.toLowerCase(),
     timestamp: b.timestamp,
   });
+  const headerKey = (h: BlockHeader | null) => (h === null ? 'none' : `${h.hash} ${h.parentHash} ${h.timestamp}`);
+  const blockOf = (c: PublicClient, number: bigint) => counted('eth_getBlockByNumber', async () => header(await c.getBlock({ blockNumber: number })));
+  const blockIfAnyOf = (c: PublicClient, number: bigint) =>
+    counted('eth_getBlockByNumber', async () => {
+      try {
+        return header(await c.getBlock({ blockNumber: number }));
+      } catch (err) {
+        if (err instanceof BlockNotFoundError) return null;
+        throw err;
+      }
+    });
+  if (voters.length === 0) {
+    return {
+      blockNumber: () => counted('eth_blockNumber', () => client.getBlockNumber({ cacheTime: 0 })),
+      block: (number) => blockOf(client, number),
+      blockIfAny: (number) => blockIfAnyOf(client, number),
+      getLogs,
+    };
+  }
   return {
-    blockNumber: () => counted('eth_blockNumber', () => client.getBlockNumber({ cacheTime: 0 })),
-    block: (number) => counted('eth_getBlockByNumber', async () => header(await client.getBlock({ blockNumber: number }))),
-    blockIfAny: (number) =>
-      counted('eth_getBlockByNumber', async () => {
-        try {
-          return header(await client.getBlock({ blockNumber: number }));
-        } catch (err) {
-          if (err instanceof BlockNotFoundError) return null;
-          throw err;
-        }
-      }),
+    // The lowest head: a provider answering a higher one (blocks it made up) moves nothing.
+    blockNumber: async () => {
+      const heads = await Promise.all(voters.map((v) => counted('eth_blockNumber', () => v.client.getBlockNumber({ cacheTime: 0 }))));
+      return heads.reduce((a, b) => (b < a ? b : a));
+    },
+    block: async (number) => agreed(`blocks ${number}`, await Promise.all(voters.map((v) => blockOf(v.client, number))), headerKey),
+    // A block one voter does not have yet is none yet; one they both have must be the same.
+    blockIfAny: async (number) => {
+      const headers = await Promise.all(voters.map((v) => blockIfAnyOf(v.client, number)));
+      return headers.some((h) => h === null) ? null : agreed(`blocks ${number}`, headers, headerKey);
+    },
     getLogs,
   };
 }

@@ -32,8 +32,8 @@ export interface ChainWatcherOptions {
   metrics?: ChainMetrics;
   /** Confirmed ranges one run scans at most before it lets the next run go on. */
   rangesPerRun?: number;
-  /** How many of a chain's URLs must give the same logs for a range (CHAIN_LOGS_QUORUM; default 1). */
-  logsQuorum?: number;
+  /** How many of a chain's URLs must agree on a range's logs and headers (CHAIN_RPC_QUORUM; default 1). */
+  rpcQuorum?: number;
 }
 
 export interface ChainWatcher {
@@ -136,11 +136,11 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
       if (unreachable !== null) throw unreachable;
       throw new Wait('wrong_chain_id', `refused: no RPC URL of chain ${chain.chainId} answers chain id ${chain.chainId}`, {}, 'error');
     }
-    const quorum = opts.logsQuorum ?? 1;
+    const quorum = opts.rpcQuorum ?? 1;
     if (good.length < quorum) {
       // Fewer providers to compare than asked for: no range is believed, so none is scanned.
       if (unreachable !== null) throw unreachable;
-      throw new Wait('no_quorum', `refused: ${good.length} of chain ${chain.chainId}'s RPC URLs answer its chain id, CHAIN_LOGS_QUORUM is ${quorum}`, {}, 'error');
+      throw new Wait('no_quorum', `refused: ${good.length} of chain ${chain.chainId}'s RPC URLs answer its chain id, CHAIN_RPC_QUORUM is ${quorum}`, {}, 'error');
     }
     const first = s.lead % good.length;
     s.rpc = createChainRpc([...good.slice(first), ...good.slice(0, first)], counted, quorum);
@@ -505,6 +505,9 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
         s.failures++;
         // After an outage every URL's chain id is checked again before it is used (a URL may now lead elsewhere).
         s.rpc = null;
+        // A quorum asks each voter alone (no fallback): the next run's voters start one URL further,
+        // so one failing provider does not hold the scan while enough others answer.
+        if ((opts.rpcQuorum ?? 1) > 1) s.lead++;
         const waitMs = Math.min(MAX_BACKOFF_MS, 500 * 2 ** Math.min(s.failures, 10));
         s.retryAt = Date.now() + waitMs;
         // One warning per outage, with the error itself (its class, message, cause and stack).

@@ -47,8 +47,10 @@ export async function oweReceipts(db: Queryable, invoiceIds: readonly string[]):
  */
 export async function oweFanOutReceipts(db: Queryable, jobId: string, invoiceIds: readonly string[]): Promise<number> {
   const { rows } = await db.query<{ owed: number }>(
-    `with done as (delete from outbox where job_id = $1 and job_name = 'invoice.receipts')
-     select owe_receipts($2::text[]) as owed`,
+    // The row's delete first (the main query reads it), then the receipts: the order in which the
+    // reconciler's sweep takes the same locks, so the two never deadlock.
+    `with done as (delete from outbox where job_id = $1 and job_name = 'invoice.receipts' returning 1)
+     select owe_receipts($2::text[]) as owed from (select count(*) from done) deleted`,
     [jobId, invoiceIds],
   );
   return rows[0].owed;

@@ -121,7 +121,7 @@ export async function createWorkerRuntime(config: Config, log: Logger, handlers:
   // Started below, once the queues' workers are; the fan-out job may wake it before.
   let deliveryLoop: WebhookDeliveryLoop | null = null;
   const watched = config.chains.filter(isWatched);
-  const chainWatcher = watched.length > 0 ? createChainWatcher({ pool, chains: config.chains, maxBlocks: config.chainGetLogsMaxBlocks, logsQuorum: config.chainLogsQuorum, log, metrics: metrics.chain }) : null;
+  const chainWatcher = watched.length > 0 ? createChainWatcher({ pool, chains: config.chains, maxBlocks: config.chainGetLogsMaxBlocks, rpcQuorum: config.chainRpcQuorum, log, metrics: metrics.chain }) : null;
   const relayer = relayerKeys.length > 0 ? createRelayer({ pool, chains: config.chains, keys: relayerKeys, stuckBlocks: config.relayerStuckBlocks, minBalance: config.relayerMinBalance, log, metrics: metrics.relayer }) : null;
   const ctx: JobContext = {
     config,

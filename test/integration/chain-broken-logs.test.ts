@@ -390,13 +390,13 @@ describe('one RPC URL, lying', () => {
   }, 120_000);
 });
 
-describe('a quorum of two URLs (CHAIN_LOGS_QUORUM=2), the first one lying well-formed', () => {
+describe('a quorum of two URLs (CHAIN_RPC_QUORUM=2), the first one lying well-formed', () => {
   let honest: RpcProxy;
   let quorumRun: () => Promise<string>;
   beforeAll(async () => {
     honest = await startRpcProxy(chain.rpcUrl);
     const file = chain.writeChainsFile(mkdtempSync(path.join(tmpdir(), 'zz-broken-logs-quorum-')), { rpc_urls: [proxy.url, honest.url] });
-    const watcher = createChainWatcher({ pool: fx.api.pool, chains: loadChains(file, {}), maxBlocks: 2000, log: createLogger('silent'), logsQuorum: 2 });
+    const watcher = createChainWatcher({ pool: fx.api.pool, chains: loadChains(file, {}), maxBlocks: 2000, log: createLogger('silent'), rpcQuorum: 2 });
     quorumRun = () => watcher.run(chain.chainId);
   });
   afterAll(async () => {
@@ -461,10 +461,10 @@ describe('a quorum of two URLs (CHAIN_LOGS_QUORUM=2), the first one lying well-f
 
   it('a quorum of two over one URL scans nothing: the run is refused and the cursor stays', async () => {
     const file = chain.writeChainsFile(mkdtempSync(path.join(tmpdir(), 'zz-broken-logs-one-')), { rpc_urls: [honest.url] });
-    const alone = createChainWatcher({ pool: fx.api.pool, chains: loadChains(file, {}), maxBlocks: 2000, log: createLogger('silent'), logsQuorum: 2 });
+    const alone = createChainWatcher({ pool: fx.api.pool, chains: loadChains(file, {}), maxBlocks: 2000, log: createLogger('silent'), rpcQuorum: 2 });
     await chain.mine(5);
     const at = await cursor();
-    expect(await alone.run(chain.chainId)).toMatch(/^refused: 1 of chain \d+'s RPC URLs answer its chain id, CHAIN_LOGS_QUORUM is 2/);
+    expect(await alone.run(chain.chainId)).toMatch(/^refused: 1 of chain \d+'s RPC URLs answer its chain id, CHAIN_RPC_QUORUM is 2/);
     expect(await cursor()).toBe(at);
   }, 60_000);
 });

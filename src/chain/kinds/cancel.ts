@@ -51,8 +51,9 @@ export const cancelKind = defineKind<'cancel', CancelLog>({
       contractAddress: r.contractAddress,
       onchainId: r.onchainId,
       by: r.by,
-      // The block's time (the watcher read the block when the log did not carry it).
-      at: r.blockTimestamp !== null ? new Date(Number(r.blockTimestamp) * 1000) : (blockTimes.get(r.blockNumber) ?? new Date()),
+      // The block's time from its header, which the watcher checked against the log's block hash:
+      // never a time the log's own answer carries.
+      at: blockTimes.get(r.blockNumber) ?? new Date(),
     }));
     const known = await recordChainCancels(tx, cancels);
     return { recorded: known, ignored: cancels.length - known };

@@ -1,0 +1,174 @@
+// CHAIN_RPC_QUORUM on anvil, behind rewriting proxies: a lying provider among the voters cannot
+// move the scan past blocks it made up, cannot pass off a made-up header, and a failing or
+// garbage-answering provider does not hold the scan while enough others answer. (Attacks found by
+// an adversarial review of the quorum's first version, which voted on the logs alone; the edited,
+// hidden and re-spelled logs are in chain-broken-logs.test.ts.)
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createWalletClient, http, keccak256, maxUint256, toHex, type Address, type Hex } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { FEE_PROXY_ABI } from '../../src/chain/abi.js';
+import { createChainWatcher } from '../../src/chain/watcher.js';
+import { loadChains } from '../../src/chains-config.js';
+import { TEST_USDC_ABI } from '../../src/devchain/contracts.js';
+import { createLogger } from '../../src/log.js';
+import { startRpcProxy, startTestChain, type RpcProxy, type RpcRewrite, type TestChain } from '../helpers/anvil.js';
+import { startApiFixture, type ApiFixture } from '../helpers/context.js';
+import { apiClient, type JsonBody } from '../helpers/http.js';
+import { waitUntil } from '../helpers/worker.js';
+
+let chain: TestChain;
+let fx: ApiFixture;
+let h1: RpcProxy;
+let bad: RpcProxy;
+let h2: RpcProxy;
+let wallet: ReturnType<typeof createWalletClient>;
+const api = apiClient(() => fx.api.app);
+const key = () => fx.merchant.keys.sandbox;
+const merchant = privateKeyToAccount(generatePrivateKey()).address;
+
+async function cursor(): Promise<bigint> {
+  const { rows } = await fx.api.pool.query<{ b: string }>('select block_number::text as b from chain_cursors where chain_id = $1', [chain.chainId]);
+  return rows[0] ? BigInt(rows[0].b) : -1n;
+}
+const head = () => chain.publicClient.getBlockNumber({ cacheTime: 0 });
+/** A watcher over `urls` with a quorum; its runs' failures come back as their messages. */
+function watcherOver(urls: string[], quorum: number): () => Promise<string> {
+  const file = chain.writeChainsFile(mkdtempSync(path.join(tmpdir(), 'zz-rpc-quorum-')), { rpc_urls: urls });
+  const w = createChainWatcher({ pool: fx.api.pool, chains: loadChains(file, {}), maxBlocks: 2000, log: createLogger('silent'), rpcQuorum: quorum });
+  return () => w.run(chain.chainId).catch((e: Error) => `threw: ${e.message.split('\n')[0]}`);
+}
+/** Runs (through back-offs and failed runs) until the cursor reaches `target` (default: the safe head). */
+async function catchUp(run: () => Promise<string>, target?: bigint): Promise<string[]> {
+  const to = target ?? (await head()) - 2n;
+  const outcomes: string[] = [];
+  await waitUntil(async () => {
+    if ((await cursor()) >= to) return true;
+    outcomes.push(await run());
+    return (await cursor()) >= to;
+  }, 30_000, 20);
+  return outcomes;
+}
+async function sent(amount: string): Promise<JsonBody> {
+  const c = await api.post('/v1/invoices', key(), { customer_email: `q-${Math.random().toString(36).slice(2)}@example.test`, amount, network: 'local', currency: 'USDC' });
+  expect(c.status, c.raw).toBe(200);
+  const s = await api.post(`/v1/invoices/${c.body.data.id}/send`, key());
+  expect(s.status, s.raw).toBe(200);
+  return s.body.data;
+}
+const inv = async (id: string) => (await api.get(`/v1/invoices/${id}`, key())).body.data;
+async function pay(i: JsonBody, amount: bigint): Promise<Hex> {
+  const hash = await wallet.writeContract({
+    account: chain.payers[0].address, chain: null, address: chain.feeProxy, abi: FEE_PROXY_ABI, functionName: 'transferFromWithReferenceAndFee',
+    args: [chain.token, merchant as Address, amount, i.payment_instructions.payment_reference as Hex, 0n, chain.feeAddress], gas: 200_000n,
+  });
+  expect((await chain.publicClient.waitForTransactionReceipt({ hash })).status).toBe('success');
+  return hash;
+}
+async function paidOnce(i: JsonBody, amount: bigint, tx: Hex): Promise<void> {
+  expect(await inv(i.id)).toMatchObject({ status: 'paid', amount_paid_atomic: amount.toString() });
+  const { rows } = await fx.api.pool.query('select 1 from payments where lower(tx_hash) = lower($1)', [tx]);
+  expect(rows).toHaveLength(1);
+}
+
+beforeAll(async () => {
+  chain = await startTestChain();
+  [h1, bad, h2] = await Promise.all([startRpcProxy(chain.rpcUrl), startRpcProxy(chain.rpcUrl), startRpcProxy(chain.rpcUrl)]);
+  fx = await startApiFixture({ CHAINS_FILE: chain.writeChainsFile(mkdtempSync(path.join(tmpdir(), 'zz-rpc-quorum-api-'))), RATE_LIMIT_MAX: '1000000' });
+  expect((await api.patch('/v1/account', key(), { settlement_address: merchant })).status).toBe(200);
+  wallet = createWalletClient({ transport: http(chain.rpcUrl) });
+  await wallet.writeContract({ account: chain.payers[0].address, chain: null, address: chain.token, abi: TEST_USDC_ABI, functionName: 'approve', args: [chain.feeProxy, maxUint256] });
+  await chain.mine(5);
+  await catchUp(watcherOver([h1.url, h2.url], 1));
+}, 180_000);
+afterEach(() => {
+  for (const p of [h1, bad, h2]) p.rewrite(null);
+});
+afterAll(async () => {
+  await fx?.close();
+  await Promise.all([h1?.close(), bad?.close(), h2?.close()]);
+  await chain?.stop();
+});
+
+describe('a quorum of two: a lying voter and the head', () => {
+  it('a head above the real one with made-up blocks moves the scan nowhere past the real head; a made-up header of a real block fails the run; the payment in those blocks counts, once', async () => {
+    // The liar leads (listed first): the head and headers would be its alone without the quorum.
+    const run = watcherOver([bad.url, h1.url], 2);
+    await catchUp(run);
+    const R = await head();
+    const K = 40n;
+    const latest = (await chain.publicClient.request({ method: 'eth_getBlockByNumber', params: ['latest', false] })) as Record<string, unknown>;
+    const fakeHash = (n: bigint) => keccak256(toHex(`made-up-block-${n}`));
+    const fakeBlock = (n: bigint) => ({
+      ...latest, number: toHex(n), hash: fakeHash(n), parentHash: n === R + 1n ? latest.hash : fakeHash(n - 1n), timestamp: toHex(BigInt(latest.timestamp as string) + (n - R)),
+    });
+    let madeUpFrom: bigint | null = R + 1n;
+    bad.rewrite((req) => {
+      if (req.method === 'eth_blockNumber' && madeUpFrom !== null) return { jsonrpc: '2.0', id: req.id ?? null, result: toHex(R + 2n + K) };
+      const n = typeof req.params?.[0] === 'string' && String(req.params[0]).startsWith('0x') ? BigInt(String(req.params[0])) : null;
+      if (req.method === 'eth_getBlockByNumber' && n !== null && madeUpFrom !== null && n >= madeUpFrom) return { jsonrpc: '2.0', id: req.id ?? null, result: fakeBlock(n) };
+      return undefined;
+    });
+    for (let k = 0; k < 10; k++) await run();
+    expect(await cursor(), 'never past the real head, less the confirmations').toBeLessThanOrEqual(R - 2n);
+
+    // Blocks R+1.. now exist for real, with the payment in them; the liar still serves its made-up headers for them.
+    const total = 25_000_000n;
+    const i = await sent('25.00');
+    const tx = await pay(i, total);
+    await chain.mine(Number(K));
+    const outcomes: string[] = [];
+    for (let k = 0; k < 5; k++) outcomes.push(await run());
+    expect(outcomes.some((o) => /answered different blocks/.test(o)), outcomes.join(' | ')).toBe(true);
+    expect(await cursor()).toBeLessThanOrEqual(R);
+    expect(await inv(i.id)).toMatchObject({ status: 'open', amount_paid_atomic: '0' });
+
+    madeUpFrom = null;
+    await catchUp(run);
+    await paidOnce(i, total, tx);
+  }, 120_000);
+});
+
+const failingLogs: RpcRewrite = (req) => (req.method === 'eth_getLogs' ? { jsonrpc: '2.0', id: req.id ?? null, error: { code: -32000, message: 'internal error' } } : undefined);
+const nullLogs: RpcRewrite = (req) => (req.method === 'eth_getLogs' ? { jsonrpc: '2.0', id: req.id ?? null, result: null } : undefined);
+const badTimestamp: RpcRewrite = async (req, real) => {
+  if (req.method !== 'eth_getLogs') return undefined;
+  const ans = await real();
+  return Array.isArray(ans.result) ? { ...ans, result: (ans.result as object[]).map((l) => ({ ...l, blockTimestamp: '0xzz' })) } : ans;
+};
+
+describe('one provider failing or answering garbage does not hold the scan while enough others answer', () => {
+  it.each([
+    ['its eth_getLogs fails (a JSON-RPC error)', failingLogs],
+    ['its eth_getLogs answers null', nullLogs],
+    ["its logs carry a blockTimestamp that is no hex", badTimestamp],
+  ] as const)('a quorum of two over [honest, bad, honest]: %s; the payment counts, once', async (_name, rewrite) => {
+    const run = watcherOver([h1.url, bad.url, h2.url], 2);
+    await catchUp(run);
+    bad.rewrite(rewrite);
+    const total = 3_000_000n;
+    const i = await sent('3.00');
+    const tx = await pay(i, total);
+    await chain.mine(3);
+    await catchUp(run);
+    await paidOnce(i, total, tx);
+  }, 60_000);
+
+  it.each([
+    ['its eth_getLogs answers null', nullLogs],
+    ["its logs carry a blockTimestamp that is no hex", badTimestamp],
+  ] as const)('no quorum, [bad, honest]: %s; the next run leads with the honest URL and the payment counts, once', async (_name, rewrite) => {
+    const run = watcherOver([bad.url, h1.url], 1);
+    await catchUp(run);
+    bad.rewrite(rewrite);
+    const total = 4_000_000n;
+    const i = await sent('4.00');
+    const tx = await pay(i, total);
+    await chain.mine(3);
+    const outcomes = await catchUp(run);
+    expect(outcomes.some((o) => o.startsWith('threw')), outcomes.join(' | ')).toBe(true);
+    await paidOnce(i, total, tx);
+  }, 60_000);
+});
