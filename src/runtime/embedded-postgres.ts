@@ -29,6 +29,9 @@ import type { Logger } from '../log.js';
 import { freePort } from '../lib/free-port.js';
 
 export const EMBEDDED_DATABASE = 'invoices';
+
+/** The server's words for a port another program holds. */
+const PORT_TAKEN = /could not bind|Address already in use|could not create any TCP\/IP sockets/;
 const SUPERUSER = 'postgres';
 
 interface Binaries {
@@ -294,6 +297,8 @@ async function startOwned(dir: string, dataDir: string, file: string, log: Logge
   const previous = await readFile(portFile, 'utf8').then((t) => Number(t.trim()), () => 0);
   for (let attempt = 0; child === null; attempt++) {
     port = attempt === 0 && Number.isInteger(previous) && previous > 0 && previous < 65536 ? previous : await freePort();
+    // What this attempt writes to the log starts here (the file keeps every start's lines).
+    const logFrom = await stat(logFile).then((st) => st.size, () => 0);
     const logFd = openSync(logFile, 'a', 0o600);
     const started = spawn(
       bin.postgres,
@@ -308,8 +313,9 @@ async function startOwned(dir: string, dataDir: string, file: string, log: Logge
       child = started;
     } catch (err) {
       started.kill('SIGINT');
-      // Another program took the port between our probe and the server's bind: try another.
-      if (attempt < 2 && /could not bind|Address already in use/.test(readFileSync(logFile, 'utf8').split('\n').slice(-5).join('\n'))) continue;
+      // Another program took the port between our probe and the server's bind: try another. (The
+      // server says so a few lines before its last: all of this attempt's lines are read.)
+      if (attempt < 2 && PORT_TAKEN.test(readFileSync(logFile).subarray(logFrom).toString('utf8'))) continue;
       throw err;
     }
   }

@@ -3,6 +3,7 @@
 // postmaster.pid that outlived its server (a reboot, a killed container) may name any process by
 // now, and that process is never signalled.
 import { spawn, spawnSync } from 'node:child_process';
+import net from 'node:net';
 import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -66,6 +67,26 @@ describe('the embedded PostgreSQL started again', () => {
     expect(again.url).toBe(first.url);
     expect(await selectOne(first.url)).toBe(1);
     expect(new URL(again.url).port).toBe(port);
+  }, 120_000);
+
+  // A clean-clone run failed so: another program bound the port between the probe and the
+  // server's bind, and the server's "could not bind" line sat above the last lines read.
+  it('takes another port when its last one is held by another program', async () => {
+    const dir = await folder();
+    const first = await start(dir);
+    const port = Number(new URL(first.url).port);
+    await first.stop();
+    // A program that accepts on the port and says nothing (a probe's connection is dropped at the end).
+    const sockets = new Set<net.Socket>();
+    const holder = net.createServer((socket) => void sockets.add(socket));
+    await new Promise<void>((resolve, reject) => holder.once('error', reject).listen(port, '127.0.0.1', () => resolve()));
+    cleanups.push(() => new Promise((resolve) => {
+      for (const socket of sockets) socket.destroy();
+      holder.close(resolve);
+    }));
+    const again = await start(dir);
+    expect(Number(new URL(again.url).port)).not.toBe(port);
+    expect(await selectOne(again.url)).toBe(1);
   }, 120_000);
 });
 
