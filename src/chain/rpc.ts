@@ -57,6 +57,8 @@ export interface LogPosition {
 }
 
 const TIMEOUT_MS = 15_000;
+/** Heads of a quorum's voters further apart than this fail the run (see createChainRpc). */
+export const HEAD_SPREAD_BLOCKS = 32n;
 
 /**
  * What a failed RPC call means for the watcher:
@@ -220,16 +222,31 @@ export function createChainRpc(urls: string[], count: (method: string, outcome: 
     };
   }
   return {
-    // The lowest head: a provider answering a higher one (blocks it made up) moves nothing.
+    // The lowest head: a provider answering a higher one (blocks it made up) moves nothing. One far
+    // below the others (frozen, or lying low to hold the scan back) fails the run, so the next
+    // run's voters start one URL further on.
     blockNumber: async () => {
       const heads = await Promise.all(voters.map((v) => counted('eth_blockNumber', () => v.client.getBlockNumber({ cacheTime: 0 }))));
-      return heads.reduce((a, b) => (b < a ? b : a));
+      const low = heads.reduce((a, b) => (b < a ? b : a));
+      const high = heads.reduce((a, b) => (b > a ? b : a));
+      if (high - low > HEAD_SPREAD_BLOCKS) {
+        const at = (h: bigint) => redactRpcUrl(voters[heads.indexOf(h)].url);
+        throw new InconsistentLogsError(`RPC URLs ${at(high)} and ${at(low)} answered heads ${high} and ${low}, more than ${HEAD_SPREAD_BLOCKS} blocks apart`);
+      }
+      return low;
     },
     block: async (number) => agreed(`blocks ${number}`, await Promise.all(voters.map((v) => blockOf(v.client, number))), headerKey),
-    // A block one voter does not have yet is none yet; one they both have must be the same.
+    // None when no voter has it; when some have it and some do not, the answer is refused: "no
+    // such block" from one voter is never taken as the chain having changed (a reorg, a rewind).
     blockIfAny: async (number) => {
       const headers = await Promise.all(voters.map((v) => blockIfAnyOf(v.client, number)));
-      return headers.some((h) => h === null) ? null : agreed(`blocks ${number}`, headers, headerKey);
+      if (headers.every((h) => h === null)) return null;
+      const odd = headers.findIndex((h) => h === null);
+      if (odd >= 0) {
+        const has = headers.findIndex((h) => h !== null);
+        throw new InconsistentLogsError(`RPC URL ${redactRpcUrl(voters[has].url)} has block ${number}, ${redactRpcUrl(voters[odd].url)} has none`);
+      }
+      return agreed(`blocks ${number}`, headers, headerKey);
     },
     getLogs,
   };

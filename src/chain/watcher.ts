@@ -173,6 +173,19 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
   }
 
   /**
+   * Whether the chain has no block of this number. A quorum's voters that disagree on it (one
+   * lagging behind a head recorded before) are no evidence either way: the head is kept.
+   */
+  async function noSuchBlock(rpc: ChainRpc, n: bigint): Promise<boolean> {
+    try {
+      return (await rpc.blockIfAny(n)) === null;
+    } catch (err) {
+      if (err instanceof InconsistentLogsError) return false;
+      throw err;
+    }
+  }
+
+  /**
    * The times of the blocks a confirmed range's logs are in, each block fetched from the node: a
    * log whose block the node does not have, or has with another hash, is a forged answer and fails
    * the run (nothing is recorded; the next run asks again). A log's own blockTimestamp is not used:
@@ -300,7 +313,7 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
 
     // A head recorded before that this node has no block for (a lie believed before heads were
     // verified, a chain rolled back) is forgotten: confirmations count from verified heads.
-    if (cursor?.head_block && BigInt(cursor.head_block) > head && !(await rpc.blockIfAny(BigInt(cursor.head_block)))) {
+    if (cursor?.head_block && BigInt(cursor.head_block) > head && (await noSuchBlock(rpc, BigInt(cursor.head_block)))) {
       opts.log.warn({ chain_id: chain.chainId, recorded_head: cursor.head_block, head: head.toString() }, 'the recorded head is not on the chain: forgotten');
       await forgetHead(opts.pool, chain.chainId);
     }

@@ -82,8 +82,8 @@ export async function oweStrandedReceipts(db: Queryable, olderThanMs: number, li
 
 /**
  * Hands over again the outbox rows of up to `limit` emails owed and not sent ('pending', or
- * 'retrying' with attempts left) whose delivery has not moved for `olderThanMs` although their
- * row was handed over: the queue store may have lost the job (Redis flushed, or restarted
+ * 'retrying' with attempts left) whose delivery has not moved, and whose row was handed over,
+ * at least `olderThanMs` ago: the queue store may have lost the job (Redis flushed, or restarted
  * without persistence). `jobOf`: the job of each delivery kind, whose job id is
  * `<job>-<invoice>-<delivery>`. While the job exists the relay's add is a no-op (same job id); a
  * lost one is added again, and its delivery row keeps it to one email. Returns how many.
@@ -100,8 +100,11 @@ export async function handUnsentAgain(
        join unnest($1::text[], $2::text[]) as k (kind, job_name) on k.kind = d.kind
        join outbox o on o.job_id = k.job_name || '-' || d.invoice_id || '-' || d.id
        where d.status in ('pending', 'retrying') and d.updated_at < now() - $3::int * interval '1 millisecond'
-         and d.attempt < $4 and o.enqueued_at is not null
-       order by d.updated_at
+         and d.attempt < $4 and o.enqueued_at < now() - $3::int * interval '1 millisecond'
+       -- Handed over again, a row goes to the back (its enqueued_at is now): rows whose job exists
+       -- but does not move (a long backlog, a job failing before it reaches the SMTP server) come up
+       -- once per period and never crowd out a row whose job was lost.
+       order by o.enqueued_at
        limit $5
      ),
      again as (

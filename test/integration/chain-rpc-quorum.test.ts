@@ -34,6 +34,15 @@ async function cursor(): Promise<bigint> {
   return rows[0] ? BigInt(rows[0].b) : -1n;
 }
 const head = () => chain.publicClient.getBlockNumber({ cacheTime: 0 });
+async function cursorRow(): Promise<{ b: bigint; checkpoints: [string, string][]; head: bigint | null }> {
+  const { rows } = await fx.api.pool.query<{ b: string; checkpoints: [string, string][]; head_block: string | null }>(
+    'select block_number::text as b, checkpoints, head_block::text as head_block from chain_cursors where chain_id = $1',
+    [chain.chainId],
+  );
+  return { b: BigInt(rows[0].b), checkpoints: rows[0].checkpoints, head: rows[0].head_block === null ? null : BigInt(rows[0].head_block) };
+}
+const blockArg = (params: unknown[] | undefined) => (typeof params?.[0] === 'string' && String(params[0]).startsWith('0x') ? BigInt(String(params[0])) : null);
+const noBlock = (id: unknown) => ({ jsonrpc: '2.0' as const, id: (id ?? null) as number | null, result: null });
 /** A watcher over `urls` with a quorum; its runs' failures come back as their messages. */
 function watcherOver(urls: string[], quorum: number): () => Promise<string> {
   const file = chain.writeChainsFile(mkdtempSync(path.join(tmpdir(), 'zz-rpc-quorum-')), { rpc_urls: urls });
@@ -98,7 +107,8 @@ describe('a quorum of two: a lying voter and the head', () => {
     const run = watcherOver([bad.url, h1.url], 2);
     await catchUp(run);
     const R = await head();
-    const K = 40n;
+    // Within the heads' allowed spread (32 blocks): the lowest head is taken, the run goes on.
+    const K = 20n;
     const latest = (await chain.publicClient.request({ method: 'eth_getBlockByNumber', params: ['latest', false] })) as Record<string, unknown>;
     const fakeHash = (n: bigint) => keccak256(toHex(`made-up-block-${n}`));
     const fakeBlock = (n: bigint) => ({
@@ -171,4 +181,78 @@ describe('one provider failing or answering garbage does not hold the scan while
     expect(outcomes.some((o) => o.startsWith('threw')), outcomes.join(' | ')).toBe(true);
     await paidOnce(i, total, tx);
   }, 60_000);
+});
+
+// Found by a second review of the quorum: "no such block" from one voter was taken as the chain
+// having changed, and a voter's low or frozen head held the scan back with no rotation.
+describe('a quorum of two among three URLs: a voter lying about which blocks exist, or with its head held back', () => {
+  it('a head below the cursor and "no such block" for its checkpoints fail the run, rewind nothing, and a confirmed payment (to a former settlement address) stays counted', async () => {
+    const run = watcherOver([h1.url, bad.url, h2.url], 2);
+    await catchUp(run);
+    const i = await sent('6.00');
+    const paid = await chain.transfer({ to: merchant as Address, amountAtomic: 6_000_000n });
+    await chain.mine(3);
+    await catchUp(run);
+    expect(await inv(i.id)).toMatchObject({ status: 'paid', amount_paid_atomic: '6000000' });
+    for (let k = 0; k < 3; k++) {
+      await chain.mine(3);
+      await catchUp(run);
+    }
+    // The merchant moves on: plain transfers to the old address are no longer asked for.
+    const moved = privateKeyToAccount(generatePrivateKey()).address;
+    expect((await api.patch('/v1/account', key(), { settlement_address: moved })).status).toBe(200);
+    try {
+      const before = await cursorRow();
+      const below = before.b - 1n;
+      const gone = new Set([...before.checkpoints.map((cp) => BigInt(cp[0])), ...(before.head !== null ? [before.head] : [])]);
+      gone.delete(below);
+      bad.rewrite((req) => {
+        if (req.method === 'eth_blockNumber') return { jsonrpc: '2.0', id: req.id ?? null, result: toHex(below) };
+        const n = blockArg(req.params);
+        return req.method === 'eth_getBlockByNumber' && n !== null && gone.has(n) ? noBlock(req.id) : undefined;
+      });
+      expect(await run()).toMatch(/^threw: RPC URL .* has block \d+, .* has none/);
+      expect(await cursor()).toBe(before.b);
+      bad.rewrite(null);
+      await chain.mine(3);
+      await catchUp(run);
+      const { rows } = await fx.api.pool.query<{ status: string; reorged_out_at: Date | null }>('select status, reorged_out_at from payments where lower(tx_hash) = lower($1)', [paid.txHash]);
+      expect(rows).toEqual([{ status: 'confirmed', reorged_out_at: null }]);
+      expect((await fx.api.pool.query(`select 1 from events where type = 'payment.reorged_out'`)).rowCount).toBe(0);
+      expect(await inv(i.id)).toMatchObject({ status: 'paid', amount_paid_atomic: '6000000' });
+    } finally {
+      expect((await api.patch('/v1/account', key(), { settlement_address: merchant })).status).toBe(200);
+    }
+  }, 120_000);
+
+  it('a voter whose head stays put while the chain moves on fails the run once the heads are more than 32 blocks apart; the next voters find the payment', async () => {
+    const run = watcherOver([h1.url, bad.url, h2.url], 2);
+    await catchUp(run);
+    const frozen = await head();
+    bad.rewrite((req) => (req.method === 'eth_blockNumber' ? { jsonrpc: '2.0', id: req.id ?? null, result: toHex(frozen) } : undefined));
+    const total = 2_000_000n;
+    const i = await sent('2.00');
+    const tx = await pay(i, total);
+    await chain.mine(40);
+    const outcomes = await catchUp(run);
+    expect(outcomes.some((o) => /answered heads \d+ and \d+, more than 32 blocks apart/.test(o)), outcomes.join(' | ')).toBe(true);
+    await paidOnce(i, total, tx);
+  }, 120_000);
+
+  it('a voter answering "no such block" for the head fails the run; the next voters find the payment', async () => {
+    const run = watcherOver([h1.url, bad.url, h2.url], 2);
+    await catchUp(run);
+    bad.rewrite(async (req) => {
+      if (req.method !== 'eth_getBlockByNumber') return undefined;
+      const n = blockArg(req.params);
+      return n !== null && n >= (await head()) - 1n ? noBlock(req.id) : undefined;
+    });
+    const total = 3_000_000n;
+    const i = await sent('3.00');
+    const tx = await pay(i, total);
+    await chain.mine(5);
+    const outcomes = await catchUp(run);
+    expect(outcomes.some((o) => /has block \d+, .* has none/.test(o)), outcomes.join(' | ')).toBe(true);
+    await paidOnce(i, total, tx);
+  }, 120_000);
 });

@@ -3,7 +3,9 @@
 import { MAX_LINE_ITEMS } from '../../src/domain/invoice-limits.js';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { freePort } from '../../src/lib/free-port.js';
-import { JOBS } from '../../src/queue/catalogue.js';
+import { handUnsentAgain } from '../../src/db/outbox.js';
+import { EMAIL_JOB_ATTEMPTS, EMAIL_JOB_OF_DELIVERY, JOBS } from '../../src/queue/catalogue.js';
+import { createOutboxRelay } from '../../src/queue/outbox-relay.js';
 import { createLogger } from '../../src/log.js';
 import { createApiRuntime } from '../../src/runtime/api-runtime.js';
 import type { WorkerRuntime } from '../../src/runtime/worker-runtime.js';
@@ -200,7 +202,9 @@ describe('invoice.send', () => {
       await fx.api.queues.send.remove(jobId);
       expect(await fx.api.queues.send.getJob(jobId)).toBeUndefined();
     }
+    // As a job lost long ago looks: its row handed over, its delivery untouched, for 31 minutes.
     await fx.api.pool.query(`update deliveries set updated_at = now() - interval '31 minutes' where invoice_id = $1 and kind = 'invoice'`, [lost.id]);
+    await fx.api.pool.query(`update outbox set enqueued_at = now() - interval '31 minutes' where job_name = 'invoice.send' and payload->>'invoiceId' = $1`, [lost.id]);
     const w = await worker({ RECONCILE_EVERY: 'PT1S' });
     await waitUntil(async () => messagesTo(lost.email).length === 1, 20_000);
     await waitUntil(async () => (await deliveries(lost.id))[0]?.status === 'sent');
@@ -209,6 +213,41 @@ describe('invoice.send', () => {
     expect(messagesTo(recent.email)).toHaveLength(0);
     await waitQueueDrained(w.queues.send);
     expect(messagesTo(lost.email)).toHaveLength(1);
+  });
+
+  // Found by a review: a row handed over again kept its place at the head of the list, so rows
+  // whose job exists but does not move could crowd out a lost one for good.
+  it('a row handed over again goes to the back: a lost job behind rows whose job does not move is handed over at the next run', async () => {
+    const sentOne = async (email: string) => {
+      const id = await createDraft({ customer_email: email, amount: '1.00' });
+      await send(id);
+      let jobId = '';
+      await waitUntil(async () => {
+        const { rows } = await fx.api.pool.query<{ job_id: string }>(`select job_id from outbox where job_name = 'invoice.send' and payload->>'invoiceId' = $1 and enqueued_at is not null`, [id]);
+        jobId = rows[0]?.job_id ?? '';
+        return jobId !== '' && (await fx.api.queues.send.getJob(jobId)) !== undefined;
+      }, 10_000);
+      return { id, jobId };
+    };
+    // No worker runs: `stuck`'s job sits in the store without moving its delivery; `lost`'s is gone.
+    const stuck = await sentOne('stuck-job@example.test');
+    const lost = await sentOne('lost-behind@example.test');
+    await fx.api.queues.send.remove(lost.jobId);
+    for (const [x, age] of [[stuck, '3 hours'], [lost, '1 hour']] as const) {
+      await fx.api.pool.query(`update deliveries set updated_at = now() - $2::interval where invoice_id = $1`, [x.id, age]);
+      await fx.api.pool.query(`update outbox set enqueued_at = now() - $2::interval where job_name = 'invoice.send' and payload->>'invoiceId' = $1`, [x.id, age]);
+    }
+    const relay = createOutboxRelay(fx.api.pool, fx.api.queues);
+    const handed: number[] = [];
+    // A limit of one stands for the reconciler's 500 with that many rows like `stuck`.
+    for (let run = 0; run < 4; run++) {
+      handed.push(await handUnsentAgain(fx.api.pool, EMAIL_JOB_OF_DELIVERY, { olderThanMs: 30 * 60_000, maxAttempts: EMAIL_JOB_ATTEMPTS, limit: 1 }));
+      await relay.relay();
+    }
+    expect(handed).toEqual([1, 1, 0, 0]);
+    expect(await fx.api.queues.send.getJob(lost.jobId)).toBeDefined();
+    await fx.api.queues.send.remove(stuck.jobId);
+    await fx.api.queues.send.remove(lost.jobId);
   });
 
   // On the Postgres backend the queue lives in the database the send commits to: no such outage.
