@@ -17,7 +17,7 @@ import { safeHead } from '../domain/payments.js';
 import { compareScannedFor, describeScannedForDifference, isWatched, scannedForOf, type Chain } from '../domain/chains.js';
 import type { Logger } from '../log.js';
 import { withTransaction, type Pool } from '../db/pool.js';
-import { findCursor, forgetHead, lockCursor, pendingPaymentsBetween, setCursorIdentity, watchedAddresses } from '../db/payments.js';
+import { confirmedRecipientsAbove, findCursor, forgetHead, lockCursor, pendingPaymentsBetween, setCursorIdentity, watchedAddresses } from '../db/payments.js';
 import type { ChainMetrics } from '../observability/metrics.js';
 import { recordRange, rewindCursor } from './detector.js';
 import { fetchLogs, InconsistentLogsError, observePayments, observeRecords, type ObservedPayment, type ObservedRecord } from './observe.js';
@@ -319,10 +319,15 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
     }
 
     const scannedFor = scannedForOf(chain);
-    const [recipients, pendingRows] = await Promise.all([
+    // Beside the addresses watched now, those of confirmed payments above the cursor (there are
+    // some only while a deep reorg is rescanned): a payment to an address no longer watched (the
+    // merchant moved to another) is asked for again, so it is kept, not reorged out for being unasked.
+    const [watched, rescanned, pendingRows] = await Promise.all([
       watchedAddresses(opts.pool, chain.chainId, chain.environment),
+      confirmedRecipientsAbove(opts.pool, chain.chainId, cur),
       pendingPaymentsBetween(opts.pool, chain.chainId, cur + 1n, head),
     ]);
+    const recipients = [...new Set([...watched, ...rescanned])];
     let confirmed = 0;
     let cursorTime: Date | null = cursor?.block_time ?? null;
     // A confirmed range: its logs and the blocks they need, read from the node. The next range is

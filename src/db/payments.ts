@@ -187,6 +187,19 @@ export async function watchedAddresses(db: Queryable, chainId: number, environme
   return rows.map((r) => r.address);
 }
 
+/**
+ * The recipients (lower case) of the chain's confirmed payments above `block`: none in steady
+ * state (a payment is confirmed as the cursor passes it), those of the blocks a deep reorg's
+ * rescan has still to read again.
+ */
+export async function confirmedRecipientsAbove(db: Queryable, chainId: number, block: bigint): Promise<string[]> {
+  const { rows } = await db.query<{ address: string }>(
+    `select distinct lower(to_address) as address from payments where chain_id = $1 and status = 'confirmed' and block_number > $2`,
+    [chainId, block.toString()],
+  );
+  return rows.map((r) => r.address);
+}
+
 /** An invoice as the detector matches and applies payments to it. */
 export interface PayableInvoiceRow {
   id: string;

@@ -15,7 +15,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { Hash } from 'viem';
+import type { Address, Hash } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadChains } from '../../src/chains-config.js';
@@ -252,6 +252,39 @@ describe('deep reorgs rewind the cursor and leave every payment and invoice as t
     // Nothing announced twice for what was only read again.
     expect(await eventTypes(kept.id)).toEqual(keptEvents);
     expect(await invoice(lost.id)).toMatchObject({ status: 'paid', amount_paid_atomic: '0' });
+  });
+
+  // Found by a review: the rescan asked for transfers to the addresses watched now only, so a
+  // payment to the merchant's former address, still on the chain, was reorged out for being unasked.
+  it('a reorg past every checkpoint after the merchant moved to another address: a plain transfer to the old one, still on the chain, stays counted', async () => {
+    const run = watcher(1);
+    await catchUp(run);
+    const kept = await sentInvoice('3.00');
+    const keptTx = (await chain.transfer({ to: merchant as Address, amountAtomic: BigInt(kept.amount_atomic) })).txHash;
+    await chain.mine(3);
+    await catchUp(run);
+    expect(await invoice(kept.id)).toMatchObject({ status: 'paid', amount_paid_atomic: kept.amount_atomic });
+    const keptEvents = await eventTypes(kept.id);
+    const moved = privateKeyToAccount(generatePrivateKey()).address;
+    expect((await api.patch('/v1/account', key(), { settlement_address: moved })).status).toBe(200);
+    try {
+      const snapshot = await chain.snapshot();
+      const forkAt = await chain.publicClient.getBlockNumber();
+      await chain.mine(40);
+      await catchUp(run);
+      const covered = await cursor();
+      expect(BigInt(covered.checkpoints[0][0])).toBeGreaterThan(forkAt + 1n);
+      await chain.revert(snapshot);
+      await chain.mine(Number(covered.block - forkAt) + 5);
+      expect(await run()).toMatch(/after a reorg \(rewound to -1\)/);
+      await catchUp(watcher(2000));
+      const rows = await expectLedger();
+      expect(rows.filter((r) => r.tx_hash === keptTx)).toEqual([expect.objectContaining({ status: 'confirmed', reorged_out: false })]);
+      expect(await invoice(kept.id)).toMatchObject({ status: 'paid', amount_paid_atomic: kept.amount_atomic });
+      expect(await eventTypes(kept.id)).toEqual(keptEvents);
+    } finally {
+      expect((await api.patch('/v1/account', key(), { settlement_address: merchant })).status).toBe(200);
+    }
   });
 
   it('anvil_rollback below the cursor and another payment at the same heights: the old one reorged out, the new one counted', async () => {
