@@ -28,6 +28,7 @@ import {
   type PublicClient,
   type RpcLog,
 } from 'viem';
+import { InconsistentLogsError } from './inconsistent-answer.js';
 import type { LogPosition } from './rpc.js';
 
 /** A decoded log: where it is, the contract that emitted it (as the node wrote it), and the event's arguments (typed as viem types them). */
@@ -216,5 +217,4 @@ function makeDecoder(event: AbiEvent): Decoder {
   };
 }
 
-/** A node's answer that cannot be a chain's (a log without its place, one transaction in two blocks): the run fails and is retried, nothing is recorded. */
-export class InconsistentLogsError extends Error {}
+export { InconsistentLogsError } from './inconsistent-answer.js';

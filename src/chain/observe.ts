@@ -3,7 +3,7 @@
 // legs a kind's payment takes never becoming a second payment, so a transaction's value is counted
 // once. Pure past the fetch: unit- and property-tested directly.
 import type { LogPosition, ChainRpc } from './rpc.js';
-import { InconsistentLogsError } from './event-logs.js';
+import { InconsistentLogsError } from './inconsistent-answer.js';
 import { KINDS, type LogsByKind } from './kinds/index.js';
 import { TransferLegs, type ObservedPayment, type ObservedRecord, type ScanScope } from './kinds/kind.js';
 
@@ -11,7 +11,7 @@ export type { ObservedPayment, ObservedRecord } from './kinds/kind.js';
 
 export type { LogsByKind } from './kinds/index.js';
 
-export { InconsistentLogsError } from './event-logs.js';
+export { InconsistentLogsError } from './inconsistent-answer.js';
 
 /** Every kind's logs of [from, to]; a refusal of the range by the provider is thrown as it came. */
 export async function fetchLogs(rpc: ChainRpc, scope: ScanScope, from: bigint, to: bigint, narrow: boolean): Promise<LogsByKind> {

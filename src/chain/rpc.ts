@@ -22,7 +22,7 @@ import {
   type Transport,
 } from 'viem';
 import { stringify } from 'safe-stable-stringify';
-import { InconsistentLogsError } from './event-logs.js';
+import { InconsistentLogsError } from './inconsistent-answer.js';
 
 export type RpcOutcome = 'ok' | 'error' | 'range_refused' | 'rate_limited';
 

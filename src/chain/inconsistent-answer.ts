@@ -1,0 +1,6 @@
+// The one error of a node's answer that cannot be the chain's, raised wherever an answer is read
+// (the logs' decoding, the quorum's comparison of several providers): the run fails and is retried,
+// nothing of it is recorded, and the watcher hands the lead to the next URL.
+
+/** A node's answer that cannot be a chain's (a log without its place, one transaction in two blocks, providers that disagree). */
+export class InconsistentLogsError extends Error {}
