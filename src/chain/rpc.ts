@@ -1,5 +1,6 @@
 // One chain's JSON-RPC, as the payment detector uses it: viem over the chain's URLs (tried in
-// order, `fallback`), requests batched, every call counted by method and outcome. A call fails
+// order, `fallback`), or over a quorum of them that must agree (CHAIN_RPC_QUORUM), requests
+// batched, every call counted by method and outcome. A call fails
 // fast (no retries here): the watcher backs off between runs instead. What a failure means is
 // decided here, once, from viem's error classes (classifyRpcError): a range or response the
 // provider will not serve, a rate limit, an outage, or none of these (a bug: the run fails).
@@ -202,7 +203,7 @@ export function createChainRpc(urls: string[], count: (method: string, outcome: 
     parentHash: b.parentHash.toLowerCase(),
     timestamp: b.timestamp,
   });
-  const headerKey = (h: BlockHeader | null) => (h === null ? 'none' : `${h.hash} ${h.parentHash} ${h.timestamp}`);
+  const headerKey = (h: BlockHeader) => `${h.hash} ${h.parentHash} ${h.timestamp}`;
   const blockOf = (c: PublicClient, number: bigint) => counted('eth_getBlockByNumber', async () => header(await c.getBlock({ blockNumber: number })));
   const blockIfAnyOf = (c: PublicClient, number: bigint) =>
     counted('eth_getBlockByNumber', async () => {
@@ -239,12 +240,13 @@ export function createChainRpc(urls: string[], count: (method: string, outcome: 
     // None when no voter has it; when some have it and some do not, the answer is refused: "no
     // such block" from one voter is never taken as the chain having changed (a reorg, a rewind).
     blockIfAny: async (number) => {
-      const headers = await Promise.all(voters.map((v) => blockIfAnyOf(v.client, number)));
-      if (headers.every((h) => h === null)) return null;
-      const odd = headers.findIndex((h) => h === null);
-      if (odd >= 0) {
-        const has = headers.findIndex((h) => h !== null);
-        throw new InconsistentLogsError(`RPC URL ${redactRpcUrl(voters[has].url)} has block ${number}, ${redactRpcUrl(voters[odd].url)} has none`);
+      const answers = await Promise.all(voters.map((v) => blockIfAnyOf(v.client, number)));
+      const headers = answers.filter((h): h is BlockHeader => h !== null);
+      if (headers.length === 0) return null;
+      if (headers.length < answers.length) {
+        const has = answers.findIndex((h) => h !== null);
+        const none = answers.findIndex((h) => h === null);
+        throw new InconsistentLogsError(`RPC URL ${redactRpcUrl(voters[has].url)} has block ${number}, ${redactRpcUrl(voters[none].url)} has none`);
       }
       return agreed(`blocks ${number}`, headers, headerKey);
     },
