@@ -15,7 +15,7 @@ import type { JobContext } from '../src/queue/job-context.js';
  * second; the margin covers a send queue backed up behind it (owing early is harmless: the job,
  * when it runs, owes nothing twice).
  */
-export const FAN_OUT_STRANDED_AFTER_MS = 10 * 60_000;
+const FAN_OUT_STRANDED_AFTER_MS = 10 * 60_000;
 /** Fan-out rows owed per run (500 invoices each); more wait for the next run. */
 const FAN_OUT_ROWS_PER_RUN = 20;
 /**
@@ -23,7 +23,7 @@ const FAN_OUT_ROWS_PER_RUN = 20;
  * long backlog (handing it over again is then a no-op). A live job touches its delivery at every
  * attempt, at most 10 minutes apart (its capped back-off).
  */
-export const UNSENT_HANDED_AGAIN_AFTER_MS = 30 * 60_000;
+const UNSENT_HANDED_AGAIN_AFTER_MS = 30 * 60_000;
 const UNSENT_PER_RUN = 500;
 
 export const remindersReconcile: JobHandler<Record<string, never>, JobContext> = async (_payload, ctx) => {

@@ -59,7 +59,7 @@ export interface LogPosition {
 
 const TIMEOUT_MS = 15_000;
 /** Heads of a quorum's voters further apart than this fail the run (see createChainRpc). */
-export const HEAD_SPREAD_BLOCKS = 32n;
+const HEAD_SPREAD_BLOCKS = 32n;
 
 /**
  * What a failed RPC call means for the watcher:

@@ -77,6 +77,8 @@ const CHECKPOINTS = 32;
  */
 const SLOW_START = 16;
 const MAX_BACKOFF_MS = 60_000;
+/** The wait after the nth failed round in a row (an outage, or every URL lying): 1 s doubling, at most MAX_BACKOFF_MS. */
+const backoffMs = (n: number) => Math.min(MAX_BACKOFF_MS, 1_000 * 2 ** Math.min(n - 1, 10));
 
 /** Two block hashes are the same whatever their letter case (a node's, or one recorded before hashes were kept in lower case). */
 const sameHash = (a: string | null | undefined, b: string | null | undefined) => a != null && b != null && a.toLowerCase() === b.toLowerCase();
@@ -505,7 +507,7 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
           s.lies++;
           const urls = Math.max(1, chain.rpcUrls.filter((u) => !s.wrongChain.has(u)).length);
           const rounds = Math.floor(s.lies / urls);
-          const waitMs = rounds === 0 ? 0 : Math.min(MAX_BACKOFF_MS, 1_000 * 2 ** Math.min(rounds - 1, 10));
+          const waitMs = rounds === 0 ? 0 : backoffMs(rounds);
           s.retryAt = Date.now() + waitMs;
           opts.metrics?.scanFailures.inc({ chain_id: id, cause: 'inconsistent_logs' });
           opts.log.error({ chain_id: chainId, err, retry_in_ms: waitMs }, "chain RPC answered logs that cannot be the chain's; the next run leads with the next URL");
@@ -526,7 +528,7 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
         // A quorum asks each voter alone (no fallback): the next run's voters start one URL further,
         // so one failing provider does not hold the scan while enough others answer.
         if ((opts.rpcQuorum ?? 1) > 1) s.lead++;
-        const waitMs = Math.min(MAX_BACKOFF_MS, 500 * 2 ** Math.min(s.failures, 10));
+        const waitMs = backoffMs(s.failures);
         s.retryAt = Date.now() + waitMs;
         // One warning per outage, with the error itself (its class, message, cause and stack).
         if (s.failureCause !== failure) opts.log.warn({ chain_id: chainId, cause: failure, retry_in_ms: waitMs, err }, 'chain RPC failing; backing off');

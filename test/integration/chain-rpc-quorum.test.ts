@@ -6,15 +6,14 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createWalletClient, http, keccak256, maxUint256, toHex, type Address, type Hex } from 'viem';
+import { keccak256, toHex, type Address, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { FEE_PROXY_ABI } from '../../src/chain/abi.js';
 import { createChainWatcher } from '../../src/chain/watcher.js';
 import { loadChains } from '../../src/chains-config.js';
-import { TEST_USDC_ABI } from '../../src/devchain/contracts.js';
 import { createLogger } from '../../src/log.js';
 import { startRpcProxy, startTestChain, type RpcProxy, type RpcRewrite, type TestChain } from '../helpers/anvil.js';
+import { sendLocalInvoice } from '../helpers/chain-fixture.js';
 import { startApiFixture, type ApiFixture } from '../helpers/context.js';
 import { apiClient, type JsonBody } from '../helpers/http.js';
 import { waitUntil } from '../helpers/worker.js';
@@ -24,7 +23,6 @@ let fx: ApiFixture;
 let h1: RpcProxy;
 let bad: RpcProxy;
 let h2: RpcProxy;
-let wallet: ReturnType<typeof createWalletClient>;
 const api = apiClient(() => fx.api.app);
 const key = () => fx.merchant.keys.sandbox;
 const merchant = privateKeyToAccount(generatePrivateKey()).address;
@@ -60,22 +58,11 @@ async function catchUp(run: () => Promise<string>, target?: bigint): Promise<str
   }, 30_000, 20);
   return outcomes;
 }
-async function sent(amount: string): Promise<JsonBody> {
-  const c = await api.post('/v1/invoices', key(), { customer_email: `q-${Math.random().toString(36).slice(2)}@example.test`, amount, network: 'local', currency: 'USDC' });
-  expect(c.status, c.raw).toBe(200);
-  const s = await api.post(`/v1/invoices/${c.body.data.id}/send`, key());
-  expect(s.status, s.raw).toBe(200);
-  return s.body.data;
-}
+const sent = (amount: string): Promise<JsonBody> => sendLocalInvoice(api, key(), amount);
 const inv = async (id: string) => (await api.get(`/v1/invoices/${id}`, key())).body.data;
-async function pay(i: JsonBody, amount: bigint): Promise<Hex> {
-  const hash = await wallet.writeContract({
-    account: chain.payers[0].address, chain: null, address: chain.feeProxy, abi: FEE_PROXY_ABI, functionName: 'transferFromWithReferenceAndFee',
-    args: [chain.token, merchant as Address, amount, i.payment_instructions.payment_reference as Hex, 0n, chain.feeAddress], gas: 200_000n,
-  });
-  expect((await chain.publicClient.waitForTransactionReceipt({ hash })).status).toBe('success');
-  return hash;
-}
+/** A proxy payment of `amount` of the invoice, to the merchant, no fee. */
+const pay = async (i: JsonBody, amount: bigint): Promise<Hex> =>
+  (await chain.payWithReference({ to: merchant as Address, amountAtomic: amount, feeAtomic: 0n, reference: i.payment_instructions.payment_reference as Hex })).txHash;
 async function paidOnce(i: JsonBody, amount: bigint, tx: Hex): Promise<void> {
   expect(await inv(i.id)).toMatchObject({ status: 'paid', amount_paid_atomic: amount.toString() });
   const { rows } = await fx.api.pool.query('select 1 from payments where lower(tx_hash) = lower($1)', [tx]);
@@ -87,8 +74,6 @@ beforeAll(async () => {
   [h1, bad, h2] = await Promise.all([startRpcProxy(chain.rpcUrl), startRpcProxy(chain.rpcUrl), startRpcProxy(chain.rpcUrl)]);
   fx = await startApiFixture({ CHAINS_FILE: chain.writeChainsFile(mkdtempSync(path.join(tmpdir(), 'zz-rpc-quorum-api-'))), RATE_LIMIT_MAX: '1000000' });
   expect((await api.patch('/v1/account', key(), { settlement_address: merchant })).status).toBe(200);
-  wallet = createWalletClient({ transport: http(chain.rpcUrl) });
-  await wallet.writeContract({ account: chain.payers[0].address, chain: null, address: chain.token, abi: TEST_USDC_ABI, functionName: 'approve', args: [chain.feeProxy, maxUint256] });
   await chain.mine(5);
   await catchUp(watcherOver([h1.url, h2.url], 1));
 }, 180_000);
