@@ -41,8 +41,8 @@ export interface ChainRpc {
   blockIfAny(number: bigint): Promise<BlockHeader | null>;
   /**
    * One eth_getLogs, as a kind of log asks it (chain/kinds/): `query` calls the client's getLogs.
-   * `narrow`: the range is one block the provider would not serve whole; asked again without a
-   * response size limit (a block's logs are bounded by its gas).
+   * `narrow`: the range is one block the provider would not serve whole; asked again with the
+   * larger limit of one block's logs (ONE_BLOCK_MAX_BYTES).
    */
   getLogs<T>(narrow: boolean, query: (client: PublicClient) => Promise<T>): Promise<T>;
 }
@@ -58,6 +58,15 @@ export interface LogPosition {
 }
 
 const TIMEOUT_MS = 15_000;
+
+/**
+ * The most one block's logs of one address may take, read when they are over viem's 10 MiB.
+ * Honest answers are bounded by the block's gas: a token Transfer costs at least ~7,500 gas (two
+ * balance writes and the log) and takes ~700 bytes of JSON, so even a 500M-gas block holds under
+ * 50 MB of them. An answer is not bounded by anything else: read whole, a node streaming an
+ * endless body filled the worker's memory until the request's timeout (or the process died).
+ */
+export const ONE_BLOCK_MAX_BYTES = 256 * 1024 * 1024;
 /** Heads of a quorum's voters further apart than this fail the run (see createChainRpc). */
 const HEAD_SPREAD_BLOCKS = 32n;
 
@@ -131,13 +140,14 @@ export async function chainIdAt(url: string, count: (method: string, outcome: Rp
   }
 }
 
-function one(url: string, maxResponseBodySize?: false): Transport {
+/** One URL's transport; `maxResponseBodySize`: viem's default (10 MiB) unless given. */
+function one(url: string, maxResponseBodySize?: number): Transport {
   return url.startsWith('ws')
     ? webSocket(url, { retryCount: 0, timeout: TIMEOUT_MS })
-    : http(url, { retryCount: 0, timeout: TIMEOUT_MS, batch: { batchSize: 100, wait: 0 }, ...(maxResponseBodySize === false ? { maxResponseBodySize } : {}) });
+    : http(url, { retryCount: 0, timeout: TIMEOUT_MS, batch: { batchSize: 100, wait: 0 }, ...(maxResponseBodySize === undefined ? {} : { maxResponseBodySize }) });
 }
 
-function transportOf(urls: string[], maxResponseBodySize?: false): Transport {
+function transportOf(urls: string[], maxResponseBodySize?: number): Transport {
   return urls.length === 1 ? one(urls[0], maxResponseBodySize) : fallback(urls.map((u) => one(u, maxResponseBodySize)), { retryCount: 0 });
 }
 
@@ -161,10 +171,13 @@ function logsKey(answer: unknown): string {
 export function createChainRpc(urls: string[], count: (method: string, outcome: RpcOutcome) => void, quorum = 1): ChainRpc {
   if (urls.length < quorum) throw new Error(`a quorum of ${quorum} needs as many RPC URLs, not ${urls.length}`);
   const client: PublicClient = createPublicClient({ transport: transportOf(urls) });
-  // For one block's logs that are over viem's response size limit (10 MB): spam can fill a
+  // For one block's logs that are over viem's response size limit (10 MiB): spam can fill a
   // block, and a block that is never read stops the cursor for good.
-  const unbounded: PublicClient = createPublicClient({ transport: transportOf(urls, false) });
-  const voters = quorum > 1 ? urls.slice(0, quorum).map((u) => ({ url: u, client: createPublicClient({ transport: one(u) }), unbounded: createPublicClient({ transport: one(u, false) }) })) : [];
+  const oneBlock: PublicClient = createPublicClient({ transport: transportOf(urls, ONE_BLOCK_MAX_BYTES) });
+  const voters =
+    quorum > 1
+      ? urls.slice(0, quorum).map((u) => ({ url: u, client: createPublicClient({ transport: one(u) }), oneBlock: createPublicClient({ transport: one(u, ONE_BLOCK_MAX_BYTES) }) }))
+      : [];
   async function counted<T>(method: string, call: () => Promise<T>): Promise<T> {
     try {
       const result = await call();
@@ -176,13 +189,13 @@ export function createChainRpc(urls: string[], count: (method: string, outcome: 
       throw err;
     }
   }
-  /** Asked again without a size limit when `narrow` and the answer was over it. */
-  async function sized<T>(on: { client: PublicClient; unbounded: PublicClient }, narrow: boolean, call: (c: PublicClient) => Promise<T>): Promise<T> {
+  /** Asked again with one block's limit when `narrow` and the answer was over viem's. */
+  async function sized<T>(on: { client: PublicClient; oneBlock: PublicClient }, narrow: boolean, call: (c: PublicClient) => Promise<T>): Promise<T> {
     try {
       return await counted('eth_getLogs', () => call(on.client));
     } catch (err) {
       if (!narrow || !(err instanceof BaseError) || !err.walk((e) => e instanceof ResponseBodyTooLargeError)) throw err;
-      return counted('eth_getLogs', () => call(on.unbounded));
+      return counted('eth_getLogs', () => call(on.oneBlock));
     }
   }
   /** The voters' answers must be the same by `key`; the lead's is returned. */
@@ -193,7 +206,7 @@ export function createChainRpc(urls: string[], count: (method: string, outcome: 
     return answers[0];
   }
   async function getLogs<T>(narrow: boolean, call: (c: PublicClient) => Promise<T>): Promise<T> {
-    if (voters.length === 0) return sized({ client, unbounded }, narrow, call);
+    if (voters.length === 0) return sized({ client, oneBlock }, narrow, call);
     return agreed('logs for the same question', await Promise.all(voters.map((v) => sized(v, narrow, call))), logsKey);
   }
   const header = (b: { number: bigint | null; hash: string | null; parentHash: string; timestamp: bigint }): BlockHeader => ({

@@ -4,11 +4,14 @@
 // cursor, a head of 10^12, an RPC URL of another chain, a worker configured with another token
 // list, and each class of failure (a range refusal, a rate limit, an outage, a database error).
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { KINDS } from '../../src/chain/kinds/index.js';
+import { ONE_BLOCK_MAX_BYTES } from '../../src/chain/rpc.js';
 import { loadChains } from '../../src/chains-config.js';
 import { createChainWatcher, type ChainWatcherOptions } from '../../src/chain/watcher.js';
 import type { Pool } from '../../src/db/pool.js';
@@ -79,6 +82,54 @@ function watcherOf(opts: { file: string; chainId?: number; pool?: Pool; maxBlock
   };
 }
 
+/**
+ * A node that forwards to anvil, except that it answers any eth_getLogs of transfers over `block`
+ * with a body that never ends (1 MiB at a time, as fast as the reader takes it) until stop().
+ */
+async function endlessNodeFor(block: bigint): Promise<{ url: string; largestAnswer(): number; stop(): void }> {
+  let lying = true;
+  let largest = 0;
+  const chunk = Buffer.alloc(1024 * 1024, 0x20);
+  const endless = (res: ServerResponse) => {
+    let sent = 0;
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.write('{"jsonrpc":"2.0","id":1,"result":[');
+    const more = () => {
+      while (!res.destroyed) {
+        sent += chunk.length;
+        largest = Math.max(largest, sent);
+        if (!res.write(chunk)) return void res.once('drain', more);
+      }
+    };
+    more();
+  };
+  const asksBlock = (item: JsonRpcRequest) => {
+    if (item.method !== 'eth_getLogs') return false;
+    const f = item.params?.[0] as { fromBlock?: string; toBlock?: string; topics?: unknown[] };
+    return f.topics?.[0] === TRANSFER_TOPIC && f.fromBlock !== undefined && f.toBlock !== undefined && BigInt(f.fromBlock) <= block && BigInt(f.toBlock) >= block;
+  };
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks).toString();
+      const parsed = JSON.parse(body) as JsonRpcRequest | JsonRpcRequest[];
+      if (lying && (Array.isArray(parsed) ? parsed : [parsed]).some(asksBlock)) return endless(res);
+      fetch(chain.rpcUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
+        .then(async (answer) => res.writeHead(answer.status, { 'content-type': 'application/json' }).end(await answer.text()))
+        .catch(() => res.destroy());
+    });
+  });
+  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+  cleanups.push(() => new Promise((ok) => server.close(ok)));
+  cleanups.push(async () => void server.closeAllConnections());
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    largestAnswer: () => largest,
+    stop: () => void (lying = false),
+  };
+}
+
 const fileVia = (url: string, overrides: Parameters<TestChain['writeChainsFile']>[1] = {}) => chain.writeChainsFile(tmpDir(), { rpc_urls: [url], ...overrides });
 
 async function sentInvoice(amount: string): Promise<JsonBody> {
@@ -145,6 +196,28 @@ describe('a range whose logs are over the response size limit (zero-value transf
     expect(await w.metric('chain_rpc_calls_total', { method: 'eth_getLogs', outcome: 'range_refused' })).toBeGreaterThan(0);
     // Down to the spam's block alone, read one address at a time.
     expect(w.lines.filter((l) => String(l.msg).startsWith('one block refused or over the size limit')).map((l) => l.block)).toContain(spam.blockNumber.toString());
+  }, 120_000);
+
+  it("an endless answer for one block's logs: the run fails once 256 MiB are read, not the worker's memory; once the node stops, the block is read and a later payment counts", async () => {
+    const spam = await chain.transfer({ to: merchant, amountAtomic: 0n });
+    const node = await endlessNodeFor(spam.blockNumber);
+    const w = watcherOf({ file: fileVia(node.url) });
+    await chain.mine(5);
+    // Down to the block, then its one address, read under one block's limit, and refused.
+    let outcome = '';
+    for (let i = 0; i < 40 && !/scan failed/.test(outcome); i++) outcome = await w.run();
+    expect(outcome).toMatch(/scan failed \(range/);
+    expect((await cursorOf()).block).toBe(spam.blockNumber - 1n);
+    expect(w.lines.filter((l) => String(l.msg).startsWith('one block refused or over the size limit')).map((l) => l.block)).toContain(spam.blockNumber.toString());
+    // Read whole, the answer went on until the request's timeout (15 s, gigabytes on loopback).
+    expect(node.largestAnswer()).toBeGreaterThan(ONE_BLOCK_MAX_BYTES);
+    expect(node.largestAnswer()).toBeLessThan(ONE_BLOCK_MAX_BYTES + 64 * 1024 * 1024);
+    node.stop();
+    const inv = await sentInvoice('7.25');
+    await pay(inv);
+    await chain.mine(3);
+    // Once the run's back-off (1 s) is over.
+    await waitUntil(async () => (await w.run(), (await statusOf(inv.id)) === 'paid'), 20_000);
   }, 120_000);
 
   it('chain_lag_blocks grows while the cursor does not move, when every scan fails', async () => {
