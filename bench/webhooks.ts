@@ -325,6 +325,8 @@ async function main(): Promise<void> {
     await checkPass(halfPass);
     results.push({ pass: halfPass, deliveries: count, rate: half, p50: pct(lat, 50), p99: pct(lat, 99) });
 
+    /** The most a max pass could make were HTTP free: its insert, then its deliveries at the database part's rate. */
+    const databaseBound = (r: { deliveries: number; insertS?: number }) => r.deliveries / ((r.insertS ?? 0) + r.deliveries / dbRate);
     const lines = [
       `bench:webhooks N=${N}, backend ${BACKEND}, one worker process: WEBHOOK_CONCURRENCY = WEBHOOK_ENDPOINT_CONCURRENCY = ${CONCURRENCY}`,
       `Raw limit (same run): undici POST -> loopback receiver, ${CONCURRENCY} in flight   ${rawRate.toFixed(0)} POSTs/s${validity.mark('raw')}`,
@@ -343,11 +345,18 @@ async function main(): Promise<void> {
       '(a max pass runs from before the insert to the last arrival; "insert s" is the insert of the N invoices, whose trigger writes',
       ' their events and deliveries, until its commit; "from commit" counts from the commit, when the first delivery can go)',
       '',
+      'The database alone, per max pass: its insert, then its deliveries at the database part\'s rate, with no HTTP at all',
+      ...results
+        .filter((r) => r.insertS !== undefined)
+        .map((r) => `  ${r.pass}: at most ${databaseBound(r).toFixed(0)}/s = ${(databaseBound(r) / rawRate).toFixed(2)}x raw (the pass: ${(r.rate / databaseBound(r)).toFixed(2)}x of it)`),
+      '',
       `targets: >= 0.5x raw (max passes); p99 < 1000 ms at half the maximum. ${loadAvg()}, ${codeVersion()}`,
       ...results.map((r) => {
         const judged = !validity.mark(r.pass) && !validity.mark('raw');
         const ok = r.pass.startsWith('max') ? r.rate / rawRate >= 0.5 : r.p99 < 1000;
-        return `  ${r.pass}: ${!judged ? 'INVALID' : ok ? 'met' : 'MISSED'}`;
+        // A target above what the database alone allows is out of the worker's reach: say so.
+        const beyond = r.insertS !== undefined && databaseBound(r) / rawRate < 0.5 ? ` (beyond the database alone: ${(databaseBound(r) / rawRate).toFixed(2)}x raw)` : '';
+        return `  ${r.pass}: ${!judged ? 'INVALID' : ok ? 'met' : `MISSED${beyond}`}`;
       }),
       '',
       ...validity.summary(),
