@@ -4,3 +4,10 @@
 
 /** A node's answer that cannot be a chain's (a log without its place, one transaction in two blocks, providers that disagree). */
 export class InconsistentLogsError extends Error {}
+
+/**
+ * A quorum's voters that answered the same question differently (logs, a header, a block one has
+ * and another not). Below the safe head one of them lies; above it honest providers can too (a
+ * one-block fork at the tip, an index behind its head).
+ */
+export class VotersDisagreeError extends InconsistentLogsError {}

@@ -23,7 +23,7 @@ import {
   type Transport,
 } from 'viem';
 import { stringify } from 'safe-stable-stringify';
-import { InconsistentLogsError } from './inconsistent-answer.js';
+import { InconsistentLogsError, VotersDisagreeError } from './inconsistent-answer.js';
 
 export type RpcOutcome = 'ok' | 'error' | 'range_refused' | 'rate_limited';
 
@@ -202,7 +202,7 @@ export function createChainRpc(urls: string[], count: (method: string, outcome: 
   function agreed<T>(what: string, answers: T[], key: (a: T) => string): T {
     const keys = answers.map(key);
     const odd = keys.findIndex((k) => k !== keys[0]);
-    if (odd > 0) throw new InconsistentLogsError(`RPC URLs ${redactRpcUrl(voters[0].url)} and ${redactRpcUrl(voters[odd].url)} answered different ${what}`);
+    if (odd > 0) throw new VotersDisagreeError(`RPC URLs ${redactRpcUrl(voters[0].url)} and ${redactRpcUrl(voters[odd].url)} answered different ${what}`);
     return answers[0];
   }
   async function getLogs<T>(narrow: boolean, call: (c: PublicClient) => Promise<T>): Promise<T> {
@@ -259,7 +259,7 @@ export function createChainRpc(urls: string[], count: (method: string, outcome: 
       if (headers.length < answers.length) {
         const has = answers.findIndex((h) => h !== null);
         const none = answers.findIndex((h) => h === null);
-        throw new InconsistentLogsError(`RPC URL ${redactRpcUrl(voters[has].url)} has block ${number}, ${redactRpcUrl(voters[none].url)} has none`);
+        throw new VotersDisagreeError(`RPC URL ${redactRpcUrl(voters[has].url)} has block ${number}, ${redactRpcUrl(voters[none].url)} has none`);
       }
       return agreed(`blocks ${number}`, headers, headerKey);
     },

@@ -21,6 +21,7 @@ import { confirmedRecipientsAbove, findCursor, forgetHead, lockCursor, pendingPa
 import type { ChainMetrics } from '../observability/metrics.js';
 import { recordRange, rewindCursor } from './detector.js';
 import { fetchLogs, InconsistentLogsError, observePayments, observeRecords, type ObservedPayment, type ObservedRecord } from './observe.js';
+import { VotersDisagreeError } from './inconsistent-answer.js';
 import { chainIdAt, classifyRpcError, createChainRpc, redactRpcUrl, type BlockHeader, type ChainRpc, type RpcOutcome } from './rpc.js';
 import { firstLine } from '../lib/first-line.js';
 
@@ -393,17 +394,11 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
     }
 
     let pending = 0;
-    if (cur >= safe) {
-      // The window above the safe head, in ranges the provider accepts, up to this run's head:
-      // what it holds is pending; a pending row no longer there (up to that head) is removed.
-      const observed: ObservedPayment[] = [];
-      for (let from = cur + 1n; from <= head; ) {
-        const wanted = from + BigInt(s.range) - 1n > head ? head : from + BigInt(s.range) - 1n;
-        const got = await logsOf(chain, rpc, s, recipients, from, wanted);
-        observed.push(...got.observed);
-        from = got.to + 1n;
-      }
-      const kept = await stillOnChain(chain, rpc, pendingRows, cur + 1n, head, observed);
+    let tip = '';
+    const window = cur >= safe ? await pendingWindow(chain, rpc, s, recipients, pendingRows, cur, head) : null;
+    if (window === 'voters_differ') tip = ', pending not read (the voters differ above the safe head)';
+    else if (window) {
+      const { observed, kept } = window;
       const done = await recordRange(opts.pool, chain, {
         from: cur + 1n,
         to: head,
@@ -427,7 +422,40 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
     s.cursorTime = cursorTime;
     showLag(chain, s);
     const behind = safe > cur ? `, ${safe - cur} blocks still to scan` : '';
-    return `scanned to ${cur} (head ${head})${rewound}: ${confirmed} confirmed, ${pending} pending${behind}`;
+    return `scanned to ${cur} (head ${head})${rewound}: ${confirmed} confirmed, ${pending} pending${behind}${tip}`;
+  }
+
+  /**
+   * The window above the safe head, in ranges the provider accepts, up to this run's head: what it
+   * holds is pending; a pending row no longer there (up to that head) is to be removed. With a
+   * quorum, voters that differ there (honest ones do at the tip: a one-block fork, an index
+   * behind its head) leave the pending rows as they are this run rather than fail it: they show
+   * no money counted, and the same blocks are voted on again as confirmed ranges, where a
+   * difference fails the run.
+   */
+  async function pendingWindow(
+    chain: Chain,
+    rpc: ChainRpc,
+    s: ChainState,
+    recipients: string[],
+    pendingRows: PendingRow[],
+    cur: bigint,
+    head: bigint,
+  ): Promise<{ observed: ObservedPayment[]; kept: { txHash: string; txPosition: string }[] } | 'voters_differ'> {
+    try {
+      const observed: ObservedPayment[] = [];
+      for (let from = cur + 1n; from <= head; ) {
+        const wanted = from + BigInt(s.range) - 1n > head ? head : from + BigInt(s.range) - 1n;
+        const got = await logsOf(chain, rpc, s, recipients, from, wanted);
+        observed.push(...got.observed);
+        from = got.to + 1n;
+      }
+      return { observed, kept: await stillOnChain(chain, rpc, pendingRows, cur + 1n, head, observed) };
+    } catch (err) {
+      if (!(err instanceof VotersDisagreeError)) throw err;
+      opts.log.info({ chain_id: chain.chainId, from: (cur + 1n).toString(), head: head.toString(), reason: err.message }, 'the RPC voters differ above the safe head: pending payments are read again next run');
+      return 'voters_differ';
+    }
   }
 
   async function claimCursorAfterRestart(chain: Chain, genesisHash: string): Promise<void> {

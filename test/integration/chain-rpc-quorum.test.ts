@@ -241,3 +241,35 @@ describe('a quorum of two among three URLs: a voter lying about which blocks exi
     await paidOnce(i, total, tx);
   }, 120_000);
 });
+
+describe('a quorum of two: voters that differ above the safe head', () => {
+  it("one voter's logs lag its head (a payment at the tip left out): the run goes on without the pending rows; below the safe head the same difference fails the run; the payment counts once", async () => {
+    const run = watcherOver([h1.url, bad.url], 2);
+    await catchUp(run);
+    const i = await sent('12.00');
+    const total = 12_000_000n;
+    const tx = await pay(i, total);
+    const { blockNumber } = await chain.publicClient.getTransactionReceipt({ hash: tx });
+    // An index behind its head: no logs for ranges that reach the payment's block.
+    bad.rewrite((req) => {
+      if (req.method !== 'eth_getLogs') return undefined;
+      const f = req.params?.[0] as { fromBlock: string; toBlock: string };
+      return BigInt(f.toBlock) >= blockNumber && BigInt(f.fromBlock) <= blockNumber ? { jsonrpc: '2.0', id: req.id ?? null, result: [] } : undefined;
+    });
+    const atTip = await run();
+    expect(atTip).toMatch(/^scanned to .*pending not read \(the voters differ above the safe head\)$/);
+    expect(await cursor()).toBe(blockNumber - 2n);
+    const { rows: none } = await fx.api.pool.query('select 1 from payments where lower(tx_hash) = lower($1)', [tx]);
+    expect(none).toHaveLength(0);
+    // Confirmed: the same difference is a lie, and the run fails.
+    await chain.mine(3);
+    const outcomes: string[] = [];
+    for (let k = 0; k < 3; k++) outcomes.push(await run());
+    expect(outcomes.some((o) => /answered different logs/.test(o)), outcomes.join(' | ')).toBe(true);
+    expect(await cursor()).toBeLessThan(blockNumber);
+    expect((await inv(i.id)).status).not.toBe('paid');
+    bad.rewrite(null);
+    await catchUp(run);
+    await paidOnce(i, total, tx);
+  }, 120_000);
+});
