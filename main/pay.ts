@@ -47,6 +47,7 @@ function toPay(r: InvoiceRow): InvoiceToPay {
     amountAtomic: r.amount_atomic === null ? null : BigInt(r.amount_atomic),
     paidAtomic: BigInt(r.amount_paid_atomic ?? '0'),
     feeAtomic: BigInt(r.fee_atomic ?? '0'),
+    feeCountedAtomic: r.fee_counted_atomic === null ? null : BigInt(r.fee_counted_atomic),
     feeBps: r.fee_bps,
     settlementAddress: r.settlement_address,
     paymentReference: r.payment_reference,

@@ -394,7 +394,7 @@ async function recordPayments(
   for (const [name, count] of unmatchedOf) outcome.ignoredLogs.push({ kind: name, reason: 'unmatched', count });
   const balances: InvoiceBalanceWrite[] = [...invoices.values()]
     .filter((s) => s.changed)
-    .map((s) => ({ id: s.row.id, amount_paid_atomic: s.paid.toString(), status: s.status, paid_at: s.paidAt }));
+    .map((s) => ({ id: s.row.id, amount_paid_atomic: s.paid.toString(), fee_counted_atomic: s.feeCounted.toString(), status: s.status, paid_at: s.paidAt }));
   await writeInvoiceBalances(tx, balances);
   // invoice.partially_paid for what stays open (one paid in full by a later log of the range has invoice.paid).
   await emitPartiallyPaid(tx, partial.filter((id) => invoices.get(id)?.status !== 'paid'));

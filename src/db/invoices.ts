@@ -49,6 +49,8 @@ export interface InvoiceRow {
   fee_bps: number | null;
   /** What applied on-chain payments add up to (integer string). */
   amount_paid_atomic: string;
+  /** What of fee_atomic those payments counted (integer string); null in an event's snapshot from before it was stored. */
+  fee_counted_atomic: string | null;
   /** A subscription's period invoice: when the relayer last sent its charge (null: never). */
   charge_sent_at: Date | null;
   created_at: Date;
@@ -68,7 +70,7 @@ const COLUMNS = `id, account_id, environment, customer_id, code, reference, stat
   currency, network, chain_id, token_address, token_decimals, period_start, period_end,
   attempt_count, next_attempt_at, paid_at, sent_at, reminders_enabled, last_reminder_at,
   failure_code, failure_message, metadata, due_at, memo, footer, tax_id, customer_locale, voided_at,
-  settlement_address, payment_reference, fee_bps, amount_paid_atomic::text as amount_paid_atomic, charge_sent_at, created_at, updated_at`;
+  settlement_address, payment_reference, fee_bps, amount_paid_atomic::text as amount_paid_atomic, fee_counted_atomic::text as fee_counted_atomic, charge_sent_at, created_at, updated_at`;
 
 /**
  * The invoice and the presented key's credential in one statement, for the hot GET: the key is

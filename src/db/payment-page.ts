@@ -30,6 +30,7 @@ export interface PageInvoice {
   payment_reference: string | null;
   amount_paid_atomic: string;
   fee_atomic: string | null;
+  fee_counted_atomic: string;
   fee_bps: number | null;
 }
 
@@ -41,7 +42,8 @@ export async function findInvoiceByReference(db: Queryable, reference: string): 
          i.due_at, i.paid_at, i.customer_locale, a.name as merchant_name,
          i.settlement_address,
          coalesce(c.time_zone, a.time_zone) as time_zone, i.payment_reference,
-         i.amount_paid_atomic::text as amount_paid_atomic, i.fee_atomic::text as fee_atomic, i.fee_bps
+         i.amount_paid_atomic::text as amount_paid_atomic, i.fee_atomic::text as fee_atomic,
+         i.fee_counted_atomic::text as fee_counted_atomic, i.fee_bps
        from invoices i join accounts a on a.id = i.account_id join customers c on c.id = i.customer_id
        where i.reference = $1`,
     values: [reference],

@@ -455,7 +455,7 @@ export async function reorgOutPayments(
 ): Promise<(PaymentRow & { uncounted_atomic: string | null })[]> {
   const { rows } = await db.query<PaymentRow & { uncounted_atomic: string | null }>(
     `with old as (
-       select p.id, p.outcome, p.counted_atomic from payments p
+       select p.id, p.outcome, p.counted_atomic, p.received_atomic from payments p
        where p.chain_id = $1 and p.status = 'confirmed' and p.block_number between $2 and $3
          and not exists (select 1 from unnest($4::text[], $5::text[]) as k (tx_hash, tx_position)
                          where k.tx_hash = p.tx_hash and k.tx_position = p.tx_position)
@@ -465,10 +465,12 @@ export async function reorgOutPayments(
        update payments p set status = 'removed', outcome = null, removed_at = clock_timestamp(),
          reorged_out_at = clock_timestamp(), updated_at = clock_timestamp()
        from old where p.id = old.id
-       returning p.*, case when old.outcome = 'applied' then old.counted_atomic end as uncounted_atomic
+       returning p.*, case when old.outcome = 'applied' then old.counted_atomic end as uncounted_atomic,
+         case when old.outcome = 'applied' then old.counted_atomic - least(old.counted_atomic, old.received_atomic) end as uncounted_fee_atomic
      ), uncount as (
-       update invoices i set amount_paid_atomic = greatest(0, i.amount_paid_atomic - u.total), updated_at = clock_timestamp()
-       from (select invoice_id, sum(uncounted_atomic) as total from gone where uncounted_atomic is not null group by invoice_id) u
+       update invoices i set amount_paid_atomic = greatest(0, i.amount_paid_atomic - u.total),
+         fee_counted_atomic = greatest(0, i.fee_counted_atomic - u.fee), updated_at = clock_timestamp()
+       from (select invoice_id, sum(uncounted_atomic) as total, sum(uncounted_fee_atomic) as fee from gone where uncounted_atomic is not null group by invoice_id) u
        where i.id = u.invoice_id
      )
      select ${COLUMNS}, p.uncounted_atomic::text as uncounted_atomic from gone p left join chain_cursors cc on cc.chain_id = p.chain_id`,
@@ -496,6 +498,8 @@ export async function moveConfirmedPayments(
 export interface InvoiceBalanceWrite {
   id: string;
   amount_paid_atomic: string;
+  /** What of the invoice's fee the applied payments counted: its ledger's feeCountedAtomic. */
+  fee_counted_atomic: string;
   status: InvoiceStatus;
   paid_at: string | null;
 }
@@ -504,11 +508,11 @@ export interface InvoiceBalanceWrite {
 export async function writeInvoiceBalances(db: Queryable, rows: InvoiceBalanceWrite[]): Promise<void> {
   if (rows.length === 0) return;
   await db.query(
-    `update invoices i set amount_paid_atomic = x.amount_paid_atomic, status = x.status::invoice_status,
+    `update invoices i set amount_paid_atomic = x.amount_paid_atomic, fee_counted_atomic = x.fee_counted_atomic, status = x.status::invoice_status,
        paid_at = coalesce(x.paid_at, i.paid_at),
        attempt_count = i.attempt_count + case when x.status = 'paid' and i.status <> 'paid' then 1 else 0 end,
        updated_at = clock_timestamp()
-     from jsonb_to_recordset($1::jsonb) as x (id text, amount_paid_atomic numeric, status text, paid_at timestamptz)
+     from jsonb_to_recordset($1::jsonb) as x (id text, amount_paid_atomic numeric, fee_counted_atomic numeric, status text, paid_at timestamptz)
      where i.id = x.id`,
     [JSON.stringify(rows)],
   );

@@ -100,6 +100,7 @@ export interface InvoiceToPay {
   amountAtomic: bigint | null;
   paidAtomic: bigint;
   feeAtomic: bigint;
+  feeCountedAtomic: bigint | null;
   feeBps: number | null;
   settlementAddress: string | null;
   paymentReference: string | null;

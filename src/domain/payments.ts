@@ -247,6 +247,8 @@ export interface PayableInvoice {
   paidAtomic: bigint;
   /** The fee of the whole amount, as stored at creation. */
   feeAtomic: bigint;
+  /** What of it the applied payments counted so far; null when not known (an old event's snapshot). */
+  feeCountedAtomic: bigint | null;
   feeBps: number | null;
 }
 
@@ -261,7 +263,12 @@ export function paymentInstructions(inv: PayableInvoice, chain: { feeProxy: stri
   const total = remainingAtomic({ amountAtomic: inv.amountAtomic, paidAtomic: inv.paidAtomic });
   if (total === 0n) return null;
   // Nothing paid yet: the fee stored with the invoice (the same rule, computed when it was made).
-  const fee = inv.paidAtomic === 0n ? inv.feeAtomic : splitFee(total, inv.feeBps ?? 0).feeAtomic;
+  // After a partial payment: the rule's fee of what remains, but never more of the invoice's fee
+  // than is left to count (feeRoomAtomic). The partial's own fee may have been rounded up, and a
+  // fee past the room counts nothing: paying exactly the instructions left the invoice owing 1.
+  const byRule = splitFee(total, inv.feeBps ?? 0).feeAtomic;
+  const room = inv.feeCountedAtomic === null ? byRule : feeRoomAtomic(inv.feeAtomic, inv.feeCountedAtomic);
+  const fee = inv.paidAtomic === 0n ? inv.feeAtomic : byRule < room ? byRule : room;
   return {
     chain_id: inv.chainId,
     network: inv.network,
@@ -290,6 +297,8 @@ export interface PayableColumns {
   /** Absent from event snapshots written before payments existed: nothing paid. */
   amount_paid_atomic: string | null;
   fee_atomic: string | null;
+  /** Absent from event snapshots written before it was stored: not known. */
+  fee_counted_atomic?: string | null;
   fee_bps: number | null;
 }
 
@@ -308,6 +317,7 @@ export function instructionsOfRow(r: PayableColumns, chains: ChainRegistry): Pay
       amountAtomic: BigInt(r.amount_atomic),
       paidAtomic: BigInt(r.amount_paid_atomic ?? '0'),
       feeAtomic: BigInt(r.fee_atomic ?? '0'),
+      feeCountedAtomic: r.fee_counted_atomic == null ? null : BigInt(r.fee_counted_atomic),
       feeBps: r.fee_bps ?? null,
     },
     chainById(chains, r.chain_id),

@@ -47,7 +47,13 @@ export async function applyUnmatchedPayment(pool: Pool, chains: ChainRegistry, s
     const feeExpected = kindNamed(p.kind).expectedFeeAtomic(receipt.receivedAtomic + receipt.feeReceivedAtomic, inv.fee_bps ?? 0);
     await attachPayment(tx, p.id, inv.id, 'applied', feeExpected?.toString() ?? null, application.countedAtomic.toString());
     await writeInvoiceBalances(tx, [
-      { id: inv.id, amount_paid_atomic: application.ledger.paidAtomic.toString(), status: application.ledger.status, paid_at: application.paidAt?.toISOString() ?? null },
+      {
+        id: inv.id,
+        amount_paid_atomic: application.ledger.paidAtomic.toString(),
+        fee_counted_atomic: application.ledger.feeCountedAtomic.toString(),
+        status: application.ledger.status,
+        paid_at: application.paidAt?.toISOString() ?? null,
+      },
     ]);
     if (application.announcesPartial) await emitPartiallyPaid(tx, [inv.id]);
     const applied = presentPayment((await findPayment(tx, scope, p.id))!, chains);

@@ -42,7 +42,13 @@ export async function settleSimulated(tx: Queryable, scope: Scope, invoiceId: st
   const application = applyPaymentTo(ledger, { receivedAtomic: remainingAtomic(ledger), feeReceivedAtomic: 0n }, { blockTime: new Date(), dustFloorAtomic: dustFloorAtomic(inv.token_decimals) });
   if (application.outcome !== 'applied') return false;
   await writeInvoiceBalances(tx, [
-    { id: inv.id, amount_paid_atomic: application.ledger.paidAtomic.toString(), status: application.ledger.status, paid_at: application.paidAt?.toISOString() ?? null },
+    {
+      id: inv.id,
+      amount_paid_atomic: application.ledger.paidAtomic.toString(),
+      fee_counted_atomic: application.ledger.feeCountedAtomic.toString(),
+      status: application.ledger.status,
+      paid_at: application.paidAt?.toISOString() ?? null,
+    },
   ]);
   return true;
 }

@@ -109,6 +109,7 @@ interface PaymentRow {
   block_number: string;
   block_hash: string;
   counted_atomic: string | null;
+  received_atomic: string | null;
   reorged_out: boolean;
   confirmed_before: boolean;
 }
@@ -124,7 +125,7 @@ interface PaymentRow {
 async function expectLedger(): Promise<PaymentRow[]> {
   const at = (await cursor()).block;
   const { rows } = await fx.api.pool.query<PaymentRow>(
-    `select id, tx_hash, status, outcome, invoice_id, block_number::text, block_hash, counted_atomic::text,
+    `select id, tx_hash, status, outcome, invoice_id, block_number::text, block_hash, counted_atomic::text, received_atomic::text,
             reorged_out_at is not null as reorged_out, confirmed_at is not null as confirmed_before
        from payments where chain_id = $1 order by block_number, log_index`,
     [chain.chainId],
@@ -149,15 +150,21 @@ async function expectLedger(): Promise<PaymentRow[]> {
       expect(p.status, `${where} is above the cursor`).not.toBe('removed');
     }
   }
-  const { rows: invoices } = await fx.api.pool.query<{ id: string; status: string; amount_atomic: string; amount_paid_atomic: string }>(
-    `select id, status::text, amount_atomic::text, amount_paid_atomic::text from invoices where chain_id = $1 and status <> 'draft'`,
+  const { rows: invoices } = await fx.api.pool.query<{ id: string; status: string; amount_atomic: string; amount_paid_atomic: string; fee_counted_atomic: string }>(
+    `select id, status::text, amount_atomic::text, amount_paid_atomic::text, fee_counted_atomic::text from invoices where chain_id = $1 and status <> 'draft'`,
     [chain.chainId],
   );
   for (const inv of invoices) {
-    const counted = rows
-      .filter((p) => p.invoice_id === inv.id && p.status === 'confirmed' && p.outcome === 'applied')
-      .reduce((sum, p) => sum + BigInt(p.counted_atomic ?? '0'), 0n);
+    const applied = rows.filter((p) => p.invoice_id === inv.id && p.status === 'confirmed' && p.outcome === 'applied');
+    const counted = applied.reduce((sum, p) => sum + BigInt(p.counted_atomic ?? '0'), 0n);
     expect(BigInt(inv.amount_paid_atomic), `invoice ${inv.id}: what its confirmed payments counted`).toBe(counted);
+    // And of the fee: what each counted beyond what reached the merchant (the next instructions' room).
+    const fee = applied.reduce((sum, p) => {
+      const c = BigInt(p.counted_atomic ?? '0');
+      const r = BigInt(p.received_atomic ?? '0');
+      return sum + c - (r < c ? r : c);
+    }, 0n);
+    expect(BigInt(inv.fee_counted_atomic), `invoice ${inv.id}: the fee its confirmed payments counted`).toBe(fee);
     if (counted >= BigInt(inv.amount_atomic)) expect(inv.status, `invoice ${inv.id} is paid in full`).toBe('paid');
     // The API shows the same.
     expect((await invoice(inv.id)).amount_paid_atomic).toBe(inv.amount_paid_atomic);

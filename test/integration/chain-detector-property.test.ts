@@ -284,12 +284,17 @@ describe('the detector over random sequences with reorgs (seeded)', () => {
         if (p.outcome === 'unmatched') expect(BigInt(p.received_atomic) + BigInt(p.fee_received_atomic)).toBeGreaterThanOrEqual(dustFloorAtomic(6));
       }
       for (const inv of invoices) {
-        const { rows } = await fx.api.pool.query<{ status: string; amount_paid_atomic: string }>('select status, amount_paid_atomic::text from invoices where id = $1', [inv.id]);
+        const { rows } = await fx.api.pool.query<{ status: string; amount_paid_atomic: string; fee_counted_atomic: string }>(
+          'select status, amount_paid_atomic::text, fee_counted_atomic::text from invoices where id = $1',
+          [inv.id],
+        );
         const mine = payments.filter((p) => p.invoice_id === inv.id && p.status === 'confirmed' && p.outcome === 'applied');
         const counted = mine.reduce((a, p) => a + BigInt(p.counted_atomic!), 0n);
         const received = mine.reduce((a, p) => a + BigInt(p.received_atomic), 0n);
-        // The books add up, from payments on the chain only.
+        // The books add up, from payments on the chain only; the fee counted too (the instructions' room).
         expect(BigInt(rows[0].amount_paid_atomic), `invoice ${inv.id} (seed ${seed})`).toBe(counted);
+        const fee = mine.reduce((a, p) => a + BigInt(p.counted_atomic!) - (BigInt(p.received_atomic) < BigInt(p.counted_atomic!) ? BigInt(p.received_atomic) : BigInt(p.counted_atomic!)), 0n);
+        expect(BigInt(rows[0].fee_counted_atomic), `invoice ${inv.id}'s fee counted (seed ${seed})`).toBe(fee);
         if (!lostForGood) {
           stats.exact++;
           // What its merchant received for it on the canonical chain, plus the fees that reached the fee address, capped.

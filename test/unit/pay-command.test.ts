@@ -31,6 +31,7 @@ const OPEN: InvoiceToPay = {
   amountAtomic: 25_000_000n,
   paidAtomic: 0n,
   feeAtomic: 125_000n,
+  feeCountedAtomic: 0n,
   feeBps: 50,
   settlementAddress: '0x23618e81E3f5cdF7f54C3d65f7FBc0aBf5B21E8f',
   paymentReference: '0x1a2b3c4d5e6f7a8b',

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { InconsistentLogsError, observePayments, type ObservedPayment } from '../../src/chain/observe.js';
 import type { TransferLog } from '../../src/chain/kinds/kind.js';
 import type { ProxyLog } from '../../src/chain/kinds/proxy.js';
-import { MAX_COUNTABLE_ATOMIC, countedAtomic, feeRoomAtomic } from '../../src/domain/payments.js';
+import { MAX_COUNTABLE_ATOMIC, countedAtomic, feeRoomAtomic, paymentInstructions, splitFee } from '../../src/domain/payments.js';
 import { seededRandom, type Random } from '../helpers/seeded-random.js';
 
 const TOKEN = '0xe7f1725e7734ce288f8367e1bb143e90bb3f0512';
@@ -129,6 +129,38 @@ describe('counting payments toward an invoice (seeded random sequences)', () => 
         }
         expect(feeCounted).toBeLessThanOrEqual(invoiceFee);
         if (paid >= amount) expect(received).toBeGreaterThanOrEqual(amount - invoiceFee);
+      }
+    });
+  }
+});
+
+describe('paying exactly what the instructions say (seeded random sequences)', () => {
+  const chain = { feeProxy: '0x5fbdb2315678afecb367f032d93f642f64180aa3', feeAddress: FEE };
+  for (const seed of [31, 32, 33, 34, 35, 36]) {
+    it(`seed ${seed}: after any partial payments, the instructions' amount and fee pay what remains exactly, never more of the fee than is left`, () => {
+      const r = seededRandom(seed);
+      for (let round = 0; round < 500; round++) {
+        const feeBps = r.pick([0, 1, 50, 99, 250, 300]);
+        const amount = BigInt(r.int(1, 100_000_000));
+        const invoiceFee = splitFee(amount, feeBps).feeAtomic;
+        let paid = 0n;
+        let feeCounted = 0n;
+        // Partial payments through the proxy: of any size below what remains, their fee by the rule,
+        // or any fee (the payer chooses what it sends).
+        for (let n = r.int(0, 4); n > 0 && amount - paid > 1n; n--) {
+          const total = BigInt(r.int(1, Number(amount - paid) - 1));
+          const fee = r.chance(0.7) ? splitFee(total, feeBps).feeAtomic : BigInt(r.int(0, Number(total)));
+          const c = countedAtomic({ receivedAtomic: total - fee, feeReceivedAtomic: fee }, feeRoomAtomic(invoiceFee, feeCounted));
+          paid += c.countedAtomic;
+          feeCounted += c.feeCountedAtomic;
+        }
+        if (paid >= amount) continue;
+        const inv = { status: 'open' as const, chainId: 1, network: 'x', tokenAddress: TOKEN, tokenDecimals: 6, settlementAddress: MERCHANT, paymentReference: '0x01', amountAtomic: amount, paidAtomic: paid, feeAtomic: invoiceFee, feeCountedAtomic: feeCounted, feeBps };
+        const pi = paymentInstructions(inv, chain)!;
+        expect(BigInt(pi.amount_atomic) + BigInt(pi.fee_atomic)).toBe(amount - paid);
+        expect(BigInt(pi.fee_atomic)).toBeLessThanOrEqual(feeRoomAtomic(invoiceFee, feeCounted));
+        const c = countedAtomic({ receivedAtomic: BigInt(pi.amount_atomic), feeReceivedAtomic: BigInt(pi.fee_atomic) }, feeRoomAtomic(invoiceFee, feeCounted));
+        expect(paid + c.countedAtomic).toBe(amount);
       }
     });
   }

@@ -68,6 +68,7 @@ const invoice = (over: Partial<PayableInvoice> = {}): PayableInvoice => ({
   amountAtomic: 25_000_000n,
   paidAtomic: 0n,
   feeAtomic: 125_000n,
+  feeCountedAtomic: 0n,
   feeBps: 50,
   ...over,
 });
@@ -77,10 +78,25 @@ describe('payment instructions', () => {
   it('ask for what remains, split into the fee (half up) and the merchant share', () => {
     expect(paymentInstructions(invoice(), CHAIN)).toMatchObject({ total_atomic: '25000000', fee_atomic: '125000', amount_atomic: '24875000', to: invoice().settlementAddress });
     // After 10 paid: 15 remain, fee 0.5% of 15 = 0.075.
-    expect(paymentInstructions(invoice({ paidAtomic: 10_000_000n }), CHAIN)).toMatchObject({ total_atomic: '15000000', fee_atomic: '75000', amount_atomic: '14925000' });
+    expect(paymentInstructions(invoice({ paidAtomic: 10_000_000n, feeCountedAtomic: 50_000n }), CHAIN)).toMatchObject({ total_atomic: '15000000', fee_atomic: '75000', amount_atomic: '14925000' });
     // Half up: 0.5% of 101 = 0.505 -> 1.
     expect(splitFee(101n, 50)).toEqual({ amountAtomic: 100n, feeAtomic: 1n });
     expect(splitFee(99n, 50)).toEqual({ amountAtomic: 99n, feeAtomic: 0n });
+  });
+
+  it("after a partial payment, ask for no more of the invoice's fee than is left to count: paying them exactly pays the invoice", () => {
+    // 30 USDC, fee 150,000. A partial of 10.0001 whose fee by the rule (50,000.5) was rounded up to
+    // 50,001 leaves 99,999 of the fee; the rule's fee of the 19,999,900 left is 99,999.5 -> 100,000.
+    const inv = invoice({ amountAtomic: 30_000_000n, feeAtomic: 150_000n, paidAtomic: 10_000_100n, feeCountedAtomic: 50_001n });
+    const pi = paymentInstructions(inv, CHAIN)!;
+    expect(pi).toMatchObject({ total_atomic: '19999900', fee_atomic: '99999', amount_atomic: '19899901' });
+    // Counted as the detector counts it: the merchant's share plus the fee up to the room.
+    const counted = countedAtomic({ receivedAtomic: BigInt(pi.amount_atomic), feeReceivedAtomic: BigInt(pi.fee_atomic) }, feeRoomAtomic(150_000n, 50_001n));
+    expect(inv.paidAtomic + counted.countedAtomic).toBe(30_000_000n);
+    // The whole fee counted already (a partial that paid it all): the rest goes to the merchant.
+    expect(paymentInstructions(invoice({ paidAtomic: 10_000_000n, feeCountedAtomic: 125_000n }), CHAIN)).toMatchObject({ fee_atomic: '0', amount_atomic: '15000000' });
+    // Not known (an event's snapshot from before it was stored): the rule's fee, as before.
+    expect(paymentInstructions(invoice({ paidAtomic: 10_000_000n, feeCountedAtomic: null }), CHAIN)).toMatchObject({ fee_atomic: '75000' });
   });
 
   it('are null for drafts, paid and void invoices, without address or reference, without proxy or fee address, or when nothing remains', () => {
