@@ -201,8 +201,15 @@ async function recordPayments(
   const targets = [...new Set(keys.flatMap((k) => k.settlementAddresses))];
   const owing = [...new Map(keys.flatMap((k) => k.owing ?? []).map((o) => [`${o.address}|${o.remainingAtomic}`, o])).values()];
   const checkoutRefs = [...new Set(keys.flatMap((k) => k.checkoutReferences ?? []))];
+  // A payment reorged out and back counts again toward the invoice it had counted toward, even one
+  // that stayed paid: a plain transfer would otherwise match only an open invoice owing its value.
+  const restoredToOf = (o: ObservedPayment) => {
+    const e = existingOf(o);
+    return e?.reorged_out_at != null && e.counted_atomic !== null && e.invoice_id !== null ? e.invoice_id : null;
+  };
+  const restoredTo = [...new Set(todo.map(restoredToOf).filter((id): id is string => id !== null))];
   const invoices = new Map<string, InvoiceState>(
-    (await lockPayableInvoices(tx, chain.chainId, topics, targets, owing, checkoutRefs)).map((row) => [
+    (await lockPayableInvoices(tx, chain.chainId, topics, targets, owing, checkoutRefs, restoredTo)).map((row) => [
       row.id,
       {
         row,
@@ -274,7 +281,8 @@ async function recordPayments(
   const floors = new Map(chain.tokens.map((t) => [lower(t.address), dustFloorAtomic(t.decimals)]));
   for (const o of todo) {
     const kind = kindNamed(o.kind);
-    const matched = kind.match(o, book);
+    const back = restoredToOf(o);
+    const matched = back !== null && invoices.has(back) ? candidates.get(invoices.get(back)!)! : kind.match(o, book);
     const inv = matched ? invoices.get(matched.id)! : null;
     // A kind that makes something once confirmed (a subscription) and matched nothing: counted,
     // whatever becomes of its row below.

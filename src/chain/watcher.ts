@@ -17,7 +17,7 @@ import { safeHead } from '../domain/payments.js';
 import { compareScannedFor, describeScannedForDifference, isWatched, scannedForOf, type Chain } from '../domain/chains.js';
 import type { Logger } from '../log.js';
 import { withTransaction, type Pool } from '../db/pool.js';
-import { confirmedRecipientsAbove, findCursor, forgetHead, lockCursor, pendingPaymentsBetween, setCursorIdentity, watchedAddresses } from '../db/payments.js';
+import { findCursor, forgetHead, lockCursor, pendingPaymentsBetween, recipientsToRescan, setCursorIdentity, watchedAddresses } from '../db/payments.js';
 import type { ChainMetrics } from '../observability/metrics.js';
 import { recordRange, rewindCursor } from './detector.js';
 import { fetchLogs, InconsistentLogsError, observePayments, observeRecords, type ObservedPayment, type ObservedRecord } from './observe.js';
@@ -323,11 +323,12 @@ export function createChainWatcher(opts: ChainWatcherOptions): ChainWatcher {
 
     const scannedFor = scannedForOf(chain);
     // Beside the addresses watched now, those of confirmed payments above the cursor (there are
-    // some only while a deep reorg is rescanned): a payment to an address no longer watched (the
-    // merchant moved to another) is asked for again, so it is kept, not reorged out for being unasked.
+    // some only while a deep reorg is rescanned) and of payments reorged out in the last day: a
+    // payment to an address no longer watched (the merchant moved to another) is asked for again,
+    // so it is kept, not reorged out for being unasked, and counts again once included again.
     const [watched, rescanned, pendingRows] = await Promise.all([
       watchedAddresses(opts.pool, chain.chainId, chain.environment),
-      confirmedRecipientsAbove(opts.pool, chain.chainId, cur),
+      recipientsToRescan(opts.pool, chain.chainId, cur),
       pendingPaymentsBetween(opts.pool, chain.chainId, cur + 1n, head),
     ]);
     const recipients = [...new Set([...watched, ...rescanned])];

@@ -188,13 +188,19 @@ export async function watchedAddresses(db: Queryable, chainId: number, environme
 }
 
 /**
- * The recipients (lower case) of the chain's confirmed payments above `block`: none in steady
- * state (a payment is confirmed as the cursor passes it), those of the blocks a deep reorg's
- * rescan has still to read again.
+ * Recipients (lower case) to ask for beside the watched addresses, so that a deep reorg loses no
+ * payment to an address no longer watched (the merchant moved to another): those of the chain's
+ * confirmed payments above `block` (the blocks a deep reorg's rescan has still to read again; none
+ * in steady state), and those of payments that counted and were reorged out in the last day (the
+ * same transaction broadcast again lands in a later block, read by any later run; a transaction
+ * not included again within a day has left the nodes' pools).
  */
-export async function confirmedRecipientsAbove(db: Queryable, chainId: number, block: bigint): Promise<string[]> {
+export async function recipientsToRescan(db: Queryable, chainId: number, block: bigint): Promise<string[]> {
   const { rows } = await db.query<{ address: string }>(
-    `select distinct lower(to_address) as address from payments where chain_id = $1 and status = 'confirmed' and block_number > $2`,
+    `select lower(to_address) as address from payments where chain_id = $1 and status = 'confirmed' and block_number > $2
+     union
+     select lower(to_address) from payments
+     where chain_id = $1 and status = 'removed' and reorged_out_at > clock_timestamp() - interval '1 day' and counted_atomic is not null`,
     [chainId, block.toString()],
   );
   return rows.map((r) => r.address);
@@ -261,8 +267,9 @@ export interface OwingKey {
 /**
  * The invoices a range's payments may concern, row-locked in id order (no deadlock with the API's
  * void): those whose reference topic appeared; the open ones sent to an address and owing exactly
- * what a plain transfer moved (`owing`: only those can it settle); and every open one sent to an
- * address in `transferTargets` (a kind matching by address alone).
+ * what a plain transfer moved (`owing`: only those can it settle); every open one sent to an
+ * address in `transferTargets` (a kind matching by address alone); and `restoredTo`, the invoices
+ * payments reorged out and back had counted toward, whatever their status (they count again there).
  */
 export async function lockPayableInvoices(
   db: Queryable,
@@ -271,8 +278,9 @@ export async function lockPayableInvoices(
   transferTargets: string[],
   owing: OwingKey[] = [],
   checkoutReferences: string[] = [],
+  restoredTo: string[] = [],
 ): Promise<PayableInvoiceRow[]> {
-  if (topics.length === 0 && transferTargets.length === 0 && owing.length === 0 && checkoutReferences.length === 0) return [];
+  if (topics.length === 0 && transferTargets.length === 0 && owing.length === 0 && checkoutReferences.length === 0 && restoredTo.length === 0) return [];
   // A checkout (anyone can open one, naming any amount) is paid by its reference only: a plain
   // transfer never matches it, so no stranger's checkout can take someone else's transfer.
   const { rows } = await db.query<Omit<PayableInvoiceRow, 'fee_counted_atomic'>>(
@@ -290,10 +298,12 @@ export async function lockPayableInvoices(
          and o.amount_atomic - o.amount_paid_atomic = k.remaining
        union
        select c.invoice_id from subscription_checkouts c where c.chain_id = $1 and c.checkout_reference = any($6::text[])
+       union
+       select x.id from invoices x where x.chain_id = $1 and x.id = any($7::text[])
      )
      order by i.id
      for update`,
-    [chainId, topics, transferTargets, owing.map((k) => k.address), owing.map((k) => k.remainingAtomic.toString()), checkoutReferences],
+    [chainId, topics, transferTargets, owing.map((k) => k.address), owing.map((k) => k.remainingAtomic.toString()), checkoutReferences, restoredTo],
   );
   return withFeesCounted(db, rows);
 }
