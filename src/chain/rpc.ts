@@ -64,9 +64,10 @@ const TIMEOUT_MS = 15_000;
  * Honest answers are bounded by the block's gas: a token Transfer costs at least ~7,500 gas (two
  * balance writes and the log) and takes ~700 bytes of JSON, so even a 500M-gas block holds under
  * 50 MB of them. An answer is not bounded by anything else: read whole, a node streaming an
- * endless body filled the worker's memory until the request's timeout (or the process died).
+ * endless body filled the worker's memory until the request's timeout (or the process died). Not
+ * more: an answer just under the limit is parsed, several times its size in memory, once per voter.
  */
-export const ONE_BLOCK_MAX_BYTES = 256 * 1024 * 1024;
+export const ONE_BLOCK_MAX_BYTES = 128 * 1024 * 1024;
 /** Heads of a quorum's voters further apart than this fail the run (see createChainRpc). */
 const HEAD_SPREAD_BLOCKS = 32n;
 

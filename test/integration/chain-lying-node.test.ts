@@ -198,7 +198,7 @@ describe('a range whose logs are over the response size limit (zero-value transf
     expect(w.lines.filter((l) => String(l.msg).startsWith('one block refused or over the size limit')).map((l) => l.block)).toContain(spam.blockNumber.toString());
   }, 120_000);
 
-  it("an endless answer for one block's logs: the run fails once 256 MiB are read, not the worker's memory; once the node stops, the block is read and a later payment counts", async () => {
+  it("an endless answer for one block's logs: the run fails once 128 MiB are read, not the worker's memory; once the node stops, the block is read and a later payment counts", async () => {
     const spam = await chain.transfer({ to: merchant, amountAtomic: 0n });
     const node = await endlessNodeFor(spam.blockNumber);
     const w = watcherOf({ file: fileVia(node.url) });
