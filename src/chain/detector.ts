@@ -8,7 +8,7 @@
 import { compareScannedFor, type Chain, type ScannedFor } from '../domain/chains.js';
 import { newId } from '../domain/ids.js';
 import type { InvoiceStatus } from '../domain/invoice-rules.js';
-import { applyPaymentTo, dustFloorAtomic, remainingAtomic, type PaymentOutcome } from '../domain/payments.js';
+import { applyPaymentTo, dustFloorAtomic, remainingAtomic, sameAddress, type PaymentOutcome } from '../domain/payments.js';
 import { withTransaction, type Pool, type PoolClient } from '../db/pool.js';
 import {
   emitPartiallyPaid,
@@ -270,6 +270,21 @@ async function recordPayments(
     },
     claim: (k) => !claimed.has(k) && claimed.add(k) !== undefined,
   };
+  // A payment reorged out and back is matched first against the invoice it had counted toward
+  // alone, by its kind's own rule, as if that invoice were open and owed what the payment moved: the
+  // same transaction on another chain state may pay another address, in another token, for
+  // another period, and is then no payment of that invoice (a review made a re-included proxy
+  // call pay the attacker's own address and count toward the first merchant's invoice).
+  const restoredBook = (s: InvoiceState, moved: bigint): InvoiceBook => {
+    const c = candidates.get(s)!;
+    const owingNow: CandidateInvoice = { ...c, balance: { status: 'open', amountAtomic: moved, paidAtomic: 0n } };
+    return {
+      referenced: (topic) => (c.referenceTopic === topic ? c : undefined),
+      owing: (to, token) => (sameAddress(c.settlementAddress, to) && sameAddress(c.tokenAddress, token) ? [owingNow] : []),
+      checkout: (reference) => (c.checkout?.checkoutReference === reference ? c : undefined),
+      claim: book.claim,
+    };
+  };
   const owners = await ownersOfAddresses(tx, chain.chainId, chain.environment, [...new Set(todo.map((o) => lower(o.to)))]);
 
   const inserts: PaymentWrite[] = [];
@@ -282,7 +297,7 @@ async function recordPayments(
   for (const o of todo) {
     const kind = kindNamed(o.kind);
     const back = restoredToOf(o);
-    const matched = back !== null && invoices.has(back) ? candidates.get(invoices.get(back)!)! : kind.match(o, book);
+    const matched = (back !== null && invoices.has(back) ? kind.match(o, restoredBook(invoices.get(back)!, o.receivedAtomic)) : null) ?? kind.match(o, book);
     const inv = matched ? invoices.get(matched.id)! : null;
     // A kind that makes something once confirmed (a subscription) and matched nothing: counted,
     // whatever becomes of its row below.

@@ -401,7 +401,7 @@ export async function insertPayments(db: Queryable, rows: PaymentWrite[]): Promi
 }
 
 /**
- * A known row seen again: its block (a reorg may have moved it), its match, and pending ->
+ * A known row seen again: its block (a reorg may have moved it), what its log says, its match, and pending ->
  * confirmed. Only rows not confirmed yet change. Returns the ids changed.
  */
 export async function updatePayments(db: Queryable, rows: PaymentWrite[]): Promise<Set<string>> {
@@ -410,6 +410,10 @@ export async function updatePayments(db: Queryable, rows: PaymentWrite[]): Promi
     `update payments p set
        invoice_id = x.invoice_id, account_id = x.account_id, environment = x.environment, block_number = x.block_number,
        block_hash = x.block_hash, block_time = x.block_time, log_index = x.log_index, tx_position = x.tx_position,
+       -- What the log says, again: the same transaction on another chain state (a reorg) may pay
+       -- someone else, in another token, another amount.
+       token_address = x.token_address, from_address = x.from_address, to_address = x.to_address,
+       amount_atomic = x.amount_atomic, fee_atomic = x.fee_atomic, fee_address = x.fee_address,
        fee_expected_atomic = x.fee_expected_atomic, received_atomic = x.received_atomic, fee_received_atomic = x.fee_received_atomic,
        payment_reference = x.payment_reference, status = x.status, outcome = x.outcome, confirmed_at = x.confirmed_at, removed_at = null,
        -- A reorged-out payment seen again stays marked (with what it had counted) until it confirms again.

@@ -15,7 +15,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { Address, Hash } from 'viem';
+import type { Address, Hash, Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadChains } from '../../src/chains-config.js';
@@ -349,3 +349,77 @@ describe('deep reorgs rewind the cursor and leave every payment and invoice as t
     expect(await eventTypes(p!.id)).toContain('payment.reorged_out');
   });
 });
+
+async function paymentOf(txHash: Hash) {
+  const { rows } = await fx.api.pool.query<{ status: string; outcome: string | null; invoice_id: string | null; reorged_out: boolean; counted_atomic: string | null; block_number: string }>(
+    `select status, outcome, invoice_id, reorged_out_at is not null as reorged_out, counted_atomic::text, block_number::text from payments where tx_hash = $1`,
+    [txHash.toLowerCase()],
+  );
+  return rows;
+}
+
+// A plain transfer that paid an invoice, reorged out, then broadcast again and included in a later
+// block (found by an adversarial review): it came back 'unmatched' with no invoice (a plain
+// transfer matched only open invoices owing its value, and the one it had paid stayed paid), and
+// once the merchant had moved to another address it stayed 'removed' (nothing asked for transfers
+// to the old one). The detector restores it to the invoice it had counted toward
+// (lockPayableInvoices' restoredTo); the watcher asks for the recipients of payments reorged out in
+// the last day (recipientsToRescan). Last in the file: each case moves the account's address.
+describe('a deep-reorged plain transfer, included again later', () => {
+  it('counts again toward the invoice it paid (which stayed paid)', () => reincluded({ move: false, rival: false }), 120_000);
+  it('the same after the merchant moved off the address: the transfer is asked for again', () => reincluded({ move: true, rival: false }), 120_000);
+  it('toward the invoice it paid, not another open invoice at that address owing the same amount', () => reincluded({ move: false, rival: true }), 120_000);
+});
+
+async function reincluded({ move, rival }: { move: boolean; rival: boolean }): Promise<void> {
+  {
+    // A fresh address per case, so the two cases share nothing but the chain.
+    const merchant = privateKeyToAccount(generatePrivateKey()).address;
+    expect((await api.patch('/v1/account', key(), { settlement_address: merchant })).status).toBe(200);
+    const run = watcher(1);
+    await catchUp(run);
+    const inv = await sendLocalInvoice(api, key(), '3.00');
+    const snapshot = await chain.snapshot();
+    const forkAt = await chain.publicClient.getBlockNumber();
+    const paid = await chain.transfer({ to: merchant as Address, amountAtomic: BigInt(inv.amount_atomic) });
+    const raw = (await rpc('eth_getRawTransactionByHash', [paid.txHash])) as Hex;
+    expect(raw).toMatch(/^0x/);
+    await chain.mine(40);
+    await catchUp(run);
+    expect(await invoice(inv.id)).toMatchObject({ status: 'paid', amount_paid_atomic: '3000000' });
+    const covered = await cursor();
+
+    // The merchant moves to another address; no open invoice names the old one.
+    const moved = privateKeyToAccount(generatePrivateKey()).address;
+    if (move) expect((await api.patch('/v1/account', key(), { settlement_address: moved })).status).toBe(200);
+
+    // A reorg past every checkpoint: a chain from the fork without the transfer, longer than the cursor.
+    await chain.revert(snapshot);
+    await chain.mine(Number(covered.block - forkAt) + 5);
+    expect(await run()).toMatch(/after a reorg \(rewound to -1\)/);
+    await catchUp(watcher(2000));
+    expect(await paymentOf(paid.txHash)).toEqual([expect.objectContaining({ status: 'removed', reorged_out: true })]);
+    expect(await invoice(inv.id)).toMatchObject({ status: 'paid', amount_paid_atomic: '0' });
+
+    // Another invoice of the same amount to the same address, open: a plain transfer of that value would pay it.
+    const other = rival ? await sendLocalInvoice(api, key(), '3.00') : null;
+
+    // The payer's signed transaction is broadcast again and included on the new chain.
+    const before = await chain.balanceOf(merchant as Address);
+    const again = (await rpc('eth_sendRawTransaction', [raw])) as Hash;
+    expect(again.toLowerCase()).toBe(paid.txHash.toLowerCase());
+    await chain.mine(1);
+    const receipt = await chain.publicClient.getTransactionReceipt({ hash: paid.txHash });
+    expect(receipt.status).toBe('success');
+    expect(await chain.balanceOf(merchant as Address)).toBe(before + 3_000_000n);
+    await chain.mine(4);
+    await catchUp(watcher(2000));
+
+    // The money is at the merchant's (former) address again: the payment counts again.
+    expect(await paymentOf(paid.txHash)).toEqual([
+      expect.objectContaining({ status: 'confirmed', reorged_out: false, block_number: receipt.blockNumber.toString(), outcome: 'applied', invoice_id: inv.id, counted_atomic: '3000000' }),
+    ]);
+    expect(await invoice(inv.id)).toMatchObject({ status: 'paid', amount_paid_atomic: '3000000' });
+    if (other) expect(await invoice(other.id)).toMatchObject({ status: 'open', amount_paid_atomic: '0' });
+  }
+}

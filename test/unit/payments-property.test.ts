@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { InconsistentLogsError, observePayments, type ObservedPayment } from '../../src/chain/observe.js';
 import type { TransferLog } from '../../src/chain/kinds/kind.js';
 import type { ProxyLog } from '../../src/chain/kinds/proxy.js';
-import { MAX_COUNTABLE_ATOMIC, countedAtomic, feeRoomAtomic, paymentInstructions, splitFee } from '../../src/domain/payments.js';
+import { MAX_COUNTABLE_ATOMIC, applyPaymentTo, countedAtomic, feeRoomAtomic, paymentInstructions, splitFee } from '../../src/domain/payments.js';
 import { seededRandom, type Random } from '../helpers/seeded-random.js';
 
 const TOKEN = '0xe7f1725e7734ce288f8367e1bb143e90bb3f0512';
@@ -161,6 +161,45 @@ describe('paying exactly what the instructions say (seeded random sequences)', (
         expect(BigInt(pi.fee_atomic)).toBeLessThanOrEqual(feeRoomAtomic(invoiceFee, feeCounted));
         const c = countedAtomic({ receivedAtomic: BigInt(pi.amount_atomic), feeReceivedAtomic: BigInt(pi.fee_atomic) }, feeRoomAtomic(invoiceFee, feeCounted));
         expect(paid + c.countedAtomic).toBe(amount);
+      }
+    });
+  }
+});
+
+const feeChain = { feeProxy: '0x5fbdb2315678afecb367f032d93f642f64180aa3', feeAddress: '0x00000000000000000000000000000000000000fe' };
+
+// An attacker mixing the instructions with any split of its own (a partial with a huge fee to the
+// fee address, so the rest is asked with a fee of 0): the invoice still turns paid only once its
+// merchant has received its part (from an adversarial review of the instructions' fee cap).
+describe('the instructions beside any payer split (seeded random sequences)', () => {
+  for (const seed of [71, 72, 73]) {
+    it(`seed ${seed}: the merchant has received at least amount - fee whenever the invoice turns paid`, () => {
+      const r = seededRandom(seed);
+      for (let round = 0; round < 2000; round++) {
+        const feeBps = r.pick([0, 1, 50, 250, 300]);
+        const amount = BigInt(r.int(1, 50_000_000));
+        const fee = splitFee(amount, feeBps).feeAtomic;
+        let ledger = { status: 'open' as const as 'open' | 'paid', amountAtomic: amount, paidAtomic: 0n, feeAtomic: fee, feeCountedAtomic: 0n };
+        let merchant = 0n;
+        for (let step = 0; step < 6 && ledger.status !== 'paid'; step++) {
+          let received: bigint;
+          let feeSent: bigint;
+          const pi = paymentInstructions({ status: ledger.status, chainId: 1, network: 'x', tokenAddress: TOKEN, tokenDecimals: 6, settlementAddress: '0x01', paymentReference: '0x01', amountAtomic: amount, paidAtomic: ledger.paidAtomic, feeAtomic: fee, feeCountedAtomic: ledger.feeCountedAtomic, feeBps }, feeChain);
+          if (pi && r.chance(0.4)) {
+            received = BigInt(pi.amount_atomic);
+            feeSent = BigInt(pi.fee_atomic);
+          } else {
+            // The attacker: any split, a huge fee to the fee address included.
+            received = BigInt(r.int(0, Number(amount)));
+            feeSent = r.chance(0.5) ? BigInt(r.int(0, Number(amount) * 2)) : 0n;
+          }
+          const a = applyPaymentTo(ledger, { receivedAtomic: received, feeReceivedAtomic: feeSent }, { blockTime: new Date(), dustFloorAtomic: 1n });
+          if (a.outcome !== 'applied') break;
+          merchant += received;
+          ledger = a.ledger as typeof ledger;
+          expect(ledger.feeCountedAtomic).toBeLessThanOrEqual(fee);
+        }
+        if (ledger.status === 'paid') expect(merchant).toBeGreaterThanOrEqual(amount - fee);
       }
     });
   }
