@@ -102,11 +102,22 @@ export function spawnWorker(env: Record<string, string>, opts: SpawnOptions = {}
   };
 }
 
-export async function waitUntil(check: () => Promise<boolean>, timeoutMs = 10_000, intervalMs = 50): Promise<void> {
+/**
+ * The bound of a test that waits, one after another, for several states of a chain, a page or a
+ * worker, each wait bounded on its own: room for all of them on a loaded 2-core machine, where
+ * vitest's 30 s default can be used up by one slow step (CI, stop 42: a wallet payment's test).
+ */
+export const MULTI_STATE_TEST_TIMEOUT_MS = 120_000;
+
+/**
+ * Waits for `check` to hold. `state`, when given, says in the failure what was reached instead
+ * (a count, the queue's state): a timeout on a loaded CI machine is then a clue, not a shrug.
+ */
+export async function waitUntil(check: () => Promise<boolean>, timeoutMs = 10_000, intervalMs = 50, state?: () => Promise<string> | string): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (await check()) return;
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms${state ? `: ${await state()}` : ''}`);
     await new Promise((r) => setTimeout(r, intervalMs));
   }
 }

@@ -10,7 +10,7 @@ import { startChainFixture, type ChainFixture } from '../helpers/chain-fixture.j
 import type { ApiFixture } from '../helpers/context.js';
 import { apiClient, type JsonBody } from '../helpers/http.js';
 import { recipientsOf, type SmtpSink } from '../helpers/smtp-sink.js';
-import { waitQueueDrained, waitUntil } from '../helpers/worker.js';
+import { MULTI_STATE_TEST_TIMEOUT_MS, waitQueueDrained, waitUntil } from '../helpers/worker.js';
 
 const MERCHANT = '0x5555555555555555555555555555555555555555';
 const STATE_TIMEOUT_MS = 30_000;
@@ -18,7 +18,7 @@ const STATE_TIMEOUT_MS = 30_000;
 const PER_LINK = 10;
 const PER_EMAIL = 3;
 
-describe('payment link checkouts are no email relay', () => {
+describe('payment link checkouts are no email relay', { timeout: MULTI_STATE_TEST_TIMEOUT_MS }, () => {
   let chain: TestChain;
   let fx: ApiFixture;
   let sink: SmtpSink;

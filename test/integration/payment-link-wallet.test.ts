@@ -11,13 +11,13 @@ import type { ApiFixture } from '../helpers/context.js';
 import { apiClient, type JsonBody } from '../helpers/http.js';
 import { recipientsOf, type SmtpSink } from '../helpers/smtp-sink.js';
 import { installTestWallet } from '../helpers/test-wallet.js';
-import { waitUntil } from '../helpers/worker.js';
+import { MULTI_STATE_TEST_TIMEOUT_MS, waitUntil } from '../helpers/worker.js';
 
 const CHROMIUM = chromiumPath();
 const MERCHANT = '0x4444444444444444444444444444444444444444';
 const STATE_TIMEOUT_MS = 30_000;
 
-describe('Payment links paid with a wallet (checkouts)', () => {
+describe('Payment links paid with a wallet (checkouts)', { timeout: MULTI_STATE_TEST_TIMEOUT_MS }, () => {
   let chain: TestChain;
   let fx: ApiFixture;
   let sink: SmtpSink;

@@ -13,7 +13,7 @@ import { apiClient } from '../helpers/http.js';
 import { decodeQrPng } from '../helpers/qr.js';
 import { expectLikeBaseline } from '../helpers/screenshot.js';
 import { recipientsOf, startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
-import { startWorker } from '../helpers/worker.js';
+import { MULTI_STATE_TEST_TIMEOUT_MS, startWorker } from '../helpers/worker.js';
 
 const CHROMIUM = chromiumPath();
 const BASELINE = new URL('../fixtures/payment-page.png', import.meta.url);
@@ -22,7 +22,7 @@ const SETTLEMENT = '0x2222222222222222222222222222222222222222';
 const to = recipientsOf;
 const decode = (s: string) => s.replace(/&#x3D;/g, '=').replace(/&amp;/g, '&').replace(/&#x2F;/g, '/');
 
-describe.skipIf(!CHROMIUM)(`payment page in Chromium${CHROMIUM ? '' : ` (${NO_CHROMIUM})`}`, () => {
+describe.skipIf(!CHROMIUM)(`payment page in Chromium${CHROMIUM ? '' : ` (${NO_CHROMIUM})`}`, { timeout: MULTI_STATE_TEST_TIMEOUT_MS }, () => {
   let fx: ApiFixture;
   let sink: SmtpSink;
   let worker: WorkerRuntime;

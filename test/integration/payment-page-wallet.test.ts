@@ -16,7 +16,7 @@ import { recipientsOf, type SmtpSink } from '../helpers/smtp-sink.js';
 import { expectLikeBaseline } from '../helpers/screenshot.js';
 import { extractPdfText } from '../helpers/pdf-text.js';
 import { installTestWallet, type TestWallet } from '../helpers/test-wallet.js';
-import { waitUntil } from '../helpers/worker.js';
+import { MULTI_STATE_TEST_TIMEOUT_MS, waitUntil } from '../helpers/worker.js';
 
 const CHROMIUM = chromiumPath();
 const BASELINE = new URL('../fixtures/payment-page-wallet.png', import.meta.url);
@@ -28,7 +28,7 @@ const STATE_TIMEOUT_MS = 30_000;
 
 const decode = (s: string) => s.replace(/&#x3D;/g, '=').replace(/&amp;/g, '&').replace(/&#x2F;/g, '/');
 
-describe.skipIf(!CHROMIUM)(`Pay with wallet in Chromium${CHROMIUM ? '' : ` (${NO_CHROMIUM})`}`, () => {
+describe.skipIf(!CHROMIUM)(`Pay with wallet in Chromium${CHROMIUM ? '' : ` (${NO_CHROMIUM})`}`, { timeout: MULTI_STATE_TEST_TIMEOUT_MS }, () => {
   let chain: TestChain;
   let fx: ApiFixture;
   let sink: SmtpSink;
@@ -342,7 +342,7 @@ describe.skipIf(!CHROMIUM)(`Pay with wallet in Chromium${CHROMIUM ? '' : ` (${NO
     } finally {
       await context.close();
     }
-  }, 60_000);
+  });
 
   it('GET /pay/<reference>/status: public facts only, for the script', async () => {
     const inv = await sentInvoice('7');

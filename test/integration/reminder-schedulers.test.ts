@@ -119,6 +119,18 @@ async function keysOf(queue: AppQueue, id: string): Promise<string[]> {
   return rows.map((r) => r.key);
 }
 
+/**
+ * What a wait for reminders reached instead, for its failure: how many fired, how late the latest
+ * was, how long ago the last one fired (a stall, or a slow stream?), and the queue's counts.
+ */
+async function firedState(queue: AppQueue, fired: Fired[], expected: number): Promise<string> {
+  const last = fired.reduce((a, f) => Math.max(a, f.firedAt), 0);
+  const lateness = fired.map((f) => f.firedAt - f.planned);
+  const counts = await queue.getJobCounts('delayed', 'waiting', 'prioritized', 'active', 'failed');
+  return `${fired.length} of ${expected} fired, max lateness ${lateness.length ? Math.max(...lateness) : '-'} ms, ` +
+    `last fired ${last ? Date.now() - last : '-'} ms ago; jobs ${JSON.stringify(counts)}, schedulers ${await queue.getJobSchedulersCount()}`;
+}
+
 /** Samples, every 50 ms (250 ms on Postgres) until stopped, how many schedulers and pending jobs each invoice has. */
 function watch(queue: AppQueue, ids: string[]) {
   const seen = { minSchedulers: Infinity, maxSchedulers: 0, maxPending: 0, samples: 0 };
@@ -164,7 +176,7 @@ describe('reminder schedulers on BullMQ', () => {
     await waitUntil(async () => Date.now() >= inv.dueAt.getTime(), inv.dueAt.getTime() - Date.now() + 1_000, 10);
     expect(await schedulers.switchToAfter(inv, new Date())).toEqual(plan[1]);
     // Every slot fired, and the used-up chain plans no further job (so no extra can come).
-    await waitUntil(async () => fired.length >= plan.length, plan[plan.length - 1].at.getTime() - Date.now() + 5_000, 20);
+    await waitUntil(async () => fired.length >= plan.length, plan[plan.length - 1].at.getTime() - Date.now() + 5_000, 20, () => firedState(queue, fired, plan.length));
     await waitUntil(async () => (await pendingJobs(queue, inv.id)).length === 0 && (await queue.getActiveCount()) === 0, 5_000, 20);
     await watcher.stop();
 
@@ -209,7 +221,7 @@ describe('reminder schedulers on BullMQ', () => {
     const lastPlanned = Math.max(...invoices.flatMap((inv) => planReminderSlots(policy, inv.dueAt, inv.timeZone).map((s) => s.at.getTime())));
     // Wait for every planned reminder (a loaded machine may fire late), then for advance() to
     // have removed every scheduler with nothing pending or running: no extra one can come.
-    await waitUntil(async () => fired.length >= invoices.length * 6, lastPlanned - Date.now() + 20_000, 50);
+    await waitUntil(async () => fired.length >= invoices.length * 6, lastPlanned - Date.now() + 20_000, 50, () => firedState(queue, fired, invoices.length * 6));
     await waitUntil(async () => (await queue.getJobSchedulersCount()) === 0 && Object.values(await queue.getJobCounts('delayed', 'waiting', 'prioritized', 'active')).every((n) => n === 0), 10_000, 50);
     await watcher.stop();
 
@@ -250,7 +262,7 @@ describe('reminder schedulers on BullMQ', () => {
     expect(plan.filter((s) => s.at.getTime() < now)).toHaveLength(3);
     expect(await schedulers.schedule(inv, new Date(now - 2600))).toEqual(plan[0]);
     const expected = [plan[0], ...plan.filter((s) => s.phase === 'after')];
-    await waitUntil(async () => fired.length >= expected.length, plan[plan.length - 1].at.getTime() - Date.now() + 10_000, 50);
+    await waitUntil(async () => fired.length >= expected.length, plan[plan.length - 1].at.getTime() - Date.now() + 10_000, 50, () => firedState(queue, fired, expected.length));
     // advance() removed the exhausted scheduler and nothing runs: no extra one can come.
     await waitUntil(async () => (await keysOf(queue, inv.id)).length === 0 && (await queue.getActiveCount()) === 0, 5_000, 50);
 

@@ -18,13 +18,13 @@ import type { ApiFixture } from '../helpers/context.js';
 import { apiClient, type JsonBody } from '../helpers/http.js';
 import { TEST_OPERATOR, testOperatorAddress } from '../helpers/subscriptions.js';
 import { installTestWallet } from '../helpers/test-wallet.js';
-import { ROOT, waitUntil } from '../helpers/worker.js';
+import { MULTI_STATE_TEST_TIMEOUT_MS, ROOT, waitUntil } from '../helpers/worker.js';
 
 const CHROMIUM = chromiumPath();
 const MERCHANT = '0x4444444444444444444444444444444444444444';
 const STATE_TIMEOUT_MS = 30_000;
 
-describe('Subscribing from the payment link page', () => {
+describe('Subscribing from the payment link page', { timeout: MULTI_STATE_TEST_TIMEOUT_MS }, () => {
   let chain: TestChain;
   let fx: ApiFixture;
   let origin: string;
