@@ -5,6 +5,7 @@
 // two workers at once or the same transaction re-included in another block after a reorg never
 // make a second row or a second event. What counts is what reached the merchant (observe.ts and
 // countedAtomic in the domain), never the proxy event's claim.
+import { createHash } from 'node:crypto';
 import { compareScannedFor, type Chain, type ScannedFor } from '../domain/chains.js';
 import { newId } from '../domain/ids.js';
 import type { InvoiceStatus } from '../domain/invoice-rules.js';
@@ -25,12 +26,15 @@ import {
   resetHead,
   removeVanishedPayments,
   reorgOutPayments,
+  reorgOutPaymentsById,
   updatePayments,
   writeInvoiceBalances,
+  type ExistingPayment,
   type InvoiceBalanceWrite,
   type PayableInvoiceRow,
   type PaymentRow,
   type PaymentWrite,
+  type ReorgedOutRow,
 } from '../db/payments.js';
 import { kindNamed } from './kinds/index.js';
 import type { CandidateInvoice, CheckoutTerms, ConfirmedMatch, InvoiceBook, ObservedPayment, ObservedRecord } from './kinds/kind.js';
@@ -97,6 +101,33 @@ interface InvoiceState {
 }
 
 const lower = (a: string) => a.toLowerCase();
+
+/**
+ * What a payment's log says, apart from where it sits (block, log index, position): the same
+ * signed transaction re-included in another block after a reorg is the same payment only if this
+ * is unchanged. On another chain state it may pay another address, another amount, under another
+ * reference or for another period.
+ */
+function observedDigest(o: ObservedPayment): string {
+  const { txHash: _t, logIndex: _l, txPosition: _p, blockNumber: _n, blockHash: _h, blockTimestamp: _s, ...said } = o;
+  const canonical = JSON.stringify(said, (_key, v: unknown) => (typeof v === 'bigint' ? v.toString() : typeof v === 'string' ? v.toLowerCase() : v));
+  return createHash('sha256').update(canonical).digest('hex');
+}
+
+/** payment.reorged_out for each, and the range's outcome counts them. */
+async function announceReorgedOut(tx: PoolClient, chain: Chain, head: bigint, gone: ReorgedOutRow[]): Promise<void> {
+  await emitPaymentEvents(
+    tx,
+    gone.map((p) => ({ accountId: p.account_id, environment: p.environment, type: 'payment.reorged_out', id: p.id, object: presentPayment(p, [chain], head) })),
+  );
+}
+
+function countReorgedOut(outcome: RangeOutcome, gone: ReorgedOutRow[]): void {
+  for (const p of gone) {
+    outcome.recorded.push({ kind: p.kind, status: 'reorged_out' });
+    outcome.reorgedOut.push({ id: p.id, accountId: p.account_id, invoiceId: p.invoice_id, txHash: p.tx_hash, blockNumber: p.block_number, uncountedAtomic: p.uncounted_atomic });
+  }
+}
 const key = (txHash: string, txPosition: string) => `${txHash}:${txPosition}`;
 const legacyKey = (txHash: string, logIndex: number) => `${txHash}:log:${logIndex}`;
 const transferKey = (to: string, token: string, remaining: bigint) => `${lower(to)}|${lower(token)}|${remaining}`;
@@ -129,16 +160,10 @@ export async function recordRange(pool: Pool, chain: Chain, range: RangeToRecord
           ]),
         )
       : [];
-    await emitPaymentEvents(
-      tx,
-      gone.map((p) => ({ accountId: p.account_id, environment: p.environment, type: 'payment.reorged_out', id: p.id, object: presentPayment(p, [chain], range.head) })),
-    );
+    await announceReorgedOut(tx, chain, range.head, gone);
     const { outcome, kept } = await recordPayments(tx, chain, range);
     if (range.final) await recordRecords(tx, chain, range.records ?? [], range.blockTimes, outcome);
-    for (const p of gone) {
-      outcome.recorded.push({ kind: p.kind, status: 'reorged_out' });
-      outcome.reorgedOut.push({ id: p.id, accountId: p.account_id, invoiceId: p.invoice_id, txHash: p.tx_hash, blockNumber: p.block_number, uncountedAtomic: p.uncounted_atomic });
-    }
+    countReorgedOut(outcome, gone);
     const removed = await removeVanishedPayments(tx, chain.chainId, range.from, range.to, [...kept, ...(range.stillOnChain ?? [])]);
     await emitPaymentEvents(
       tx,
@@ -160,28 +185,41 @@ async function recordPayments(
   const outcome: RangeOutcome = { recorded: [], applied: 0, ignored: { zero_value: 0, dust: 0 }, reorgedOut: [], ignoredLogs: [] };
   const kept: { txHash: string; txPosition: string }[] = [];
   // Anyone can emit Transfer(x, settlement, 0) from a loop, or call the proxy with amount 0 naming
-  // a known reference: it moves nothing and is never a payment (no row, no event, no email).
-  const observed = range.observed.filter((o) => {
-    if (o.receivedAtomic + o.feeReceivedAtomic === 0n) {
-      if (range.final) outcome.ignored.zero_value++;
-      return false;
-    }
-    return true;
-  });
+  // a known reference: it moves nothing and is never a payment (no row, no event, no email). Such
+  // a log is still looked up below: a known payment's transaction seen again moving nothing to
+  // its recipient (re-included on another chain state) is that payment saying something else.
+  const movesNothing = (o: ObservedPayment) => o.receivedAtomic + o.feeReceivedAtomic === 0n;
+  const observed = range.observed;
   if (observed.length === 0) return { outcome, kept };
   const rows = await lockExistingPayments(tx, chain.chainId, observed.map((o) => ({ txHash: o.txHash, txPosition: o.txPosition, logIndex: o.logIndex })));
   const byKey = new Map(rows.map((e) => [key(e.tx_hash, e.tx_position), e]));
   const existingOf = (o: ObservedPayment) => byKey.get(key(o.txHash, o.txPosition)) ?? byKey.get(legacyKey(o.txHash, o.logIndex));
-  // A confirmed row is final (seen in another block, it only moves there); a pending one seen
-  // again in the same block needs nothing until it confirms.
+  // A confirmed row is final: seen in another block saying the same, it only moves there. A
+  // pending one seen again in the same block needs nothing until it confirms.
   const moved: Parameters<typeof moveConfirmedPayments>[1] = [];
+  const changed: ExistingPayment[] = [];
+  const ignoreIfNothing = (o: ObservedPayment) => {
+    if (!movesNothing(o)) return true;
+    if (range.final) outcome.ignored.zero_value++;
+    return false;
+  };
   const todo = observed.filter((o) => {
     const e = existingOf(o);
+    if (e === undefined) return ignoreIfNothing(o);
     const again = e !== undefined && (e.status === 'confirmed' || (!range.final && e.status !== 'removed' && e.block_hash === o.blockHash));
-    if (!again) return true;
+    if (!again) return ignoreIfNothing(o);
+    const elsewhere = e.status === 'confirmed' && (e.block_hash !== o.blockHash || e.tx_position !== o.txPosition);
+    // Seen elsewhere saying something else (or a row too old to tell): not the payment that counted.
+    // Once confirmed it is reorged out and matched again by its kind's rule, below; until then
+    // the row stays as it is, neither moved nor shown pending.
+    if (elsewhere && e.observed_digest !== observedDigest(o)) {
+      if (!range.final) return false;
+      changed.push(e);
+      return ignoreIfNothing(o);
+    }
     // Confirmed rows take this position below; a pending one keeps its own until it is written again.
     kept.push({ txHash: o.txHash, txPosition: e.status === 'confirmed' ? o.txPosition : e.tx_position });
-    if (e.status === 'confirmed' && (e.block_hash !== o.blockHash || e.tx_position !== o.txPosition)) {
+    if (elsewhere) {
       moved.push({
         id: e.id,
         block_number: o.blockNumber.toString(),
@@ -194,6 +232,13 @@ async function recordPayments(
     return false;
   });
   await moveConfirmedPayments(tx, moved);
+  if (changed.length > 0) {
+    const gone = await reorgOutPaymentsById(tx, changed.map((e) => e.id));
+    await announceReorgedOut(tx, chain, range.head, gone);
+    countReorgedOut(outcome, gone);
+    // As the rows are now: reorged out, keeping what they counted (the restore below reads it).
+    for (const r of gone) Object.assign(changed.find((e) => e.id === r.id)!, { status: r.status, reorged_out_at: r.reorged_out_at });
+  }
   if (todo.length === 0) return { outcome, kept };
 
   const keys = todo.map((o) => kindNamed(o.kind).invoiceKeys(o));
@@ -380,6 +425,7 @@ async function recordPayments(
       outcome: result,
       created_at: e?.created_at.toISOString() ?? now,
       confirmed_at: range.final ? now : null,
+      observed_digest: observedDigest(o),
     };
     (e ? updates : inserts).push(write);
   }

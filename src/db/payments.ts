@@ -348,6 +348,8 @@ export interface ExistingPayment {
   counted_atomic: string | null;
   /** The invoice it was recorded (or applied by hand) against. */
   invoice_id: string | null;
+  /** What its log said, apart from where it sat (the detector's observedDigest); null on rows older than the column. */
+  observed_digest: string | null;
 }
 
 /**
@@ -358,7 +360,7 @@ export async function lockExistingPayments(db: Queryable, chainId: number, keys:
   if (keys.length === 0) return [];
   const { rows } = await db.query<ExistingPayment>(
     `select p.id, p.tx_hash, p.log_index, p.tx_position, p.status, p.block_hash, p.created_at, p.reorged_out_at,
-       p.counted_atomic::text as counted_atomic, p.invoice_id from payments p
+       p.counted_atomic::text as counted_atomic, p.invoice_id, p.observed_digest from payments p
      where p.chain_id = $1 and exists (
        select 1 from unnest($2::text[], $3::text[], $4::int[]) as k (tx_hash, tx_position, log_index)
        where k.tx_hash = p.tx_hash and (k.tx_position = p.tx_position or p.tx_position = 'log:' || k.log_index))
@@ -374,13 +376,15 @@ export type PaymentWrite = Omit<PaymentRow, 'block_time' | 'created_at' | 'confi
   block_time: string | null;
   created_at: string;
   confirmed_at: string | null;
+  /** What its log said, apart from where it sat (ExistingPayment.observed_digest). */
+  observed_digest: string;
 };
 
 const RECORD = `x (id text, account_id text, environment environment, invoice_id text, chain_id integer, network text, tx_hash text,
   log_index integer, tx_position text, block_number bigint, block_hash text, block_time timestamptz, token_address text, from_address text,
   to_address text, amount_atomic numeric, fee_atomic numeric, fee_address text, fee_expected_atomic numeric,
   received_atomic numeric, fee_received_atomic numeric, counted_atomic numeric,
-  payment_reference text, kind text, status text, outcome text, created_at timestamptz, confirmed_at timestamptz)`;
+  payment_reference text, kind text, status text, outcome text, created_at timestamptz, confirmed_at timestamptz, observed_digest text)`;
 
 /** Inserts new payment rows; a row whose (chain, tx, position) exists already is skipped. Returns the ids inserted. */
 export async function insertPayments(db: Queryable, rows: PaymentWrite[]): Promise<Set<string>> {
@@ -388,10 +392,12 @@ export async function insertPayments(db: Queryable, rows: PaymentWrite[]): Promi
   const { rows: inserted } = await db.query<{ id: string }>(
     `insert into payments (id, account_id, environment, invoice_id, chain_id, network, tx_hash, log_index, tx_position, block_number, block_hash,
        block_time, token_address, from_address, to_address, amount_atomic, fee_atomic, fee_address, fee_expected_atomic,
-       received_atomic, fee_received_atomic, counted_atomic, payment_reference, kind, status, outcome, created_at, updated_at, confirmed_at)
+       received_atomic, fee_received_atomic, counted_atomic, payment_reference, kind, status, outcome, created_at, updated_at, confirmed_at,
+       observed_digest)
      select id, account_id, environment, invoice_id, chain_id, network, tx_hash, log_index, tx_position, block_number, block_hash,
        block_time, token_address, from_address, to_address, amount_atomic, fee_atomic, fee_address, fee_expected_atomic,
-       received_atomic, fee_received_atomic, counted_atomic, payment_reference, kind, status, outcome, created_at, created_at, confirmed_at
+       received_atomic, fee_received_atomic, counted_atomic, payment_reference, kind, status, outcome, created_at, created_at, confirmed_at,
+       observed_digest
      from jsonb_to_recordset($1::jsonb) as ${RECORD}
      on conflict (chain_id, tx_hash, tx_position) do nothing
      returning id`,
@@ -415,7 +421,8 @@ export async function updatePayments(db: Queryable, rows: PaymentWrite[]): Promi
        token_address = x.token_address, from_address = x.from_address, to_address = x.to_address,
        amount_atomic = x.amount_atomic, fee_atomic = x.fee_atomic, fee_address = x.fee_address,
        fee_expected_atomic = x.fee_expected_atomic, received_atomic = x.received_atomic, fee_received_atomic = x.fee_received_atomic,
-       payment_reference = x.payment_reference, status = x.status, outcome = x.outcome, confirmed_at = x.confirmed_at, removed_at = null,
+       payment_reference = x.payment_reference, observed_digest = x.observed_digest, status = x.status, outcome = x.outcome,
+       confirmed_at = x.confirmed_at, removed_at = null,
        -- A reorged-out payment seen again stays marked (with what it had counted) until it confirms again.
        counted_atomic = case when x.status = 'confirmed' then x.counted_atomic else p.counted_atomic end,
        reorged_out_at = case when x.status = 'confirmed' then null else p.reorged_out_at end, updated_at = clock_timestamp()
@@ -466,13 +473,35 @@ export async function reorgOutPayments(
   from: bigint,
   to: bigint,
   keep: { txHash: string; txPosition: string }[],
-): Promise<(PaymentRow & { uncounted_atomic: string | null })[]> {
-  const { rows } = await db.query<PaymentRow & { uncounted_atomic: string | null }>(
+): Promise<ReorgedOutRow[]> {
+  return reorgOut(
+    db,
+    `p.chain_id = $1 and p.block_number between $2 and $3
+       and not exists (select 1 from unnest($4::text[], $5::text[]) as k (tx_hash, tx_position)
+                       where k.tx_hash = p.tx_hash and k.tx_position = p.tx_position)`,
+    [chainId, from.toString(), to.toString(), keep.map((k) => k.txHash), keep.map((k) => k.txPosition)],
+  );
+}
+
+/**
+ * These confirmed payments, seen again in another block saying something else (the detector's
+ * observedDigest): their transaction is on the chain, but not as the payment that counted. Reorged
+ * out as reorgOutPayments does, so that what the log says now is matched again, by its kind's rule.
+ */
+export async function reorgOutPaymentsById(db: Queryable, ids: string[]): Promise<ReorgedOutRow[]> {
+  if (ids.length === 0) return [];
+  return reorgOut(db, `p.id = any($1::text[])`, [ids]);
+}
+
+/** A payment reorged out, with what it had counted toward its invoice (null: nothing). */
+export type ReorgedOutRow = PaymentRow & { uncounted_atomic: string | null };
+
+/** The confirmed payments `where` selects: removed, marked reorged out, and what they counted taken off their invoices. */
+async function reorgOut(db: Queryable, where: string, params: unknown[]): Promise<ReorgedOutRow[]> {
+  const { rows } = await db.query<ReorgedOutRow>(
     `with old as (
        select p.id, p.outcome, p.counted_atomic, p.received_atomic from payments p
-       where p.chain_id = $1 and p.status = 'confirmed' and p.block_number between $2 and $3
-         and not exists (select 1 from unnest($4::text[], $5::text[]) as k (tx_hash, tx_position)
-                         where k.tx_hash = p.tx_hash and k.tx_position = p.tx_position)
+       where p.status = 'confirmed' and ${where}
        order by p.id
        for update of p
      ), gone as (
@@ -488,7 +517,7 @@ export async function reorgOutPayments(
        where i.id = u.invoice_id
      )
      select ${COLUMNS}, p.uncounted_atomic::text as uncounted_atomic from gone p left join chain_cursors cc on cc.chain_id = p.chain_id`,
-    [chainId, from.toString(), to.toString(), keep.map((k) => k.txHash), keep.map((k) => k.txPosition)],
+    params,
   );
   return rows;
 }

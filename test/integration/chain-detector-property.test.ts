@@ -186,7 +186,7 @@ function randomTx(r: Random, invoices: Inv[], merchant: string): Tx {
  * in chain order: proxy payments by reference, plain transfers to the one open invoice whose
  * remaining amount is exactly their value.
  */
-function expected(invoices: Inv[], txs: Tx[]): Map<string, { paid: bigint; status: string; received: bigint }> {
+function expected(invoices: Inv[], txs: Tx[], merchant: string): Map<string, { paid: bigint; status: string; received: bigint }> {
   const state = new Map(invoices.map((i) => [i.id, { paid: 0n, feeCounted: 0n, status: 'open', received: 0n }]));
   const apply = (inv: Inv, received: bigint, feeToPlatform: bigint) => {
     const s = state.get(inv.id)!;
@@ -200,6 +200,8 @@ function expected(invoices: Inv[], txs: Tx[]): Map<string, { paid: bigint; statu
   };
   for (const tx of txs) {
     for (const step of tx.steps) {
+      // A step that paid someone else (a re-inclusion that changed what the transaction does) pays no invoice of the merchant's.
+      if (step.to !== merchant) continue;
       if (step.kind === 'proxy') {
         const inv = invoices.find((i) => i.topic === step.topic);
         if (inv) apply(inv, step.amount, step.feeAddress === FEE ? step.fee : 0n);
@@ -212,7 +214,7 @@ function expected(invoices: Inv[], txs: Tx[]): Map<string, { paid: bigint; statu
   return new Map([...state].map(([id, s]) => [id, { paid: s.paid, status: s.status, received: s.received }]));
 }
 
-const stats = { deep: 0, exact: 0 };
+const stats = { deep: 0, exact: 0, redirected: 0 };
 
 describe('the detector over random sequences with reorgs (seeded)', () => {
   for (const seed of [101, 202, 303, 404, 505, 606, 707, 808, 909, 1010, 1111, 1212, 1313, 1414, 1515, 1616]) {
@@ -235,11 +237,15 @@ describe('the detector over random sequences with reorgs (seeded)', () => {
           // transactions come back later in the new blocks, after a filler, in their order; others are gone.
           const depth = r.int(1, Math.min(6, blocks.length - first));
           const old = blocks.splice(blocks.length - depth, depth);
-          // Every third sequence also loses transactions for good.
-          const back = old.flatMap((b) => b.txs).filter(() => {
-            if (seed % 3 !== 0 || r.chance(0.8)) return true;
+          // Every third sequence also loses transactions for good, and has some come back paying
+          // someone else: the same transaction on another chain state (a contract whose target
+          // changed), seen again in another block. Either way its merchant never gets the money.
+          const back = old.flatMap((b) => b.txs).flatMap((tx) => {
+            if (seed % 3 !== 0 || r.chance(0.7)) return [tx];
             lostForGood = true;
-            return false;
+            if (r.chance(0.5)) return [];
+            stats.redirected++;
+            return [{ hash: tx.hash, steps: tx.steps.map((st) => ({ ...st, to: STRANGER })) }];
           });
           if (depth > CONFIRMATIONS) stats.deep++;
           const count = depth + r.int(0, 1);
@@ -260,7 +266,7 @@ describe('the detector over random sequences with reorgs (seeded)', () => {
 
       const canonical = blocks.slice(first).flatMap((b) => b.txs);
       const onChain = new Set(canonical.map((t) => t.hash));
-      const truth = expected(invoices, canonical);
+      const truth = expected(invoices, canonical, merchant);
       const { rows: payments } = await fx.api.pool.query<{
         tx_hash: string;
         invoice_id: string | null;
@@ -275,9 +281,12 @@ describe('the detector over random sequences with reorgs (seeded)', () => {
          from payments where lower(to_address) = lower($1)`,
         [merchant],
       );
+      const paysMerchant = new Set(canonical.filter((t) => t.steps.some((st) => st.to === merchant)).map((t) => t.hash));
       for (const p of payments) {
-        // Nothing confirmed from a transaction the chain no longer holds; nothing pending once all is final.
+        // Nothing confirmed from a transaction the chain no longer holds, nor from one that now pays
+        // someone else; nothing pending once all is final.
         if (p.status === 'confirmed') expect(onChain.has(p.tx_hash), `confirmed payment of ${p.tx_hash} is on the chain`).toBe(true);
+        if (p.status === 'confirmed') expect(paysMerchant.has(p.tx_hash), `confirmed payment of ${p.tx_hash} still pays the merchant: ${JSON.stringify(p)} ${JSON.stringify(canonical.find((t) => t.hash === p.tx_hash), (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))}`).toBe(true);
         expect(p.status).not.toBe('pending');
         expect(p.kind === 'transfer' && p.received_atomic === '0').toBe(false);
         // Dust no invoice claims is no row.
@@ -334,6 +343,7 @@ describe('the detector over random sequences with reorgs (seeded)', () => {
     const count = async (sql: string) => (await fx.api.pool.query<{ n: number }>(sql)).rows[0].n;
     expect(stats.deep).toBeGreaterThan(3);
     expect(stats.exact).toBeGreaterThan(30);
+    expect(stats.redirected).toBeGreaterThan(3);
     expect(await count(`select count(*)::int as n from events where type = 'payment.reorged_out'`)).toBeGreaterThan(0);
     expect(await count(`select count(*)::int as n from payments where status = 'confirmed' and reorged_out_at is null and exists (select 1 from events e where e.object_id = payments.id and e.type = 'payment.reorged_out')`)).toBeGreaterThan(0);
     expect(await count(`select count(*)::int as n from payments where kind = 'proxy' and fee_address = '${ZERO}' and outcome = 'applied'`)).toBeGreaterThan(0);

@@ -6,6 +6,9 @@
 // else: here a contract whose target its owner flips before the re-broadcast lands calls the proxy
 // with the attacker's own settlement address. The re-included payment must not count toward the
 // first merchant's invoice (its merchant received nothing on the new chain); it is the attacker's.
+// The same holds when the watcher never sees the payment missing: the transaction is re-included
+// before it looks, and a confirmed row seen in another block saying something else is reorged out
+// and matched again, not just moved (a third review: moved, it kept counting).
 import { createRequire } from 'node:module';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -110,6 +113,14 @@ async function send(from: Address, to: Address | null, data: Hex): Promise<{ has
   return { hash, contract: r.contractAddress ?? null };
 }
 
+/** Runs the watcher until its cursor reaches `target` (a rescan after a reorg takes several runs). */
+async function catchUpTo(run: () => Promise<string>, target: bigint): Promise<string[]> {
+  const outcomes: string[] = [];
+  for (let i = 0; i < 40 && (await cursor()) < target; i++) outcomes.push(await run());
+  expect(await cursor(), outcomes.slice(-3).join(' | ')).toBeGreaterThanOrEqual(target);
+  return outcomes;
+}
+
 async function paymentOf(txHash: Hash) {
   const { rows } = await fx.api.pool.query(
     `select status, outcome, invoice_id, account_id, to_address, counted_atomic::text, reorged_out_at is not null as reorged_out from payments where tx_hash = $1`,
@@ -176,5 +187,60 @@ describe('a proxy payment reorged out and included again paying someone else', (
     expect(rows[0]).toMatchObject({ status: 'confirmed', outcome: 'unmatched', invoice_id: null });
     expect(String(rows[0].to_address).toLowerCase()).toBe(attackerAddress.toLowerCase());
     expect(rows[0].account_id).not.toBe(fx.merchant.accountId);
+  }, 180_000);
+
+  it('is not counted toward it either when the watcher never saw it missing (re-included before the rescan): reorged out, then the attacker\'s', async () => {
+    const { abi, bytecode } = compile();
+    const payer = chain.payers[2].address as Address;
+    const other = chain.payers[3].address as Address;
+    const deployData = (bytecode + merchantA.slice(2).toLowerCase().padStart(64, '0')) as Hex;
+    const { contract } = await send(payer, null, deployData);
+    const sw = contract!;
+    await send(payer, chain.token, encodeFunctionData({ abi: TEST_USDC_ABI, functionName: 'approve', args: [sw, 10n ** 30n] }));
+    await chain.mine(1);
+    const run = watcher(1);
+    await catchUp(run);
+
+    const inv = await sendLocalInvoice(api, keyA(), '3.00');
+    const pi = inv.payment_instructions;
+    const snapshot = await chain.snapshot();
+    const forkAt = await chain.publicClient.getBlockNumber();
+    const total = 1_000_000n;
+    const fee = 5_000n;
+    const payData = encodeFunctionData({ abi, functionName: 'pay', args: [chain.feeProxy, chain.token, total - fee, pi.payment_reference as Hex, fee, chain.feeAddress] });
+    const { hash: paid } = await send(payer, sw, payData);
+    const raw = (await rpc('eth_getRawTransactionByHash', [paid])) as Hex;
+    await chain.mine(40);
+    await catchUp(run);
+    expect(await invoice(inv.id)).toMatchObject({ status: 'open', amount_paid_atomic: '1000000' });
+    const covered = await cursor();
+    const aBefore = await chain.balanceOf(merchantA);
+    const xBefore = await chain.balanceOf(attackerAddress);
+
+    // A reorg deeper than the confirmations; on the new chain the switch points at the attacker and
+    // the same signed transaction is included again, all before the watcher looks.
+    await chain.revert(snapshot);
+    await send(other, sw, encodeFunctionData({ abi, functionName: 'set', args: [attackerAddress] }));
+    expect(((await rpc('eth_sendRawTransaction', [raw])) as string).toLowerCase()).toBe(paid.toLowerCase());
+    await chain.mine(1);
+    expect((await chain.publicClient.getTransactionReceipt({ hash: paid })).status).toBe('success');
+    await chain.mine(Number(covered - forkAt) + 5);
+    // On the canonical chain merchant A never received the payment; the attacker did.
+    expect(await chain.balanceOf(merchantA)).toBe(aBefore - (total - fee));
+    expect(await chain.balanceOf(attackerAddress)).toBe(xBefore + total - fee);
+    const outcomes = await catchUpTo(watcher(2000), (await chain.publicClient.getBlockNumber()) - CONFIRMATIONS);
+    expect(outcomes.join(' | ')).toMatch(/after a reorg/);
+
+    expect(await invoice(inv.id)).toMatchObject({ status: 'open', amount_paid_atomic: '0' });
+    const rows = await paymentOf(paid);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ status: 'confirmed', outcome: 'unmatched', invoice_id: null });
+    expect(String(rows[0].to_address).toLowerCase()).toBe(attackerAddress.toLowerCase());
+    // Merchant A was told its payment left the chain.
+    const { rows: told } = await fx.api.pool.query<{ type: string }>(
+      `select e.type from events e join payments p on p.id = e.object_id where e.account_id = $1 and p.tx_hash = $2 order by e.created_at, e.id`,
+      [fx.merchant.accountId, paid.toLowerCase()],
+    );
+    expect(told.map((e) => e.type)).toEqual(['payment.confirmed', 'payment.reorged_out']);
   }, 180_000);
 });
