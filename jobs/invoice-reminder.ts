@@ -5,7 +5,7 @@
 // re-planned instead of sent, and after every slot the scheduler moves on when its phase is used up.
 import { deletePendingDelivery, upsertDelivery } from '../src/db/deliveries.js';
 import { loadInvoiceForMail } from '../src/db/invoice-for-mail.js';
-import { lockIfRemindersRun, recordReminderSent } from '../src/db/reminders.js';
+import { lockIfRemindersRun, recordReminderSent, remindersRun } from '../src/db/reminders.js';
 import { newId } from '../src/domain/ids.js';
 import { remindersShouldRun } from '../src/domain/invoice-rules.js';
 import { reminderKindOf } from '../src/domain/reminder-schedule.js';
@@ -60,13 +60,15 @@ async function remind(payload: ReminderJobData, ctx: JobContext & { log: Logger 
     ctx.countEmail?.(kind, 'skipped');
     return 'already_sent';
   }
-  const result = await emailInvoiceDocument(ctx, loaded, kind, delivery.id, (tx) => lockIfRemindersRun(tx, payload.invoiceId), slot);
+  const result = await emailInvoiceDocument(ctx, loaded, kind, delivery.id, (tx) => lockIfRemindersRun(tx, payload.invoiceId, slot), slot);
   if (!result.sent) {
     ctx.countEmail?.(kind, 'skipped');
     if (result.reason === 'no_longer_due') {
-      // Paid or turned off meanwhile: this slot will never be sent, so it is not in the timeline.
+      // Paid or turned off meanwhile: this slot will never be sent, so it is not in the timeline,
+      // and the schedule goes. A slot that passed while reminders were off, its job run after they
+      // were turned on again, is only skipped: the schedule "on" made stays.
       await deletePendingDelivery(ctx.pool, delivery.id);
-      await ctx.reminders.stop(payload.invoiceId);
+      if (!(await remindersRun(ctx.pool, payload.invoiceId))) await ctx.reminders.stop(payload.invoiceId);
     }
     return result.reason;
   }

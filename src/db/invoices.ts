@@ -300,6 +300,7 @@ export async function markSentMany(db: Queryable, sends: readonly { id: string; 
 export async function setRemindersEnabled(db: Queryable, id: string, enabled: boolean): Promise<InvoiceRow> {
   const { rows } = await db.query<InvoiceRow>(
     `update invoices set reminders_enabled = $2,
+       reminders_resumed_at = case when $2 and not reminders_enabled then clock_timestamp() else reminders_resumed_at end,
        updated_at = case when reminders_enabled = $2 then updated_at else clock_timestamp() end
      where id = $1 returning ${COLUMNS}`,
     [id, enabled],

@@ -71,10 +71,18 @@ export async function recordReminderSent(db: Queryable, invoiceId: string): Prom
  * Re-checks, under a share lock held until the caller's commit, that the invoice still wants
  * reminders: a payment committing meanwhile waits for this transaction.
  */
-export async function lockIfRemindersRun(db: Queryable, invoiceId: string): Promise<boolean> {
+export async function lockIfRemindersRun(db: Queryable, invoiceId: string, slot: Date): Promise<boolean> {
+  // A slot before reminders were last turned on again passed while they were off: never caught up.
   const { rows } = await db.query<{ ok: boolean }>(
-    `select invoice_reminders_run(status, reminders_enabled, due_at) as ok from invoices where id = $1 for share`,
-    [invoiceId],
+    `select invoice_reminders_run(status, reminders_enabled, due_at) and (reminders_resumed_at is null or reminders_resumed_at <= $2) as ok
+     from invoices where id = $1 for share`,
+    [invoiceId, slot],
   );
+  return rows[0]?.ok === true;
+}
+
+/** Whether reminders run for the invoice now (no lock): a skipped slot's job leaves a running schedule alone. */
+export async function remindersRun(db: Queryable, invoiceId: string): Promise<boolean> {
+  const { rows } = await db.query<{ ok: boolean }>(`select invoice_reminders_run(status, reminders_enabled, due_at) as ok from invoices where id = $1`, [invoiceId]);
   return rows[0]?.ok === true;
 }

@@ -5,7 +5,7 @@
 // delivery kinds (TS list vs the check constraint), and the ids (SQL new_id vs newId).
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deleteDraft, markSent, markVoid, updateDraft, type InvoiceRow } from '../../src/db/invoices.js';
+import { deleteDraft, markSent, markVoid, setRemindersEnabled, updateDraft, type InvoiceRow } from '../../src/db/invoices.js';
 import { settleSimulated } from '../../src/invoicing/sandbox-payments.js';
 import { lockIfRemindersRun, markOverdue } from '../../src/db/reminders.js';
 import { DELIVERY_KINDS } from '../../src/domain/delivery-kinds.js';
@@ -119,9 +119,30 @@ describe('"reminders run": the SQL function, the lock query and the stop trigger
 
   it('lockIfRemindersRun reads the row with the same rule', async () => {
     for (const c of cases) {
-      const { result } = await inStatus(c.status, (tx) => lockIfRemindersRun(tx, invoiceId), c);
+      // Reminders never turned off and on again: no slot passed while they were off.
+      const { result } = await inStatus(c.status, (tx) => lockIfRemindersRun(tx, invoiceId, new Date()), c);
       expect(result, JSON.stringify(c)).toBe(remindersShouldRun(c));
     }
+  });
+
+  it('a slot that passed while reminders were off is not run once they are on again; one after it is', async () => {
+    const { result } = await inStatus('open', async (tx) => {
+      const resumedAt = async () => (await tx.query<{ t: Date }>('select reminders_resumed_at as t from invoices where id = $1', [invoiceId])).rows[0].t;
+      const missed = new Date(Date.now() - 1_000);
+      await setRemindersEnabled(tx, invoiceId, false);
+      const whileOff = await lockIfRemindersRun(tx, invoiceId, new Date(Date.now() + 60_000));
+      await setRemindersEnabled(tx, invoiceId, true);
+      const on = await resumedAt();
+      // Turning on what is on already leaves the instant.
+      await setRemindersEnabled(tx, invoiceId, true);
+      return {
+        whileOff,
+        missed: await lockIfRemindersRun(tx, invoiceId, missed),
+        next: await lockIfRemindersRun(tx, invoiceId, new Date(on.getTime() + 1)),
+        onAgain: (await resumedAt()).getTime() === on.getTime(),
+      };
+    });
+    expect(result).toEqual({ whileOff: false, missed: false, next: true, onAgain: true });
   });
 
   it('the stop trigger notifies exactly when the rule turns from true to false', async () => {
