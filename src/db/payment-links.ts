@@ -98,9 +98,11 @@ export async function countPayments(db: Queryable, linkId: string): Promise<numb
 }
 
 /**
- * Deletes a link that took no payment. Its checkouts nobody paid stay as plain invoices (detached
- * first: the foreign key restricts). Their update waits for a payment committing on one of them
- * and then skips it, so the count that follows sees that payment and the delete is refused.
+ * Deletes a link that took no payment and none of whose checkouts holds money (one partly paid is
+ * no payment of the link yet, but it is the merchant's to settle, and the foreign key keeps it).
+ * Its checkouts nobody paid stay as plain invoices (detached first: the foreign key restricts).
+ * Their update waits for a payment committing on one of them and then skips it, so the check that
+ * follows sees that checkout still attached and the delete is refused.
  */
 export async function deleteLinkWithoutPayments(db: Queryable, scope: Scope, id: string): Promise<boolean> {
   await db.query(
@@ -111,7 +113,8 @@ export async function deleteLinkWithoutPayments(db: Queryable, scope: Scope, id:
   );
   const { rowCount } = await db.query(
     `delete from payment_links l where l.id = $1 and l.account_id = $2 and l.environment = $3
-       and payment_link_payment_count(l.id) = 0`,
+       and payment_link_payment_count(l.id) = 0
+       and not exists (select 1 from invoices i where i.payment_link_id = l.id)`,
     [id, scope.accountId, scope.environment],
   );
   return rowCount === 1;

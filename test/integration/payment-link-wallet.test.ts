@@ -212,6 +212,26 @@ describe('Payment links paid with a wallet (checkouts)', { timeout: MULTI_STATE_
     expect(simulated.body.error.code).toBe('payment_link_exhausted');
   });
 
+  it('a checkout paid one atomic unit is no payment of the link: max_payments 1 still takes a buyer, the link keeps that money from its delete; paid in full, a checkout counts', async () => {
+    const link = await customLink({ max_payments: 1 });
+    // A review's attack: one atomic unit with the checkout's reference used up the link's one seat.
+    const dust = await checkout(link.id, { amount: '20', customer_email: 'dust@example.test' });
+    expect(dust.status, JSON.stringify(dust.body)).toBe(200);
+    await chain.payWithReference({ to: dust.body.instructions.to, amountAtomic: 1n, feeAtomic: 0n, reference: dust.body.instructions.payment_reference });
+    await chain.mine(2);
+    await waitUntil(async () => ((await (await fetch(`${origin}${dust.body.status_url}`)).json()) as JsonBody).amount_paid_atomic === '1', STATE_TIMEOUT_MS);
+    expect((await linkOf(link.id)).payment_count).toBe(0);
+    const del = await api.del(`/v1/payment-links/${link.id}`, key());
+    expect([del.status, del.body.error?.code]).toEqual([409, 'payment_link_has_payments']);
+    // An honest buyer still gets the seat; paid in full, the checkout is the link's one payment.
+    const honest = await checkout(link.id, { amount: '20', customer_email: 'honest@example.test' });
+    expect(honest.status, JSON.stringify(honest.body)).toBe(200);
+    await payCheckout(honest.body.instructions);
+    await waitUntil(async () => (await linkOf(link.id)).payment_count === 1, STATE_TIMEOUT_MS);
+    const again = await checkout(link.id, { amount: '20', customer_email: 'late@example.test' });
+    expect([again.status, again.body.error?.code]).toEqual([400, 'payment_link_exhausted']);
+  });
+
   it('refuses an amount out of range, a missing or bad email, an unknown link, a cross-site post; nothing is made', async () => {
     const link = await customLink();
     const out = await checkout(link.id, { amount: '51', customer_email: 'a@example.test' });

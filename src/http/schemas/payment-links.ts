@@ -22,7 +22,7 @@ export const PaymentLink = Type.Object(
     collect_address: Type.Boolean(),
     max_payments: Nullable(Type.Integer()),
     /** Simulated payments and checkouts paid on-chain: what max_payments and the delete guard count. */
-    payment_count: Type.Integer({ description: 'Payments the link took: simulated ones and its checkouts paid on-chain (confirmed). max_payments and the delete guard count these.' }),
+    payment_count: Type.Integer({ description: 'Payments the link took: simulated ones and its checkouts paid in full on-chain (confirmed); a checkout partly paid counts once paid. max_payments counts these.' }),
     after_completion: literals(AFTER_COMPLETIONS),
     confirmation_message: Nullable(Type.String()),
     redirect_url: Nullable(Type.String()),
