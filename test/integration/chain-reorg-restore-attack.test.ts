@@ -129,34 +129,42 @@ async function paymentOf(txHash: Hash) {
   return rows;
 }
 
+/**
+ * The payer's contract, switched to pay merchant A, pays 1.00 (fee by the rule) of a 3.00 invoice
+ * of A's with its reference; mined to confirmed and counted. Returns what the attacks need: the
+ * snapshot before the payment (the fork), the signed transaction, how far the watcher got.
+ */
+async function paidThroughSwitch(payerIndex: number) {
+  const { abi, bytecode } = compile();
+  const payer = chain.payers[payerIndex].address as Address;
+  const other = chain.payers[payerIndex + 1].address as Address;
+  // The contract and the payer's allowance to it, both before the fork.
+  const deployData = (bytecode + merchantA.slice(2).toLowerCase().padStart(64, '0')) as Hex;
+  const { contract } = await send(payer, null, deployData);
+  const sw = contract!;
+  await send(payer, chain.token, encodeFunctionData({ abi: TEST_USDC_ABI, functionName: 'approve', args: [sw, 10n ** 30n] }));
+  await chain.mine(1);
+  const run = watcher(1);
+  await catchUp(run);
+
+  const inv = await sendLocalInvoice(api, keyA(), '3.00');
+  const pi = inv.payment_instructions;
+  const snapshot = await chain.snapshot();
+  const forkAt = await chain.publicClient.getBlockNumber();
+  const total = 1_000_000n;
+  const fee = 5_000n;
+  const payData = encodeFunctionData({ abi, functionName: 'pay', args: [chain.feeProxy, chain.token, total - fee, pi.payment_reference as Hex, fee, chain.feeAddress] });
+  const { hash: paid } = await send(payer, sw, payData);
+  const raw = (await rpc('eth_getRawTransactionByHash', [paid])) as Hex;
+  await chain.mine(40);
+  await catchUp(run);
+  expect(await invoice(inv.id)).toMatchObject({ status: 'open', amount_paid_atomic: '1000000' });
+  return { abi, sw, other, run, inv, snapshot, forkAt, paid, raw, total, fee, covered: await cursor() };
+}
+
 describe('a proxy payment reorged out and included again paying someone else', () => {
   it('is not counted toward the invoice it had paid when its money now went to another address', async () => {
-    const { abi, bytecode } = compile();
-    const payer = chain.payers[0].address as Address;
-    const other = chain.payers[1].address as Address;
-    // The payer's contract, switched to pay merchant A; the payer lets it pull its USDC. Both before the fork.
-    const deployData = (bytecode + merchantA.slice(2).toLowerCase().padStart(64, '0')) as Hex;
-    const { contract } = await send(payer, null, deployData);
-    const sw = contract!;
-    await send(payer, chain.token, encodeFunctionData({ abi: TEST_USDC_ABI, functionName: 'approve', args: [sw, 10n ** 30n] }));
-    await chain.mine(1);
-    const run = watcher(1);
-    await catchUp(run);
-
-    const inv = await sendLocalInvoice(api, keyA(), '3.00');
-    const pi = inv.payment_instructions;
-    const snapshot = await chain.snapshot();
-    const forkAt = await chain.publicClient.getBlockNumber();
-    // A partial payment of 1.00 (fee by the rule) through the contract: to merchant A, invoice A's reference.
-    const total = 1_000_000n;
-    const fee = 5_000n;
-    const payData = encodeFunctionData({ abi, functionName: 'pay', args: [chain.feeProxy, chain.token, total - fee, pi.payment_reference as Hex, fee, chain.feeAddress] });
-    const { hash: paid } = await send(payer, sw, payData);
-    const raw = (await rpc('eth_getRawTransactionByHash', [paid])) as Hex;
-    await chain.mine(40);
-    await catchUp(run);
-    expect(await invoice(inv.id)).toMatchObject({ status: 'open', amount_paid_atomic: '1000000' });
-    const covered = await cursor();
+    const { abi, sw, other, run, inv, snapshot, forkAt, paid, raw, total, fee, covered } = await paidThroughSwitch(0);
 
     // A reorg deeper than the confirmations: the payment leaves the chain.
     await chain.revert(snapshot);
@@ -190,30 +198,7 @@ describe('a proxy payment reorged out and included again paying someone else', (
   }, 180_000);
 
   it('is not counted toward it either when the watcher never saw it missing (re-included before the rescan): reorged out, then the attacker\'s', async () => {
-    const { abi, bytecode } = compile();
-    const payer = chain.payers[2].address as Address;
-    const other = chain.payers[3].address as Address;
-    const deployData = (bytecode + merchantA.slice(2).toLowerCase().padStart(64, '0')) as Hex;
-    const { contract } = await send(payer, null, deployData);
-    const sw = contract!;
-    await send(payer, chain.token, encodeFunctionData({ abi: TEST_USDC_ABI, functionName: 'approve', args: [sw, 10n ** 30n] }));
-    await chain.mine(1);
-    const run = watcher(1);
-    await catchUp(run);
-
-    const inv = await sendLocalInvoice(api, keyA(), '3.00');
-    const pi = inv.payment_instructions;
-    const snapshot = await chain.snapshot();
-    const forkAt = await chain.publicClient.getBlockNumber();
-    const total = 1_000_000n;
-    const fee = 5_000n;
-    const payData = encodeFunctionData({ abi, functionName: 'pay', args: [chain.feeProxy, chain.token, total - fee, pi.payment_reference as Hex, fee, chain.feeAddress] });
-    const { hash: paid } = await send(payer, sw, payData);
-    const raw = (await rpc('eth_getRawTransactionByHash', [paid])) as Hex;
-    await chain.mine(40);
-    await catchUp(run);
-    expect(await invoice(inv.id)).toMatchObject({ status: 'open', amount_paid_atomic: '1000000' });
-    const covered = await cursor();
+    const { abi, sw, other, inv, snapshot, forkAt, paid, raw, total, fee, covered } = await paidThroughSwitch(2);
     const aBefore = await chain.balanceOf(merchantA);
     const xBefore = await chain.balanceOf(attackerAddress);
 
