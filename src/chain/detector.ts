@@ -110,8 +110,25 @@ const lower = (a: string) => a.toLowerCase();
  */
 function observedDigest(o: ObservedPayment): string {
   const { txHash: _t, logIndex: _l, txPosition: _p, blockNumber: _n, blockHash: _h, blockTimestamp: _s, ...said } = o;
+  // A subscribe's start is its block's time: where it sits, not what it says.
+  if (said.subscribed) said.subscribed = { ...said.subscribed, startedAt: 0n };
   const canonical = JSON.stringify(said, (_key, v: unknown) => (typeof v === 'bigint' ? v.toString() : typeof v === 'string' ? v.toLowerCase() : v));
   return createHash('sha256').update(canonical).digest('hex');
+}
+
+/**
+ * Whether a confirmed row's log, seen again, says what it said: by its digest; a row from before
+ * the digest by what it stored of the log (its reference is the invoice's, not the log's: a row
+ * that old is taken at its recipient, token, sender and amounts).
+ */
+function saysTheSame(e: ExistingPayment, o: ObservedPayment): boolean {
+  if (e.observed_digest !== null) return e.observed_digest === observedDigest(o);
+  const same = (a: string | null, b: string | null) => (a ?? '').toLowerCase() === (b ?? '').toLowerCase();
+  return (
+    same(e.to_address, o.to) && same(e.token_address, o.tokenAddress) && same(e.from_address, o.from) && same(e.fee_address, o.feeAddress) &&
+    e.amount_atomic === o.amountAtomic.toString() && e.fee_atomic === o.feeAtomic.toString() &&
+    e.received_atomic === o.receivedAtomic.toString() && e.fee_received_atomic === o.feeReceivedAtomic.toString()
+  );
 }
 
 /** payment.reorged_out for each, and the range's outcome counts them. */
@@ -209,11 +226,13 @@ async function recordPayments(
     const again = e !== undefined && (e.status === 'confirmed' || (!range.final && e.status !== 'removed' && e.block_hash === o.blockHash));
     if (!again) return ignoreIfNothing(o);
     const elsewhere = e.status === 'confirmed' && (e.block_hash !== o.blockHash || e.tx_position !== o.txPosition);
-    // Seen elsewhere saying something else (or a row too old to tell): not the payment that counted.
-    // Once confirmed it is reorged out and matched again by its kind's rule, below; until then
-    // the row stays as it is, neither moved nor shown pending.
-    if (elsewhere && e.observed_digest !== observedDigest(o)) {
-      if (!range.final) return false;
+    // Seen elsewhere: decided once that block is final, never in the pending window (a row moved
+    // onto a block that a shallow reorg then drops would count with no rescan left to look at
+    // it: a review). Until then the row stays where it was confirmed, neither moved nor pending.
+    if (elsewhere && !range.final) return false;
+    // Saying something else: not the payment that counted. It is reorged out and matched again
+    // by its kind's rule, below.
+    if (elsewhere && !saysTheSame(e, o)) {
       changed.push(e);
       return ignoreIfNothing(o);
     }

@@ -350,6 +350,15 @@ export interface ExistingPayment {
   invoice_id: string | null;
   /** What its log said, apart from where it sat (the detector's observedDigest); null on rows older than the column. */
   observed_digest: string | null;
+  /** What it stored of its log: compared instead of the digest on rows older than it. */
+  to_address: string;
+  token_address: string;
+  from_address: string | null;
+  fee_address: string | null;
+  amount_atomic: string;
+  fee_atomic: string;
+  received_atomic: string;
+  fee_received_atomic: string;
 }
 
 /**
@@ -360,7 +369,9 @@ export async function lockExistingPayments(db: Queryable, chainId: number, keys:
   if (keys.length === 0) return [];
   const { rows } = await db.query<ExistingPayment>(
     `select p.id, p.tx_hash, p.log_index, p.tx_position, p.status, p.block_hash, p.created_at, p.reorged_out_at,
-       p.counted_atomic::text as counted_atomic, p.invoice_id, p.observed_digest from payments p
+       p.counted_atomic::text as counted_atomic, p.invoice_id, p.observed_digest, p.to_address, p.token_address, p.from_address,
+       p.fee_address, p.amount_atomic::text as amount_atomic, p.fee_atomic::text as fee_atomic, p.received_atomic::text as received_atomic,
+       p.fee_received_atomic::text as fee_received_atomic from payments p
      where p.chain_id = $1 and exists (
        select 1 from unnest($2::text[], $3::text[], $4::int[]) as k (tx_hash, tx_position, log_index)
        where k.tx_hash = p.tx_hash and (k.tx_position = p.tx_position or p.tx_position = 'log:' || k.log_index))

@@ -12,11 +12,13 @@ export interface ReminderTarget {
   time_zone: string;
   /** Planned slot of the latest reminder recorded, if any. */
   last_slot_at: Date | null;
+  /** When reminders were last turned on again after being off: no slot before it is ever sent. */
+  reminders_resumed_at: Date | null;
   /** The invoice email itself was accepted: reminders never go out before it. */
   invoice_emailed: boolean;
 }
 
-const SELECT = `select i.id, i.status, i.reminders_enabled, i.due_at, i.sent_at,
+const SELECT = `select i.id, i.status, i.reminders_enabled, i.due_at, i.sent_at, i.reminders_resumed_at,
     coalesce(c.time_zone, a.time_zone) as time_zone,
     (select max(d.slot_at) from deliveries d where d.invoice_id = i.id and d.kind in ('reminder_before', 'reminder_after')) as last_slot_at,
     exists (select 1 from deliveries d where d.invoice_id = i.id and d.kind = 'invoice' and d.status = 'sent') as invoice_emailed

@@ -203,8 +203,10 @@ export function createReminderService(
         }
         // Lost from Redis, or in a shard no live count uses: plan again in this process's shard
         // from just after the last recorded reminder, so a slot missed meanwhile still goes out
-        // (once: deliveries dedup by slot); then remove the old one.
-        const from = new Date(Math.min(now, (t.last_slot_at ?? t.sent_at ?? new Date(now)).getTime() + 1));
+        // (once: deliveries dedup by slot), but never one that passed while reminders were off
+        // (the send refuses those: the catch-up would be lost); then remove the old one.
+        const after = Math.max((t.last_slot_at ?? t.sent_at ?? new Date(now)).getTime(), t.reminders_resumed_at?.getTime() ?? -Infinity);
+        const from = new Date(Math.min(now, after + 1));
         // Most invoices without a scheduler simply used up their plan: skip them without the
         // calendar arithmetic or a Redis call (this loop runs over every overdue invoice).
         if (where.length === 0 && t.due_at!.getTime() + planHorizonMs < from.getTime()) continue;
