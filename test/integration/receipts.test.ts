@@ -72,8 +72,9 @@ describe('receipts', () => {
     expect(mail.subject).toBe(`Payment received: invoice ${inv.code} from Acme Widgets Ltd`);
     expect(mail.text).toContain('Amount paid: 250.75 USDC on base-sepolia');
     expect(mail.text).toContain('TEST MODE');
+    // Recorded sent once SMTP took it (the sink may hold the message a moment before).
+    await waitUntil(async () => (await receiptRows(inv.id))[0]?.status === 'sent', 20_000);
     const [row] = await receiptRows(inv.id);
-    expect(row.status).toBe('sent');
     expect(mail.messageId).toBe(row.message_id);
     expect(mail.messageId).toMatch(/^<dlv_[0-9A-Za-z]{24}@example\.test>$/);
     expect(mail.attachments.map((a) => a.filename)).toEqual([`receipt-${inv.code}.pdf`]);
@@ -196,6 +197,8 @@ describe('partial payments', () => {
     expect(ack.text).toContain('Remaining to pay: 150.75 USDC');
     expect(ack.text).toMatch(new RegExp(`Pay the rest: \\S+/${inv.reference}`));
     expect(ack.attachments).toHaveLength(0);
+    // Recorded sent once SMTP took it: the sink can hold the message a moment before (a full run caught it pending).
+    await waitUntil(async () => (await partialRows(inv.id)).every((r) => r.status === 'sent'), 20_000);
     // A writer touching the applied row again (the detector rewrites rows it scans) queues nothing more.
     await fx.api.pool.query(`update payments set status = 'confirmed', outcome = 'applied', updated_at = now() where id = $1`, [first]);
     expect(await partialRows(inv.id)).toEqual([{ payment_id: first, status: 'sent' }]);
