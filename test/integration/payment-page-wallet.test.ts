@@ -333,10 +333,14 @@ describe.skipIf(!CHROMIUM)(`Pay with wallet in Chromium${CHROMIUM ? '' : ` (${NO
       expect(pdf).toContain(`Transaction:${firstTx}(500.00USDC)`);
       expect(pdf).toContain(`Transaction:${secondTx}(735.50USDC)`);
       // Exactly one acknowledgement: one delivery for the one partial payment, sent, one message.
-      const { rows } = await fx.api.pool.query<{ kind: string; status: string }>(
-        `select kind, status from deliveries where invoice_id = $1 and kind in ('partial_payment', 'receipt') order by kind`,
-        [created.id],
-      );
+      // (A row is recorded sent once SMTP took its message, which the sink can hold a moment before.)
+      const deliveries = async () =>
+        (await fx.api.pool.query<{ kind: string; status: string }>(
+          `select kind, status from deliveries where invoice_id = $1 and kind in ('partial_payment', 'receipt') order by kind`,
+          [created.id],
+        )).rows;
+      await waitUntil(async () => (await deliveries()).every((r) => r.status !== 'pending'), STATE_TIMEOUT_MS);
+      const rows = await deliveries();
       expect(rows).toEqual([{ kind: 'partial_payment', status: 'sent' }, { kind: 'receipt', status: 'sent' }]);
       expect(sink.messages.filter((m) => recipientsOf(m).includes(email) && (m.subject ?? '').startsWith('Partial payment received'))).toHaveLength(1);
     } finally {
