@@ -223,7 +223,7 @@ async function recordPayments(
   const todo = observed.filter((o) => {
     const e = existingOf(o);
     if (e === undefined) return ignoreIfNothing(o);
-    const again = e !== undefined && (e.status === 'confirmed' || (!range.final && e.status !== 'removed' && e.block_hash === o.blockHash));
+    const again = e.status === 'confirmed' || (!range.final && e.status !== 'removed' && e.block_hash === o.blockHash);
     if (!again) return ignoreIfNothing(o);
     const elsewhere = e.status === 'confirmed' && (e.block_hash !== o.blockHash || e.tx_position !== o.txPosition);
     // Seen elsewhere: decided once that block is final, never in the pending window (a row moved

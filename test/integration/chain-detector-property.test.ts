@@ -8,13 +8,9 @@
 // canonical chain plus the fees that reached the fee address, capped at its fee; nothing counts
 // twice or from a transaction no longer on the chain; no invoice is paid for less than its
 // merchant's part. (The end-to-end attacks on anvil are in chain-paid-means-paid.test.ts.)
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { keccak256, toHex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadChains } from '../../src/chains-config.js';
 import { recordRange, rewindCursor } from '../../src/chain/detector.js';
 import { observePayments } from '../../src/chain/observe.js';
 import type { TransferLog } from '../../src/chain/kinds/kind.js';
@@ -24,15 +20,12 @@ import { DomainError } from '../../src/errors.js';
 import { applyUnmatchedPayment } from '../../src/invoicing/apply-payment.js';
 import type { Chain } from '../../src/domain/chains.js';
 import { dustFloorAtomic, remainingAtomic } from '../../src/domain/payments.js';
-import { localChainsFileEntry, writeChainsFile } from '../../src/devchain/chains-file.js';
-import { startApiFixture, type ApiFixture } from '../helpers/context.js';
+import type { ApiFixture } from '../helpers/context.js';
+import { SIMULATED_CHAIN, startSimulatedChainFixture } from '../helpers/simulated-chain.js';
 import { apiClient } from '../helpers/http.js';
 import { seededRandom, type Random } from '../helpers/seeded-random.js';
 
-const TOKEN = '0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512';
-const PROXY = '0x5FbDB2315678afecb367f032d93F642f64180aa3';
-const FEE = '0xa0Ee7A142d267C1f36714E4a8F75612F20a79720';
-const PAYER = '0x1000000000000000000000000000000000000001';
+const { token: TOKEN, feeAddress: FEE, payer: PAYER } = SIMULATED_CHAIN;
 const STRANGER = '0x4000000000000000000000000000000000000004';
 const ZERO = '0x0000000000000000000000000000000000000000';
 const CONFIRMATIONS = 2;
@@ -42,11 +35,7 @@ let chain: Chain;
 const api = apiClient(() => fx.api.app);
 
 beforeAll(async () => {
-  const file = path.join(mkdtempSync(path.join(tmpdir(), 'detector-property-')), 'chains.json');
-  // Nothing here calls the RPC URL: the test is the chain.
-  writeChainsFile(file, [localChainsFileEntry({ rpcUrl: 'http://127.0.0.1:9', chainId: 31337, feeProxy: PROXY, token: TOKEN, tokenDecimals: 6, feeAddress: FEE, subscriptionManager: '0x9fE46736679d2D9a65F0992F2272dE9f3c7fa6e0' })]);
-  fx = await startApiFixture({ CHAINS_FILE: file });
-  chain = loadChains(file, {}).find((c) => c.chainId === 31337)!;
+  ({ fx, chain } = await startSimulatedChainFixture('detector-property'));
 }, 60_000);
 afterAll(async () => {
   await fx?.close();

@@ -7,12 +7,8 @@
 // - a row from before observed_digest, re-included saying the same, keeps what it counted, a
 //   payment the merchant applied by hand included (the restore would have matched it by its
 //   kind's rule and lost the application).
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadChains } from '../../src/chains-config.js';
 import { recordRange, rewindCursor } from '../../src/chain/detector.js';
 import { observePayments } from '../../src/chain/observe.js';
 import type { TransferLog } from '../../src/chain/kinds/kind.js';
@@ -21,14 +17,11 @@ import { findCursor, forgetHead } from '../../src/db/payments.js';
 import { applyUnmatchedPayment } from '../../src/invoicing/apply-payment.js';
 import { keccak256, toHex } from 'viem';
 import type { Chain } from '../../src/domain/chains.js';
-import { localChainsFileEntry, writeChainsFile } from '../../src/devchain/chains-file.js';
-import { startApiFixture, type ApiFixture } from '../helpers/context.js';
+import type { ApiFixture } from '../helpers/context.js';
+import { SIMULATED_CHAIN, startSimulatedChainFixture } from '../helpers/simulated-chain.js';
 import { apiClient } from '../helpers/http.js';
 
-const TOKEN = '0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512';
-const PROXY = '0x5FbDB2315678afecb367f032d93F642f64180aa3';
-const FEE = '0xa0Ee7A142d267C1f36714E4a8F75612F20a79720';
-const PAYER = '0x1000000000000000000000000000000000000001';
+const { token: TOKEN, feeAddress: FEE, payer: PAYER } = SIMULATED_CHAIN;
 const CONFIRMATIONS = 2;
 
 let fx: ApiFixture;
@@ -36,10 +29,7 @@ let chain: Chain;
 const api = apiClient(() => fx.api.app);
 
 beforeAll(async () => {
-  const file = path.join(mkdtempSync(path.join(tmpdir(), 'chain-reorg-moves-')), 'chains.json');
-  writeChainsFile(file, [localChainsFileEntry({ rpcUrl: 'http://127.0.0.1:9', chainId: 31337, feeProxy: PROXY, token: TOKEN, tokenDecimals: 6, feeAddress: FEE, subscriptionManager: '0x9fE46736679d2D9a65F0992F2272dE9f3c7fa6e0' })]);
-  fx = await startApiFixture({ CHAINS_FILE: file });
-  chain = loadChains(file, {}).find((c) => c.chainId === 31337)!;
+  ({ fx, chain } = await startSimulatedChainFixture('chain-reorg-moves'));
 }, 60_000);
 afterAll(async () => {
   await fx?.close();

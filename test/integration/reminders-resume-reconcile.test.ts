@@ -12,16 +12,9 @@ import { withTransaction } from '../../src/db/pool.js';
 import { plannedInstantOf, reminderSchedulerId } from '../../src/queue/reminder-schedulers.js';
 import { startApiFixture, type ApiFixture } from '../helpers/context.js';
 import { apiClient, type ApiResponse, type HttpMethod } from '../helpers/http.js';
+import { SECOND_SIZED_REMINDERS } from '../helpers/reminder-policy.js';
 
-// Slots: due-3s, due-2s, due-1s, then due+1s, due+2s, due+3s.
-const POLICY = {
-  REMINDERS_BEFORE_START: 'PT3S',
-  REMINDERS_BEFORE_EVERY: 'PT1S',
-  REMINDERS_AFTER_START: 'PT1S',
-  REMINDERS_AFTER_EVERY: 'PT1S',
-  REMINDERS_AFTER_MAX: '3',
-  RECONCILE_EVERY: 'PT1H',
-};
+const POLICY = { ...SECOND_SIZED_REMINDERS, RECONCILE_EVERY: 'PT1H' };
 
 let fx: ApiFixture;
 beforeAll(async () => {

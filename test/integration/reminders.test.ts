@@ -14,16 +14,9 @@ import { extractPdfText } from '../helpers/pdf-text.js';
 import { recipientsOf, startSmtpSink, type SmtpSink } from '../helpers/smtp-sink.js';
 import { sleep, startWorker, waitUntil } from '../helpers/worker.js';
 import { apiClient, type ApiResponse, type HttpMethod, type JsonBody } from '../helpers/http.js';
+import { SECOND_SIZED_REMINDERS } from '../helpers/reminder-policy.js';
 
-// Slots: due-3s, due-2s, due-1s, then due+1s, due+2s, due+3s.
-const POLICY = {
-  REMINDERS_BEFORE_START: 'PT3S',
-  REMINDERS_BEFORE_EVERY: 'PT1S',
-  REMINDERS_AFTER_START: 'PT1S',
-  REMINDERS_AFTER_EVERY: 'PT1S',
-  REMINDERS_AFTER_MAX: '3',
-  RECONCILE_EVERY: 'PT2S',
-};
+const POLICY = { ...SECOND_SIZED_REMINDERS, RECONCILE_EVERY: 'PT2S' };
 const TIME_ZONE = 'Europe/Paris'; // the fixture merchant's zone; customers here have none
 /**
  * How far ahead invoices fall due: the invoice email and the first schedule land well before

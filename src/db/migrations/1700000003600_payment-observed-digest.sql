@@ -6,7 +6,7 @@
 -- state it may pay another address, another amount, another reference (a review had a contract
 -- redirect a re-included proxy call to the attacker's address while the row, only moved, kept
 -- counting toward the first merchant's invoice). Rows from before this column have none: seen
--- again in another block, they are checked again by their kind's rule.
+-- again in another block, they are compared by what they stored of their log (saysTheSame).
 alter table payments add column observed_digest text;
 
 -- Down Migration
